@@ -1,0 +1,143 @@
+"""``memory``: a thin command-line shell over the library (see README)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def _print_json(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, default=str, ensure_ascii=False))
+
+
+def cmd_ingest(args: argparse.Namespace) -> int:
+    from memory_assets.lib.ingest import ingest_paths
+
+    report = ingest_paths([Path(p) for p in args.paths], args.data_root, fmt=args.format)
+    for error in report.errors:
+        print(f"TranscriptError: {error}", file=sys.stderr)
+    if args.json:
+        _print_json(report.as_dict())
+    else:
+        print(f"ingested {report.messages} messages in {len(report.sessions)} sessions "
+              f"({report.files_written} new inbox files) from {report.files_read} files; "
+              f"{len(report.errors)} errors")
+    return 1 if report.errors and not report.messages else 0
+
+
+def cmd_materialize(args: argparse.Namespace) -> int:
+    from tqdm import tqdm
+
+    from memory_assets.lib.runner import materialize_pending, pending_sessions
+    from retrieval.paths import DataRoot
+
+    paths = DataRoot.resolve(args.data_root)
+    unread, retry = pending_sessions(paths)
+    bar = tqdm(total=len(unread) + len(retry), unit="session", desc="materialize", disable=args.quiet or None)
+
+    def step(session_id: str) -> None:
+        bar.set_postfix_str(session_id)
+        bar.update(1)
+
+    summary = materialize_pending(paths, extractor=args.extractor, progress=step, force_items=args.items)
+    bar.close()
+    print(f"sessions: {len(summary.sessions)} done, {len(summary.failed)} failed, "
+          f"{len(summary.quarantined)} quarantined; memory_items: "
+          f"{'published' if summary.items_materialized else 'unchanged'}")
+    for s in summary.failed:
+        print(f"failed: {s} (see `make ui` for the run's logs)", file=sys.stderr)
+    return 1 if summary.failed else 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from memory_assets.lib.stats import collect_stats
+
+    stats = collect_stats(args.data_root)
+    if args.json:
+        _print_json(stats)
+    else:
+        for key, value in stats.items():
+            print(f"{key}: {value}")
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from retrieval import MemoryClient
+
+    hits = MemoryClient(args.data_root).search(args.query, k=args.k)
+    if args.json:
+        _print_json([h.as_dict() for h in hits])
+    else:
+        for h in hits:
+            print(f"{h.score:.4f}  [{h.category}] {h.content}  ({', '.join(h.source_turn_ids)})")
+    return 0
+
+
+def cmd_inject(args: argparse.Namespace) -> int:
+    from retrieval import MemoryClient
+
+    injection = MemoryClient(args.data_root).inject(args.context, max_items=args.max_items,
+                                                     token_budget=args.token_budget)
+    if args.json:
+        _print_json(injection.as_dict())
+    else:
+        print(injection.text or "(nothing to inject)")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memory", description="Agent memory: ingest transcripts, build memory, search it.")
+    parser.add_argument("--data-root", default=os.environ.get("MEMORY_DATA_ROOT", "data"),
+                        help="data root (default: $MEMORY_DATA_ROOT or data/)")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("ingest", help="put transcripts into the inbox")
+    p.add_argument("paths", nargs="+")
+    p.add_argument("--format", default="auto", choices=["auto", "jsonl", "openai", "locomo"])
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_ingest)
+
+    p = sub.add_parser("materialize", help="run all pending pipeline work in-process")
+    p.add_argument("--extractor", choices=["offline", "llm"], default=None,
+                   help="default: llm when OPENAI_API_KEY is set, else offline")
+    p.add_argument("--items", action="store_true", help="rebuild memory_items even if nothing is pending")
+    p.add_argument("--quiet", action="store_true")
+    p.set_defaults(func=cmd_materialize)
+
+    p = sub.add_parser("stats", help="what the memory holds")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("search", help="hybrid search over published items")
+    p.add_argument("query")
+    p.add_argument("--k", type=int, default=10)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("inject", help="the block an agent would get injected")
+    p.add_argument("--context", required=True)
+    p.add_argument("--max-items", type=int, default=None)
+    p.add_argument("--token-budget", type=int, default=None)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_inject)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    args = build_parser().parse_args(argv)
+    from memory_assets.lib.transcripts import TranscriptError
+
+    try:
+        return int(args.func(args) or 0)
+    except TranscriptError as exc:
+        print(f"TranscriptError: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

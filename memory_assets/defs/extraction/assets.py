@@ -1,0 +1,105 @@
+"""Atomic facts extracted from each session, before consolidation."""
+
+from __future__ import annotations
+
+import os
+from datetime import datetime, timezone
+
+import dagster as dg
+import polars as pl
+
+from memory_assets.defs.ingest.assets import read_resources
+from memory_assets.defs.resources import ExtractorResource, MemoryRoot
+from memory_assets.lib import quarantine
+from memory_assets.lib.extraction.base import ExtractionFailed
+from memory_assets.lib.extraction.offline import OfflineExtractor
+from memory_assets.lib.facts import build_facts
+from memory_assets.lib.partitions import sessions
+from memory_assets.lib.prompts import load_prompt
+from retrieval.schema import FACT_SCHEMA, Turn
+
+EXTRACTION_PROMPT = load_prompt("extract_facts")
+# A prompt edit or an offline rule change makes every session's facts stale in the UI,
+# and a backfill over `sessions` re-extracts history.
+EXTRACTION_CODE_VERSION = f"prompt-{EXTRACTION_PROMPT.version}.{OfflineExtractor.version}"
+
+
+def to_turns(frame: pl.DataFrame) -> list[Turn]:
+    return [
+        Turn(session_id=r["session_id"], turn=r["turn"], role=r["role"], content=r["content"],
+             content_at=r["content_at"], speaker=r["speaker"], trust=r["trust"],
+             external_id=r["external_id"], resource_id=r["resource_id"])
+        for r in frame.sort("turn").iter_rows(named=True)
+    ]
+
+
+def _write(frame: pl.DataFrame, path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    frame.write_parquet(tmp)
+    os.replace(tmp, path)
+
+
+@dg.asset(
+    partitions_def=sessions,
+    deps=["resources"],
+    group_name="extraction",
+    kinds={"python", "parquet", "openai"},
+    code_version=EXTRACTION_CODE_VERSION,
+)
+def extracted_facts(context: dg.AssetExecutionContext, memory: MemoryRoot,
+                    extractor: ExtractorResource) -> dg.MaterializeResult:
+    """What each session taught us: atomic, speaker-attributed facts with category, kind,
+    tier, trust and the turns they came from — before deduplication.
+
+    Facts the write gate refused (credentials, chatter, injected instructions) are kept
+    in the rejection log with the reason, never here. A session whose LLM output never
+    validated is quarantined with the raw response and retried by a later run.
+    """
+    session_id = context.partition_key
+    paths, config = memory.paths, memory.config
+    now = datetime.now(timezone.utc)
+    turns = to_turns(read_resources(memory, session_id))
+    impl = extractor.build(config)
+    try:
+        result = impl.extract(turns)
+    except ExtractionFailed as failure:
+        record = quarantine.put(paths, session_id, reason=failure.reason, raw_response=failure.raw_response,
+                                attempts=failure.attempts, extractor=impl.name, now=now)
+        context.log.error(f"session {session_id} quarantined: {failure.reason} ({record})")
+        return dg.MaterializeResult(metadata={
+            "quarantined": True, "reason": failure.reason, "quarantine_record": str(record),
+            "attempts": failure.attempts, "prompt_tokens": failure.prompt_tokens,
+            "completion_tokens": failure.completion_tokens, "extractor": impl.name,
+        })
+    gated = build_facts(result.candidates, turns, config, session_id=session_id,
+                        extractor=impl.name, prompt_version=impl.version, now=now)
+    _write(gated.facts, paths.extracted_facts / f"{session_id}.parquet")
+    _write(gated.rejections, paths.rejections / f"{session_id}.parquet")
+    resolved = quarantine.resolve(paths, session_id)
+    cost = (result.prompt_tokens * config.llm["input_cost_per_mtok"]
+            + result.completion_tokens * config.llm["output_cost_per_mtok"]) / 1e6
+    return dg.MaterializeResult(metadata={
+        "facts": gated.facts.height,
+        "turns": len(turns),
+        "rejected": gated.rejections.height,
+        "rejected_by_reason": dict(sorted(gated.reasons.items())),
+        "untrusted_facts": int((gated.facts["source_trust"] == "untrusted").sum()),
+        "extractor": impl.name,
+        "extractor_version": impl.version,
+        "model": result.model or "none",
+        "prompt_tokens": result.prompt_tokens,
+        "completion_tokens": result.completion_tokens,
+        "attempts": result.attempts,
+        "cost_usd": round(cost, 6),
+        "quarantine_resolved": resolved,
+        "preview": dg.MetadataValue.md("\n".join(f"- {c}" for c in gated.facts["content"].head(10).to_list()) or "none"),
+    })
+
+
+def read_all_facts(memory: MemoryRoot) -> pl.DataFrame:
+    folder = memory.paths.extracted_facts
+    files = sorted(folder.glob("*.parquet")) if folder.exists() else []
+    if not files:
+        return pl.DataFrame(schema=FACT_SCHEMA)
+    return pl.concat([pl.read_parquet(f) for f in files], how="vertical_relaxed")

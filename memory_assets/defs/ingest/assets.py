@@ -1,0 +1,100 @@
+"""Raw turns, one row each, exactly as the agent handed them over (minus credentials)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from datetime import datetime, timezone
+
+import dagster as dg
+import polars as pl
+
+from memory_assets.defs.resources import MemoryRoot
+from memory_assets.lib import inbox_scan
+from memory_assets.lib.partitions import sessions
+from memory_assets.lib.transcripts import parse_transcript
+from retrieval.credentials import redact
+from retrieval.schema import RESOURCE_SCHEMA
+
+
+def resource_id(message: dict) -> str:
+    """Content hash of a turn: the same turn handed over twice is one resource."""
+    key = "\x1f".join(str(message[k]) for k in ("session_id", "turn", "role", "speaker", "ts", "content"))
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
+
+
+def read_resources(memory: MemoryRoot, session_id: str) -> pl.DataFrame:
+    folder = memory.paths.resources / session_id
+    parts = sorted(folder.glob("part-*.parquet")) if folder.exists() else []
+    if not parts:
+        return pl.DataFrame(schema=RESOURCE_SCHEMA)
+    return pl.concat([pl.read_parquet(p) for p in parts]).sort("turn")
+
+
+@dg.asset(
+    partitions_def=sessions,
+    group_name="ingest",
+    kinds={"python", "parquet"},
+    code_version="resources-v1",
+)
+def resources(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg.MaterializeResult:
+    """Every turn of every session the agents handed over: who said what, when, with what trust.
+
+    Append-only: a turn is stored once under its content hash and never updated, and
+    every memory item points back to the turns it came from. Credentials are redacted
+    before anything is stored.
+    """
+    session_id = context.partition_key
+    paths = memory.paths
+    cap = int(memory.config.ingest["max_message_bytes"])
+    existing = set(read_resources(memory, session_id)["resource_id"].to_list())
+    now = datetime.now(timezone.utc)
+    rows: list[dict] = []
+    errors: list[str] = []
+    files = inbox_scan.pending_files(paths).get(session_id, [])
+    redacted = 0
+    for file in files:
+        parsed = parse_transcript(file, "jsonl", max_message_bytes=cap)
+        errors.extend(str(e) for e in parsed.errors)
+        for message in parsed.messages:
+            if message["session_id"] != session_id:
+                errors.append(f"{file}: turn {message['turn']} belongs to session {message['session_id']!r}, not {session_id!r}")
+                continue
+            clean = redact(message["content"])
+            redacted += clean != message["content"]
+            message = {**message, "content": clean}
+            rid = resource_id(message)
+            if rid in existing:
+                continue
+            existing.add(rid)
+            rows.append({
+                "resource_id": rid, "session_id": session_id, "turn": message["turn"],
+                "external_id": message.get("external_id"), "role": message["role"],
+                "speaker": message["speaker"], "content": clean,
+                "content_at": datetime.fromisoformat(message["ts"]), "trust": message["trust"],
+                "source_format": "jsonl", "source_file": file.name, "ingested_at": now,
+            })
+    if rows:
+        frame = pl.DataFrame(rows, schema=RESOURCE_SCHEMA)
+        folder = paths.resources / session_id
+        folder.mkdir(parents=True, exist_ok=True)
+        part = folder / f"part-{hashlib.sha256(''.join(r['resource_id'] for r in rows).encode()).hexdigest()[:16]}.parquet"
+        tmp = part.with_suffix(".tmp")
+        frame.write_parquet(tmp)
+        os.replace(tmp, part)
+    if errors:
+        paths.ingest_errors.mkdir(parents=True, exist_ok=True)
+        (paths.ingest_errors / f"{session_id}-{now.strftime('%Y%m%dT%H%M%S%f')}.json").write_text(json.dumps(errors, indent=1))
+        for e in errors[:20]:
+            context.log.warning(e)
+    for file in files:
+        inbox_scan.mark_consumed(paths, session_id, file)
+    return dg.MaterializeResult(metadata={
+        "new_turns": len(rows),
+        "total_turns": len(existing),
+        "files_read": len(files),
+        "bad_lines": len(errors),
+        "credentials_redacted": int(redacted),
+        "errors": dg.MetadataValue.md("\n".join(f"- {e}" for e in errors[:20]) or "none"),
+    })

@@ -1,0 +1,69 @@
+"""The pipeline's resources: where the data root is, which extractor and embedder to use."""
+
+from __future__ import annotations
+
+import os
+
+import dagster as dg
+from dagster_duckdb import DuckDBResource
+
+from memory_assets.lib.extraction.base import Extractor
+from retrieval.config import MemoryConfig, load_config
+from retrieval.embeddings import Embedder
+from retrieval.paths import DataRoot
+
+
+class MemoryRoot(dg.ConfigurableResource):
+    """The data root every asset reads and writes, and the config in force."""
+
+    data_root: str = "data"
+    config_path: str | None = None
+
+    @property
+    def paths(self) -> DataRoot:
+        return DataRoot.resolve(self.data_root)
+
+    @property
+    def config(self) -> MemoryConfig:
+        return load_config(self.config_path)
+
+
+class ExtractorResource(dg.ConfigurableResource):
+    """``auto`` uses the LLM when OPENAI_API_KEY is set, the offline rules otherwise."""
+
+    mode: str = "auto"
+
+    def build(self, config: MemoryConfig) -> Extractor:
+        from memory_assets.lib.extraction.llm import LLMExtractor, llm_configured
+        from memory_assets.lib.extraction.offline import OfflineExtractor
+
+        if self.mode == "llm" or (self.mode == "auto" and llm_configured()):
+            return LLMExtractor(config)
+        if self.mode not in ("auto", "offline", "llm"):
+            raise ValueError(f"extractor mode {self.mode!r}; use auto, offline or llm")
+        return OfflineExtractor(config)
+
+
+class EmbedderResource(dg.ConfigurableResource):
+    """The embedding model named in the config (local MiniLM by default)."""
+
+    def build(self, config: MemoryConfig) -> Embedder:
+        return Embedder(config)
+
+
+def default_resources(data_root: str | None = None) -> dict[str, object]:
+    root = data_root or os.environ.get("MEMORY_DATA_ROOT", "data")
+    paths = DataRoot.resolve(root)
+    return {
+        "memory": MemoryRoot(data_root=str(paths.root), config_path=os.environ.get("MEMORY_CONFIG") or None),
+        "extractor": ExtractorResource(mode=os.environ.get("MEMORY_EXTRACTOR", "auto")),
+        "embedder": EmbedderResource(),
+        # In-run analytics only; every asset that opens it is in the "duckdb" pool,
+        # so there is one writer at a time.
+        "duckdb": DuckDBResource(database=str(paths.duckdb)),
+    }
+
+
+@dg.definitions
+def resources() -> dg.Definitions:
+    return dg.Definitions(resources=default_resources())

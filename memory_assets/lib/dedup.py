@@ -1,0 +1,137 @@
+"""Deduplication: exact (normalized content hash) and semantic (cosine within a namespace).
+
+A semantic duplicate is merged, not dropped: the fresher wording wins, the survivor
+gains confidence (a second sighting confirms it), and it inherits every source id, so
+nothing the duplicate pointed at is lost. Every merge is returned for the merge log.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import polars as pl
+
+_SPACE = re.compile(r"\s+")
+_EDGE_PUNCT = re.compile(r"^[\s\"'`.,;:!?-]+|[\s\"'`.,;:!?-]+$")
+
+
+def normalize(content: str) -> str:
+    return _EDGE_PUNCT.sub("", _SPACE.sub(" ", content.lower())).strip()
+
+
+def content_hash(content: str) -> str:
+    """SHA-256 of the normalized text: the same fact in other spacing or case is one fact."""
+    return hashlib.sha256(normalize(content).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Merge:
+    kept_id: str
+    merged_id: str
+    similarity: float
+    kept_content: str
+    merged_content: str
+
+
+_LIST_COLS = ("source_resource_ids", "source_turn_ids", "tags", "entities", "merged_from")
+
+
+def _union(values: list[list[str] | None]) -> list[str]:
+    seen: dict[str, None] = {}
+    for value in values:
+        for v in value or []:
+            seen.setdefault(v, None)
+    return list(seen)
+
+
+def _absorb(survivor: dict, other: dict, bonus: float) -> dict:
+    """Fold ``other`` into ``survivor``: union of sources, confidence bonus, max importance."""
+    merged = dict(survivor)
+    for col in _LIST_COLS:
+        if col in merged:
+            merged[col] = _union([survivor.get(col), other.get(col)])
+    merged["merged_from"] = _union([survivor.get("merged_from"), [other["id"]], other.get("merged_from")])
+    merged["confidence"] = round(min(1.0, max(survivor["confidence"], other["confidence"]) + bonus), 4)
+    merged["importance"] = max(survivor["importance"], other["importance"])
+    for counter in ("reference_count", "injected_count", "echo_count", "fizzle_count"):
+        if counter in merged:
+            merged[counter] = (survivor.get(counter) or 0) + (other.get(counter) or 0)
+    return merged
+
+
+def exact_dedup(items: pl.DataFrame) -> tuple[pl.DataFrame, list[Merge]]:
+    """One row per (namespace, content_hash); the earliest row keeps its id."""
+    if items.is_empty():
+        return items, []
+    merges: list[Merge] = []
+    rows = items.sort("created_at").to_dicts()
+    kept: dict[tuple[str, str], dict] = {}
+    for row in rows:
+        key = (row["namespace"], row["content_hash"])
+        if key in kept:
+            survivor = kept[key]
+            merges.append(Merge(survivor["id"], row["id"], 1.0, survivor["content"], row["content"]))
+            kept[key] = _absorb(survivor, row, 0.0)
+        else:
+            kept[key] = row
+    return pl.DataFrame(list(kept.values()), schema=items.schema), merges
+
+
+def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float, bonus: float,
+                   candidates: np.ndarray | None = None, block: int = 2048) -> tuple[pl.DataFrame, np.ndarray, list[Merge]]:
+    """Merge rows whose vectors have cosine above ``threshold`` within one namespace.
+
+    Args:
+        items: rows aligned with ``vectors`` (unit vectors).
+        threshold: cosine above which two items are one memory.
+        bonus: confidence added to the survivor.
+        candidates: indices of rows to compare against all others (new rows); all rows
+            when None. Rows outside ``candidates`` are never compared with each other,
+            so an incremental run costs new × all, not all × all.
+        block: rows per matrix block, to bound memory.
+    Returns:
+        the surviving rows, their vectors, and the merges made.
+    """
+    n = items.height
+    if n < 2:
+        return items, vectors, []
+    rows = items.to_dicts()
+    namespaces = np.asarray([r["namespace"] for r in rows])
+    created = [r["created_at"] for r in rows]
+    order = np.arange(n) if candidates is None else np.asarray(sorted(set(candidates.tolist())), dtype=int)
+    parent = np.arange(n)
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    pairs: list[tuple[int, int, float]] = []
+    for start in range(0, len(order), block):
+        idx = order[start:start + block]
+        sims = vectors[idx] @ vectors.T
+        for r, i in enumerate(idx):
+            sims[r, i] = -1.0  # not itself
+            hits = np.nonzero(sims[r] > threshold)[0]
+            for j in hits:
+                if namespaces[j] == namespaces[i] and (candidates is None and j > i or candidates is not None):
+                    pairs.append((int(i), int(j), float(sims[r, j])))
+    if not pairs:
+        return items, vectors, []
+    merges: list[Merge] = []
+    for i, j, sim in sorted(pairs, key=lambda p: -p[2]):
+        a, b = find(i), find(j)
+        if a == b:
+            continue
+        # The fresher wording survives (DESIGN: keep the fresher wording, confidence +0.05).
+        keep, drop = (a, b) if created[a] >= created[b] else (b, a)
+        merges.append(Merge(rows[keep]["id"], rows[drop]["id"], sim, rows[keep]["content"], rows[drop]["content"]))
+        rows[keep] = _absorb(rows[keep], rows[drop], bonus)
+        parent[drop] = keep
+    survivors = [i for i in range(n) if find(i) == i]
+    out = pl.DataFrame([rows[i] for i in survivors], schema=items.schema)
+    return out, vectors[survivors], merges

@@ -1,0 +1,328 @@
+"""The offline extractor's rules, as data: word lists and cue patterns.
+
+``offline.py`` holds the procedure; this module holds what it looks for. Changing a
+table here changes what gets extracted, so bump ``OfflineExtractor.version`` with it.
+Patterns are matched case-insensitively against one sentence or clause.
+"""
+
+from __future__ import annotations
+
+import re
+
+_I = re.IGNORECASE
+
+
+def _any(*phrases: str) -> re.Pattern[str]:
+    return re.compile(r"\b(?:" + "|".join(phrases) + r")\b", _I)
+
+
+# --- Splitting -------------------------------------------------------------------
+
+# Periods that do not end a sentence.
+ABBREVIATIONS = ("mr", "mrs", "ms", "dr", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "a.m", "p.m", "approx", "no")
+
+# Words that open an interjection or discourse marker at the start of a sentence;
+# they carry no fact and are peeled off before the clause is judged.
+LEADING_FILLER = re.compile(
+    r"^(?:(?:oh|ah|aw+|ooh|hey|hi|hello|wow|whoa|yeah|yea|yep|yup|yes|ya|sure|okay|ok|"
+    r"well|so|anyway|anyways|also|plus|and|but|btw|by the way|oh man|oh wow|oh yeah|"
+    r"honestly|haha+|hah|lol|hmm+|um+|uh|totally|definitely|absolutely|exactly|indeed|"
+    r"true|right|of course|cool|awesome|great|nice|sweet|congrats|congratulations|"
+    r"thanks|thank you|omg|gosh|man|dude|alright|all right|good news|guess what|"
+    r"you know what|speaking of which|speaking of that|funny you should mention it|"
+    r"as for me|for me|same here|me too|in fact|now)\b[\s,!.:;-]*)+",
+    _I,
+)
+
+# A clause that is only social glue: greeting, thanks, acknowledgement, sympathy,
+# praise for the other person, or "let me try that" filler.
+CHATTER = [
+    re.compile(p, _I) for p in (
+        r"^(?:hi|hey|hello|good (?:morning|evening|afternoon|night)|long time no see)\b",
+        r"^(?:bye|goodbye|see (?:ya|you)|talk (?:to you )?(?:soon|later)|take care|catch you later|ttyl|cheers)\b",
+        r"\b(?:good|great|nice|awesome) (?:to|to see|to hear from|catching up|chatting|talking)\b",
+        r"^(?:thanks|thank you|thx|ty|much appreciated|appreciate it)\b",
+        r"^(?:ok(?:ay)?|sure|got it|sounds good|will do|noted|cool|nice|great|perfect|yes|yeah|yep|no|nope|right|exactly|correct|agreed|true)[\s.!]*$",
+        r"\blet me (?:try|check|see|think|know|look)\b",
+        r"^(?:i'?ll|i will|going to|gonna) (?:try|give) (?:that|it|this)\b",
+        r"^(?:good luck|best of luck|keep (?:it up|going|at it|up the good work)|you got this|hang in there|well done)\b",
+        r"\b(?:sorry to hear|that sucks|so sorry|my condolences)\b",
+        r"^(?:congrats|congratulations)\b",
+        r"\bi(?:'m| am) (?:so |really |very |super |truly )*(?:happy|glad|proud|thrilled|excited|sorry|stoked|pleased|grateful|thankful) (?:for you|of you|to hear|you|that you|for your)\b",
+        r"\bi(?:'m| am) (?:always )?here (?:for you|if you)\b",
+        r"\bi (?:can(?:'t| not)?|could) (?:only |totally |definitely )?(?:imagine|relate|see why|tell|understand)\b",
+        r"\bi (?:bet|agree|understand|hear you|feel you|know (?:what you mean|how you feel|right))\b",
+        r"\bi(?:'m| am) (?:sure|certain|confident) (?:you|it|that'?s|they)\b",
+        r"\bi (?:hope|wish) (?:you|it|that|things|everything|your)\b",
+        r"\bi(?:'d| would) love to (?:hear|see|know|check|read|join|meet|try|give)\b",
+        r"\b(?:can'?t|cannot) wait to (?:see|hear|read|meet|check)\b",
+        r"\bi (?:think|feel|believe) (?:so|that'?s|it'?s|you|you'?re|this is)\b",
+        r"\bwhat (?:a|an) \w+",
+        r"\bthat'?s (?:so |really |very |pretty )?(?:cool|great|awesome|amazing|wonderful|nice|sweet|lovely|fantastic|incredible|impressive|good|fun|true|right|exciting|inspiring|tough|hard|rough|understandable)\b",
+        r"\b(?:lucky|blessed|grateful|thankful) to have you\b",
+        r"\b(?:you(?:'re| are)|your \w+ (?:is|are|was|were)) (?:so |really |very |such )?(?:a |an )?(?:great|amazing|awesome|inspiring|incredible|wonderful|kind|sweet|talented|strong|brave|right|lucky)\b",
+        r"\b(?:means|meant) (?:a lot|so much|the world) to me\b",
+        r"\bkeep me (?:posted|updated)\b",
+        r"\blet'?s (?:catch up|talk|chat|hang)\b",
+    )
+]
+
+# Sentences that open like a question even without a question mark.
+QUESTION_START = re.compile(
+    r"^(?:what|who|whom|whose|where|when|why|how|which|do|does|did|are|is|was|were|"
+    r"have|has|had|can|could|would|will|shall|should|may|might|any|anything|ever)\b(?!\s+(?:i|we)\b\s+(?:am|was|have|had|will|do)\b)",
+    _I,
+)
+# "do you", "did you", "have you", "are you" … anywhere near the start.
+QUESTION_INVERSION = re.compile(
+    r"^(?:\w+\s+){0,2}(?:do|does|did|are|is|were|have|has|can|could|would|will)\s+(?:you|ya|u)\b", _I
+)
+
+# A generic remark about everyone rather than a fact about the speaker.
+GENERIC_WE = _any(r"we all", r"all of us", r"let'?s", r"us all", r"each of us", r"we both", r"both of us", r"we can all")
+
+# --- Who the clause is about ------------------------------------------------------
+
+FIRST_PERSON = re.compile(r"\b(?:i|i'm|im|i've|ive|i'll|i'd|me|my|mine|myself|we|we're|we've|we'll|we'd|us|our|ours|ourselves)\b", _I)
+SECOND_PERSON_SUBJECT = re.compile(r"^(?:you|your|you're|youre|you've|you'll|you'd|ya|u|yours)\b", _I)
+# An unresolved pronoun or demonstrative as the subject: a clause that needs its
+# neighbour to mean anything.
+DEICTIC_SUBJECT = re.compile(r"^(?:it|it's|its|that|that's|this|this is|these|those|they|they're|there)\b", _I)
+
+# Words that may sit between "I" and its verb ("I really love", "I just signed").
+ADVERBS = frozenset(
+    "really also just always still never usually often sometimes actually definitely "
+    "totally absolutely truly finally recently even only already kinda sorta now currently "
+    "mostly generally personally genuinely honestly seriously certainly particularly "
+    "especially simply rarely hardly occasionally constantly regularly typically normally "
+    "literally basically probably maybe def officially sometime".split()
+)
+
+# Verb forms after "I" that stay as they are for a third-person subject.
+INVARIANT_AFTER_I = frozenset(
+    "can could will would shall should must might may had was did didn't can't couldn't "
+    "won't wouldn't shouldn't mustn't wasn't used ought need' read put set cut hit let quit "
+    "hurt cost spread shut bet".split()
+)
+# Irregular past tenses: no agreement change needed after the rewrite.
+IRREGULAR_PAST = frozenset(
+    "went got made saw took felt found thought told came ran began bought brought taught "
+    "caught met left lost won wrote spent sent built kept slept heard held knew gave drove "
+    "rode ate swam sang sat stood understood became paid said sold fell flew drew grew threw "
+    "wore broke chose spoke woke forgot fought led fed dealt meant learnt burnt dreamt "
+    "began shook stuck struck swore tore won lit hung dug slid spun forgave overcame "
+    "mistook undertook withdrew rebuilt".split()
+)
+# Third-person forms that are not just "+s".
+THIRD_PERSON = {"am": "is", "have": "has", "do": "does", "go": "goes", "don't": "doesn't",
+                "haven't": "hasn't", "are": "is", "were": "was", "undergo": "undergoes"}
+# Past participles that turn "I'd" into "had" rather than "would".
+PARTICIPLE_AFTER_D = re.compile(
+    r"^(?:\s+(?:never|always|just|already|really|been|ever))*\s+(?:been|had|gone|done|seen|felt|heard|"
+    r"thought|known|wanted|tried|forgotten|become|got|gotten|made|taken|given|planned|hoped|"
+    r"dreamed|imagined|expected|started|finished|lost|won|met|[a-z]+ed)\b",
+    _I,
+)
+
+# Companions that "we" can be resolved to: "my girlfriend and I", "me and my kids".
+COMPANION = re.compile(
+    r"\b(?:my|our) ((?:\w+ )?(?:wife|husband|partner|girlfriend|boyfriend|fiancee?|kids|children|"
+    r"son|daughter|family|friends?|teammates?|team|mom|dad|parents|sister|brother|siblings|"
+    r"colleagues?|coworkers?|class|band|crew|dog|dogs|cat|cats|club|students|grandkids))"
+    r"(?: and (?:i|me)\b)?",
+    _I,
+)
+
+# Subject-less openings ("Gonna continue my edu", "Just got back from…"): the
+# speaker is the implied subject, restored in the first person and then rewritten.
+PRO_DROP = [
+    (re.compile(r"^(?:gonna|going to)\s+", _I), "I'm going to "),
+    (re.compile(r"^(?:wanna|want to)\s+", _I), "I want to "),
+    (re.compile(r"^(?:gotta|have to|got to)\s+", _I), "I have to "),
+    (re.compile(r"^(?:can't|cannot) wait\b", _I), "I can't wait"),
+    (re.compile(r"^been\s+", _I), "I've been "),
+    (re.compile(r"^(?=(?:just|recently|finally|also|still|currently)\s+(?:got|went|had|started|finished|"
+                r"signed|joined|bought|made|took|visited|came|tried|launched|did|found|met|moved|"
+                r"picked|booked|learned|adopted|reorganized|wrapped|ran|won|landed|hit|returned|"
+                r"completed|sold|built|painted|wrote|read|watched|saw)\b)", _I), "I "),
+    (re.compile(r"^(?=(?:got|went|had|started|finished|signed|joined|bought|made|took|visited|"
+                r"tried|launched|found|met|moved|picked|booked|learned|adopted|spent|put|"
+                r"ran|won|landed|returned|completed|painted|wrote|watched|saw|checked|headed|"
+                r"gave|baked|cooked|played)\s+(?!(?:is|are|was|were|can|could)\b))", _I), "I "),
+    (re.compile(r"^(?=(?:planning|thinking|hoping|trying|working|looking|heading|getting|"
+                r"feeling|loving|enjoying|learning|considering|reading|training|studying|"
+                r"practicing|saving|taking|playing|writing)\s+(?!(?:is|are|was|were|can|has)\b))", _I), "I'm "),
+    (re.compile(r"^(?=(?:love|like|enjoy|prefer|hate|need|miss)\s+(?!(?:that|this|it|those|these|your|you)\b))", _I), "I "),
+]
+
+# --- What kind of fact ---------------------------------------------------------
+
+# Checked in order; the first that matches names the kind.
+KIND_RULES: list[tuple[str, re.Pattern[str]]] = [
+    ("correction", re.compile(
+        r"^(?:no[,.!]?\s+)?actually\b|\b(?:no longer|not anymore|any ?more|changed (?:\w+ )?mind|"
+        r"switch(?:ed|ing)? from|instead of|rather than|scratch that|correction|i was wrong|"
+        r"not \w+ but|turns out)\b|^no,\s", _I)),
+    ("procedure", re.compile(
+        r"\b(?:always (?:run|use|check|do|start|make sure|test|lint|format)|before (?:you |we |merging|"
+        r"deploying|committing|pushing|release|each|every)|after (?:merging|deploying|each|every)|"
+        r"first,? .* then|step \d|steps?:|workflow|procedure|whenever|make sure (?:to|you))\b", _I)),
+    ("negative", re.compile(
+        r"\b(?:never|don't|do not|doesn't|does not|avoid|stop|no more|can't stand|won't|will not)\b"
+        r"(?!\s+(?:know|think|thought|expected|imagined|realized|believe|mind|worry|get me wrong|forget|wait|"
+        r"have|even|really|stop|quit|give up|miss))", _I)),
+    ("decision", _any(r"decided", r"decide to", r"we'll go with", r"going with", r"go with", r"chose",
+                      r"settled on", r"opted", r"made (?:the|a) (?:decision|call)", r"picked", r"agreed to")),
+    ("commitment", _any(r"will", r"going to", r"gonna", r"plan(?:s|ning)? to", r"need(?:s)? to",
+                        r"have to", r"has to", r"intend(?:s)? to", r"'ll", r"promised?", r"about to",
+                        r"next (?:week|month|year|weekend|time)", r"tomorrow", r"this (?:weekend|summer|fall|winter|spring)",
+                        r"must", r"should", r"hoping to", r"hope to", r"wants? to")),
+    ("preference", _any(r"prefer(?:s|red)?", r"likes?", r"loves?", r"hates?", r"favou?rite", r"enjoys?",
+                        r"dislikes?", r"rather", r"(?:big |huge )?fan of", r"(?:i'm|i am|really|so|super|totally) into", r"passionate about",
+                        r"can't stand", r"obsessed with", r"adores?")),
+]
+
+# Past-tense happenings with a time anchor (or an unmistakable event verb) are events.
+TIME_ANCHOR = _any(
+    r"yesterday", r"last (?:week|weekend|month|year|night|time|summer|fall|winter|spring|monday|tuesday|"
+    r"wednesday|thursday|friday|saturday|sunday)", r"this (?:morning|afternoon|evening|past week)",
+    r"(?:a|one|two|three|few|couple of|\d+) (?:days?|weeks?|months?|years?) ago", r"ago", r"recently",
+    r"the other day", r"earlier (?:today|this week)", r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)",
+    r"in (?:19|20)\d\d", r"today", r"tonight", r"just",
+)
+EVENT_VERB = _any(
+    r"went", r"attended", r"visited", r"joined", r"signed", r"started", r"finished", r"met", r"moved",
+    r"took", r"traveled", r"travelled", r"got (?:married|engaged|promoted|back|a|an|my|some|into|to)", r"had (?:a|an|my|our|the)",
+    r"won", r"launched", r"adopted", r"graduated", r"bought", r"ran", r"hosted", r"organized", r"played",
+    r"performed", r"celebrated", r"completed", r"received", r"volunteered", r"competed", r"scored",
+    r"painted", r"wrote", r"published", r"watched", r"saw", r"made", r"tried", r"spent", r"lost",
+    r"found", r"returned", r"came back", r"flew", r"drove", r"hiked", r"camped", r"baked", r"cooked",
+    r"built", r"created", r"released", r"gave", r"taught", r"learned", r"quit", r"left", r"passed",
+)
+PAST_TENSE = re.compile(r"\b(?:was|were|had|did|[a-z]{3,}ed|" + "|".join(sorted(IRREGULAR_PAST)) + r")\b", _I)
+
+# --- Strength, sentiment and flags -----------------------------------------------
+
+INFERRED = _any(r"probably", r"maybe", r"perhaps", r"possibly", r"i think", r"i guess", r"i suppose",
+                r"might", r"may be", r"not sure", r"i believe", r"i reckon", r"could be")
+IMPLIED = _any(r"kind of", r"kinda", r"sort of", r"sorta", r"seems?", r"somewhat", r"pretty sure",
+               r"i feel like", r"apparently", r"supposedly", r"mostly", r"more or less")
+
+FRUSTRATED = re.compile(
+    r"\b(?:annoy(?:ed|ing)|ugh+|frustrat(?:ed|ing)|fed up|sick of|tired of|irritat(?:ed|ing)|"
+    r"argh+|stress(?:ed|ful)|ridiculous|hate (?:it )?when)\b|again\s*\?!|\?!|!\?", _I)
+UNCERTAIN = _any(r"not sure", r"unsure", r"maybe", r"might", r"don't know (?:if|whether)",
+                 r"no idea", r"wondering", r"uncertain", r"perhaps", r"not certain")
+EXCITED = re.compile(
+    r"\b(?:excit(?:ed|ing)|can't wait|cannot wait|love|loving|loved|thrilled|stoked|pumped|"
+    r"over the moon|psyched|amazing|awesome)\b|!", _I)
+
+REMEMBER = _any(r"remember (?:this|that)", r"don't forget", r"do not forget", r"keep in mind",
+                r"make a note", r"note that", r"remind me")
+ACTION = re.compile(
+    r"\b(?:due|overdue|need(?:s)? to|must|deadline|to-?do|by (?:monday|tuesday|wednesday|thursday|friday|"
+    r"saturday|sunday|tomorrow|tonight|end of)|expires?|expiring|remind me)\b|\bhaven'?t\b.*\byet\b", _I)
+# The phrase that asked for remembering is not part of the fact.
+REMEMBER_PREFIX = re.compile(
+    r"^(?:please\s+)?(?:remember|don't forget|do not forget|keep in mind|note|make a note)"
+    r"(?:\s+(?:this|that))?[:,]?\s+(?:that\s+)?", _I)
+
+# --- Untrusted text and assistant confirmations --------------------------------
+
+# Text in a tool result or a pasted page that tries to steer the model. A segment that
+# contains one of these yields nothing at all: a poisoned source is not a fact source.
+INJECTION = re.compile(
+    r"\b(?:ignore|disregard|forget|override) (?:all |any |the |your )?(?:previous|prior|above|earlier|"
+    r"system|other)?\s*(?:instructions|prompts?|rules|messages|context)\b|"
+    r"\b(?:system prompt|you are now|new instructions|developer mode|jailbreak|"
+    r"(?:record|remember|store|save|note|memorize|add to memory) (?:that )?(?:the )?user|"
+    r"the user (?:wants|prefers|likes|is|has|asked|said|requested|needs)|"
+    r"as an ai|assistant:|\bai:)", _I)
+# An untrusted sentence that opens with a command is aimed at the reader, not a fact.
+IMPERATIVE = re.compile(
+    r"^(?:please\s+)?(?:ignore|disregard|forget|remember|record|store|save|note|add|update|delete|"
+    r"remove|send|tell|call|execute|run|write|print|output|respond|reply|say|answer|do|don't|"
+    r"never|always|make|set|change|use|click|visit|go|open|download|install|email|transfer)\b", _I)
+
+# A user turn that opens with one of these confirms what the assistant just said.
+CONFIRM = re.compile(
+    r"^(?:yes|yeah|yep|yup|yea|exactly|correct|that'?s (?:right|correct|it)|right|precisely|"
+    r"absolutely|indeed|spot on|you got it|sure|definitely|affirmative|"
+    r"(?:ok(?:ay)?|sure|yes|yep),? (?:do|go ahead with) that|do that|go ahead)\b", _I)
+# …unless it goes on to contradict it.
+CONFIRM_BUT = _any(r"but", r"actually", r"except", r"not quite", r"no,", r"although", r"however")
+# How an assistant hedges a guess; peeled off before the guess is stored.
+ASSISTANT_HEDGE = re.compile(
+    r"^(?:(?:got it|okay|ok|so|alright|great|sure|understood|right)[,.!—-]*\s*)*"
+    r"(?:(?:it )?sounds like|it seems(?: like)?|i (?:think|guess|assume|take it|understand)(?: that)?|"
+    r"my guess is(?: that)?|if i understand (?:correctly|right),?|just to confirm,?|to confirm,?|"
+    r"in other words,?|so basically,?|basically,?|so,?)?\s*",
+    _I,
+)
+# "Should I …?" / "Want me to …?": a confirmed offer is the user's decision.
+ASSISTANT_OFFER = re.compile(
+    r"^(?:(?:so|okay|ok)[,]?\s+)?(?:should i|shall i|do you want me to|want me to|would you like me to|"
+    r"should we|shall we)\s+(.+?)\??$", _I)
+ASSISTANT_CHATTER = _any(r"happy to help", r"let me know", r"hope (?:this|that) helps", r"great question",
+                         r"feel free", r"i can help", r"i'?m (?:an? )?(?:ai|assistant|language model)", r"glad")
+
+# --- Categories and tags ---------------------------------------------------------
+
+# "like" as a comparison ("it's like a second family") is not a preference; only count
+# it as one after a subject or a verb helper.
+LIKE_AS_VERB = re.compile(r"\b(?:i|we|they|you|really|also|would|'d|to|do|don't|didn't|still|kinda|just)\s+like\b", _I)
+LIFE_DEFAULT_CATEGORY = "personal"  # first-person facts about one's life
+OTHER_DEFAULT_CATEGORY = "casual"
+UNTRUSTED_DEFAULT_CATEGORY = "operational"
+
+STOPWORDS = frozenset(
+    "a an the and or but so of to in on at for with from by about as into over after before "
+    "is are was were be been being am has have had do does did will would can could should "
+    "may might must shall it its it's this that these those there here then than too very "
+    "really just also still even only not no yes my your our their his her he she they them "
+    "we us you i me mine yours what which who whom when where why how all any some much many "
+    "more most such own same other another each every both few lot lots thing things stuff "
+    "like get got getting go going gone went make made making take took feel felt know knew "
+    "think thought want wanted say said see saw way well good great new one two time times "
+    "today yesterday tomorrow week weekend month year last next ago now soon pretty so "
+    "quite kind sort gonna wanna gotta others is going".split()
+)
+
+MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
+          "october", "november", "december")
+WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+UNITS = (r"miles?|mi|km|kilometers?|kg|lbs?|pounds?|%|percent|years?|months?|weeks?|days?|hours?|"
+         r"hrs?|minutes?|mins?|points?|dollars?|usd|euros?|gb|mb|tb|ms|seconds?|feet|ft|meters?|m|"
+         r"inches|cm|mph|kph|degrees|k|people|times|books?|games?|kids|children|dogs?|cats?")
+QUANTITY = re.compile(
+    r"(?:[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:k|m|million|billion))?)|"
+    r"\b\d[\d,]*(?:\.\d+)?\s?(?:" + UNITS + r")\b",
+    _I,
+)
+DATE = re.compile(
+    r"\b(?:(?:" + "|".join(MONTHS) + r")\.?\s+\d{1,2}(?:st|nd|rd|th)?(?:,?\s+\d{4})?|"
+    r"\d{1,2}(?:st|nd|rd|th)?\s+(?:" + "|".join(MONTHS) + r")(?:,?\s+\d{4})?|"
+    r"\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?|(?:19|20)\d{2})\b",
+    _I,
+)
+# Relative days are resolved against the turn's timestamp so "yesterday" stays findable.
+RELATIVE_DAYS = {"yesterday": -1, "today": 0, "tonight": 0, "this morning": 0, "last night": -1, "tomorrow": 1}
+
+# Capitalised words that are not names.
+NOT_ENTITIES = frozenset(
+    "i i'm i've i'll i'd the a an and but so my we our it it's this that these those they "
+    "he she his her you your yes yeah no oh wow hey hi thanks thank okay ok well just also "
+    "actually really plus btw lol haha sure great cool awesome nice last next yesterday today "
+    "tomorrow gonna what when where who why how totally definitely absolutely can can't "
+    "don't didn't anyway speaking being having there here not after before since because "
+    "if as at in on for with from by of to".split()
+)
+
+# Image captions appended by the LoCoMo ingester; kept out of the fact text.
+CAPTION = re.compile(r"\s*\[shared image:\s*(.*?)\]\s*", _I | re.DOTALL)
+# The text points at the shared picture, so the picture is part of what was said.
+REFERS_TO_IMAGE = _any(r"photo", r"pic", r"pics", r"picture", r"snap", r"shot", r"look at",
+                       r"check (?:it|this|them) out", r"check out", r"here'?s", r"this is", r"take a look",
+                       r"see this", r"this one", r"these", r"made this", r"painted this", r"look")
+CAPTION_LEAD = re.compile(r"^(?:a |an )?(?:photo|photograph|photography|picture|image|close up|closeup|"
+                          r"close-up|drawing|painting|screenshot)\s+of\s+", _I)

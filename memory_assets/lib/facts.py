@@ -1,0 +1,96 @@
+"""From an extractor's candidates to extracted-fact rows: scored, gated, traced to sources.
+
+Importance and confidence come from ``retrieval.scoring``; what may be stored is decided
+by ``gate.check``; every fact keeps the resource ids and external turn ids it came from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import polars as pl
+
+from memory_assets.lib import gate
+from memory_assets.lib.dedup import content_hash
+from retrieval import scoring
+from retrieval.config import MemoryConfig
+from retrieval.schema import (
+    FACT_SCHEMA, KINDS, REJECTION_SCHEMA, SENTIMENTS, STRENGTHS, TIERS, Candidate, Turn,
+)
+
+
+@dataclass
+class GatedFacts:
+    facts: pl.DataFrame
+    rejections: pl.DataFrame
+    reasons: dict[str, int] = field(default_factory=dict)
+
+
+def fact_id(namespace: str, session_id: str, digest: str) -> str:
+    return hashlib.sha256(f"{namespace}|{session_id}|{digest}".encode()).hexdigest()[:20]
+
+
+def _pick(value: str | None, allowed: tuple[str, ...], default: str) -> str:
+    return value if value in allowed else default
+
+
+def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryConfig, *,
+                session_id: str, extractor: str, prompt_version: str, now: datetime) -> GatedFacts:
+    """Score, gate and trace each candidate; what the gate refuses goes to rejections."""
+    by_turn = {t.turn: t for t in turns}
+    namespace = config.pipeline["namespace"]
+    facts: list[dict] = []
+    rejected: list[dict] = []
+    reasons: dict[str, int] = {}
+    for cand in candidates:
+        sources = [by_turn[n] for n in cand.source_turns if n in by_turn]
+        resource_ids = [t.resource_id for t in sources]
+        refusal = gate.check(cand, config)
+        if refusal is None and not sources:
+            refusal = gate.Rejection("empty", "no source turn in this session")
+        if refusal is not None:
+            reasons[refusal.reason] = reasons.get(refusal.reason, 0) + 1
+            rejected.append({
+                "session_id": session_id, "reason": refusal.reason, "detail": refusal.detail,
+                "preview": gate.preview(cand.content), "source_resource_ids": resource_ids,
+                "extractor": extractor, "rejected_at": now,
+            })
+            continue
+        category = cand.category if cand.category in config.categories else "casual"
+        kind = _pick(cand.kind, KINDS, "fact")
+        strength = _pick(cand.strength, STRENGTHS, "explicit")
+        trust = "untrusted" if cand.source_trust == "untrusted" or any(t.trust == "untrusted" or t.role == "tool" for t in sources) else "trusted"
+        if trust == "untrusted" and strength == "explicit":
+            strength = "implied"  # a tool's say-so is never an explicit user statement
+        digest = content_hash(cand.content)
+        facts.append({
+            "id": fact_id(namespace, session_id, digest),
+            "content": cand.content.strip(),
+            "category": category,
+            "kind": kind,
+            "memory_kind": "episode" if kind == "event" else "note",
+            "tags": sorted(set(cand.tags)),
+            "entities": list(dict.fromkeys(cand.entities)),
+            "importance": scoring.base_importance(config, category, source_trust=trust,
+                                                  remember=cand.remember, action_required=cand.action_required),
+            "confidence": scoring.confidence(config, strength),
+            "strength": strength,
+            "sentiment": _pick(cand.sentiment, SENTIMENTS, "neutral"),
+            "tier": _pick(cand.tier, TIERS, config.tier_for(kind)),
+            "scope": "global",
+            "namespace": namespace,
+            "source_trust": trust,
+            "provenance": "extracted" if trust == "untrusted" else cand.provenance,
+            "source_session": session_id,
+            "source_resource_ids": resource_ids,
+            "source_turn_ids": [t.external_id or f"{session_id}:{t.turn}" for t in sources],
+            "supersedes_hint": cand.supersedes,
+            "content_hash": digest,
+            "created_at": max(t.content_at for t in sources),
+            "prompt_version": prompt_version,
+            "extractor": extractor,
+        })
+    fact_frame = pl.DataFrame(facts, schema=FACT_SCHEMA).unique(subset=["id"], keep="first", maintain_order=True)
+    return GatedFacts(fact_frame, pl.DataFrame(rejected, schema=REJECTION_SCHEMA), reasons)

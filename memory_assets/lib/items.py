@@ -1,0 +1,129 @@
+"""Consolidation: all extracted facts become the canonical memory items.
+
+Pure core of the ``memory_items`` asset: exact dedup, embeddings (each distinct
+content hash embedded once, ever), semantic merge, supersession, and carrying what the
+agent's feedback already changed on items that existed before.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+import numpy as np
+import polars as pl
+
+from memory_assets.lib import dedup, supersession
+from retrieval.config import MemoryConfig
+from retrieval.schema import ITEM_SCHEMA
+
+# What feedback and lifecycle change on an item; carried over from the last published version.
+CARRIED = (
+    "last_referenced_at", "reference_count", "injected_count", "echo_count", "fizzle_count",
+    "reinforcement", "retrieval_priority", "status", "superseded_by", "supersedes",
+    "contradicts", "promoted", "expires_at", "updated_at",
+)
+
+
+class TextEmbedder(Protocol):
+    model_id: str
+
+    def embed(self, texts: list[str]) -> np.ndarray: ...
+
+
+@dataclass
+class Consolidated:
+    items: pl.DataFrame
+    vectors: np.ndarray
+    merges: list[dedup.Merge] = field(default_factory=list)
+    superseded: list[tuple[str, str]] = field(default_factory=list)
+    embedded: int = 0
+    reused_vectors: int = 0
+
+
+def facts_to_items(facts: pl.DataFrame, now: datetime) -> pl.DataFrame:
+    """Fresh item rows for facts, with lifecycle fields at their starting values."""
+    n = facts.height
+    return facts.with_columns(
+        session_id=pl.col("source_session"),
+        updated_at=pl.col("created_at"),
+        last_referenced_at=pl.lit(None, dtype=pl.Datetime("us", "UTC")),
+        reference_count=pl.lit(0, dtype=pl.Int64),
+        injected_count=pl.lit(0, dtype=pl.Int64),
+        echo_count=pl.lit(0, dtype=pl.Int64),
+        fizzle_count=pl.lit(0, dtype=pl.Int64),
+        reinforcement=pl.lit(0.0),
+        retrieval_priority=pl.lit(0.0),
+        status=pl.lit("active"),
+        supersedes=pl.lit(None, dtype=pl.String),
+        superseded_by=pl.lit(None, dtype=pl.String),
+        contradicts=pl.Series([[] for _ in range(n)], dtype=pl.List(pl.String)),
+        promoted=pl.lit(False),
+        expires_at=pl.lit(None, dtype=pl.Datetime("us", "UTC")),
+        merged_from=pl.Series([[] for _ in range(n)], dtype=pl.List(pl.String)),
+        embedding_model=pl.lit(None, dtype=pl.String),
+    )
+
+
+def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vectors: dict[str, np.ndarray],
+                embedder: TextEmbedder, config: MemoryConfig, now: datetime) -> Consolidated:
+    """Build the item set from every extracted fact.
+
+    Args:
+        facts: all extracted facts (FACT_SCHEMA).
+        previous: the last published items, whose feedback state is carried over.
+        known_vectors: content hash → vector from the last published table; only
+            hashes missing here are embedded.
+        embedder: turns text into unit vectors.
+        now: the run's clock.
+    """
+    items = facts_to_items(facts, now)
+    items, merges = dedup.exact_dedup(items)
+    if previous is not None and not previous.is_empty():
+        carried = previous.select(["id", *CARRIED]).filter(pl.col("id").is_in(items["id"].implode()))
+        items = items.drop(list(CARRIED)).join(carried, on="id", how="left")
+        items = items.with_columns(
+            status=pl.col("status").fill_null("active"),
+            reference_count=pl.col("reference_count").fill_null(0),
+            injected_count=pl.col("injected_count").fill_null(0),
+            echo_count=pl.col("echo_count").fill_null(0),
+            fizzle_count=pl.col("fizzle_count").fill_null(0),
+            reinforcement=pl.col("reinforcement").fill_null(0.0),
+            retrieval_priority=pl.col("retrieval_priority").fill_null(0.0),
+            promoted=pl.col("promoted").fill_null(False),
+            updated_at=pl.col("updated_at").fill_null(pl.col("created_at")),
+            contradicts=pl.col("contradicts").fill_null([]),
+        )
+    items = items.select(list(ITEM_SCHEMA) + ["supersedes_hint"]) if "supersedes_hint" in items.columns else items
+    items = items.sort("created_at", "id")
+
+    missing = [h for h in dict.fromkeys(items["content_hash"].to_list()) if h not in known_vectors]
+    vectors_by_hash = dict(known_vectors)
+    if missing:
+        texts = items.filter(pl.col("content_hash").is_in(missing)).unique("content_hash", keep="first", maintain_order=True)
+        fresh = embedder.embed(texts["content"].to_list())
+        vectors_by_hash.update(zip(texts["content_hash"].to_list(), fresh))
+    vectors = np.stack([vectors_by_hash[h] for h in items["content_hash"].to_list()]).astype(np.float32) if items.height else np.zeros((0, 1), np.float32)
+    items = items.with_columns(embedding_model=pl.lit(embedder.model_id))
+
+    previous_ids = set(previous["id"].to_list()) if previous is not None and not previous.is_empty() else set()
+    new_rows = np.asarray([i for i, x in enumerate(items["id"].to_list()) if x not in previous_ids], dtype=int)
+    if new_rows.size:
+        items, vectors, semantic = dedup.semantic_dedup(
+            items, vectors, threshold=config.dedup["semantic_threshold"],
+            bonus=config.confidence["merge_bonus"], candidates=None if not previous_ids else new_rows,
+        )
+        merges.extend(semantic)
+
+    rows = items.to_dicts()
+    superseded: list[tuple[str, str]] = []
+    for new_i, old_i, _sim in supersession.resolve(rows, vectors):
+        rows[old_i]["status"] = "superseded"
+        rows[old_i]["superseded_by"] = rows[new_i]["id"]
+        rows[old_i]["updated_at"] = now
+        rows[new_i]["supersedes"] = rows[old_i]["id"]
+        superseded.append((rows[new_i]["id"], rows[old_i]["id"]))
+    items = pl.DataFrame(rows, schema=items.schema).select(list(ITEM_SCHEMA))
+    return Consolidated(items, vectors, merges, superseded, embedded=len(missing),
+                        reused_vectors=len(set(items["content_hash"].to_list()) - set(missing)))

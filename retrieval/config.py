@@ -1,0 +1,129 @@
+"""The one config: defaults in ``defaults.toml``, overridden by a TOML file of yours.
+
+``load_config()`` reads ``defaults.toml`` shipped with this package, then deep-merges
+the file named by the ``path`` argument or the ``MEMORY_CONFIG`` environment variable.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+
+DEFAULTS = Path(__file__).with_name("defaults.toml")
+
+
+class ConfigError(ValueError):
+    """The config file is unreadable or names an unknown category, tier or kind."""
+
+
+@dataclass(frozen=True)
+class Category:
+    name: str
+    weight: float
+    ttl_days: int
+    summary_file: str
+    keywords: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    categories: dict[str, Category]
+    importance: dict[str, float]
+    confidence: dict[str, float]
+    tiers: dict[str, tuple[str, ...]]
+    decay: dict[str, Any]
+    dedup: dict[str, float]
+    gate: dict[str, Any]
+    injection: dict[str, Any]
+    embedding: dict[str, Any]
+    llm: dict[str, Any]
+    ingest: dict[str, Any]
+    pipeline: dict[str, Any]
+    source: tuple[str, ...] = field(default=())
+
+    def category(self, name: str) -> Category:
+        try:
+            return self.categories[name]
+        except KeyError:
+            raise ConfigError(
+                f"unknown category {name!r}; configured: {', '.join(self.categories)}"
+            ) from None
+
+    def confidence_for(self, strength: str) -> float:
+        return float(self.confidence[strength])
+
+    def tier_for(self, kind: str) -> str:
+        for tier, kinds in self.tiers.items():
+            if kind in kinds:
+                return tier
+        return "standard"
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: config file not found") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+
+
+@lru_cache(maxsize=8)
+def _load(path: str | None) -> MemoryConfig:
+    raw = _read_toml(DEFAULTS)
+    sources = ["defaults.toml"]
+    if path:
+        raw = _merge(raw, _read_toml(Path(path)))
+        sources.append(path)
+    categories = {}
+    for name, spec in raw["categories"].items():
+        if not 0.0 <= float(spec.get("weight", -1)) <= 1.0:
+            raise ConfigError(f"{sources[-1]}: category {name!r} needs a weight in [0, 1]")
+        categories[name] = Category(
+            name=name,
+            weight=float(spec["weight"]),
+            ttl_days=int(spec.get("ttl_days", 0)),
+            summary_file=str(spec.get("summary_file", f"{name}.md")),
+            keywords=tuple(k.lower() for k in spec.get("keywords", ())),
+        )
+    return MemoryConfig(
+        categories=categories,
+        importance=raw["importance"],
+        confidence=raw["confidence"],
+        tiers={k: tuple(v) for k, v in raw["tiers"].items()},
+        decay=raw["decay"],
+        dedup=raw["dedup"],
+        gate=raw["gate"],
+        injection=raw["injection"],
+        embedding=raw["embedding"],
+        llm=raw["llm"],
+        ingest=raw["ingest"],
+        pipeline=raw["pipeline"],
+        source=tuple(sources),
+    )
+
+
+def load_config(path: str | os.PathLike[str] | None = None) -> MemoryConfig:
+    """Load the config.
+
+    Args:
+        path: a TOML file whose keys override the defaults; when omitted,
+            ``MEMORY_CONFIG`` is used if set.
+    """
+    chosen = path if path is not None else os.environ.get("MEMORY_CONFIG") or None
+    return _load(str(chosen) if chosen else None)

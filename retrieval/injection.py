@@ -1,0 +1,72 @@
+"""The block an agent puts in its prompt: a header and one line per memory.
+
+    <memory-context>
+    Known context from previous sessions:
+    ~ Aaron's WRX oil change is due at 11,799 miles (confidence: 0.9; age: 3d; category: vehicle)
+    </memory-context>
+
+The markers let the extractor strip the block if it comes back in a transcript, so a
+recalled memory never becomes a new fact (DESIGN principle 7).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from retrieval.schema import INJECTION_END, INJECTION_START
+from retrieval.scoring import age_days
+from retrieval.search import Hit
+from retrieval.tokens import count_tokens
+
+
+@dataclass
+class Injection:
+    """What ``MemoryClient.inject`` returns."""
+
+    text: str
+    items: list[Hit] = field(default_factory=list)
+    tier: str = "none"
+    tokens: int = 0
+    query: str = ""
+
+    def as_dict(self) -> dict:
+        return {"text": self.text, "tier": self.tier, "tokens": self.tokens, "query": self.query,
+                "items": [h.as_dict() for h in self.items]}
+
+
+def format_line(hit: Hit, now: datetime, flags: Sequence[str] = ()) -> str:
+    created = hit.row.get("updated_at") or hit.row.get("created_at")
+    age = int(age_days(created, now)) if created else 0
+    tags = " ".join(flags)
+    line = f"~ {hit.content} (confidence: {hit.confidence:.1f}; age: {age}d; category: {hit.category})"
+    return f"{line} {tags}".rstrip()
+
+
+def build_block(hits: Sequence[Hit], *, header: str, now: datetime, max_items: int, token_budget: int,
+                flags: dict[str, list[str]] | None = None) -> tuple[str, list[Hit], int]:
+    """Lines in rank order until the item cap or the token budget is reached (hard limits).
+
+    Returns the block text (empty when nothing fits), the items in it, and its tokens.
+    """
+    frame = [INJECTION_START, header, INJECTION_END]
+    used = count_tokens("\n".join(frame))
+    if not hits or used >= token_budget:
+        return "", [], 0
+    lines: list[str] = []
+    kept: list[Hit] = []
+    for hit in hits:
+        if len(kept) >= max_items:
+            break
+        line = format_line(hit, now, (flags or {}).get(hit.id, ()))
+        cost = count_tokens(line) + 1  # the newline
+        if used + cost > token_budget:
+            continue  # a shorter line further down may still fit
+        lines.append(line)
+        kept.append(hit)
+        used += cost
+    if not kept:
+        return "", [], 0
+    text = "\n".join([INJECTION_START, header, *lines, INJECTION_END])
+    return text, kept, count_tokens(text)

@@ -1,0 +1,88 @@
+"""Where everything lives under a data root (DESIGN.md, "Layout").
+
+Agents append to ``inbox/`` and ``events/``; only pipeline runs write the rest.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_DATA_ROOT = "data"
+
+
+@dataclass(frozen=True)
+class DataRoot:
+    root: Path
+
+    @classmethod
+    def resolve(cls, root: str | os.PathLike[str] | None = None) -> "DataRoot":
+        chosen = root or os.environ.get("MEMORY_DATA_ROOT") or DEFAULT_DATA_ROOT
+        return cls(Path(chosen).expanduser().absolute())
+
+    # agent-appended
+    @property
+    def inbox(self) -> Path:
+        return self.root / "inbox"
+
+    @property
+    def events(self) -> Path:
+        return self.root / "events"
+
+    # pipeline-written
+    @property
+    def warehouse(self) -> Path:
+        return self.root / "warehouse"
+
+    @property
+    def resources(self) -> Path:
+        return self.warehouse / "resources"
+
+    @property
+    def ingest_ledger(self) -> Path:
+        return self.warehouse / "ingest_ledger"
+
+    @property
+    def ingest_errors(self) -> Path:
+        return self.warehouse / "ingest_errors"
+
+    @property
+    def extracted_facts(self) -> Path:
+        return self.warehouse / "extracted_facts"
+
+    @property
+    def quarantine(self) -> Path:
+        return self.warehouse / "quarantine"
+
+    @property
+    def rejections(self) -> Path:
+        return self.warehouse / "rejections"
+
+    @property
+    def items_dir(self) -> Path:
+        return self.warehouse / "memory_items"
+
+    @property
+    def published_items(self) -> Path:
+        """The Parquet snapshot the agent reads; swapped in by atomic rename."""
+        return self.items_dir / "items.parquet"
+
+    @property
+    def merges(self) -> Path:
+        return self.warehouse / "merges"
+
+    @property
+    def lancedb(self) -> Path:
+        return self.root / "lancedb"
+
+    @property
+    def duckdb(self) -> Path:
+        return self.warehouse / "analytics.duckdb"
+
+    @property
+    def dagster_home(self) -> Path:
+        return self.root / "dagster"
+
+    def session_file(self, base: Path, session_id: str, suffix: str = ".parquet") -> Path:
+        return base / f"{session_id}{suffix}"

@@ -1,0 +1,154 @@
+"""The memory data model shared by the pipeline and the agent (DESIGN.md, "Data model").
+
+Vocabularies are tuples so a check, a prompt and a validator all read the same list.
+Frames are polars; the column schemas below are the published contract.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import polars as pl
+
+ROLES = ("user", "assistant", "tool", "system")
+TRUST = ("trusted", "untrusted")
+KINDS = (
+    "fact", "preference", "decision", "correction", "commitment",
+    "procedure", "negative", "event", "insight",
+)
+TIERS = ("permanent", "standard", "transient")
+STRENGTHS = ("explicit", "implied", "inferred")
+SENTIMENTS = ("frustrated", "excited", "uncertain", "neutral")
+STATUSES = ("active", "superseded", "archived", "cold", "purged")
+PROVENANCE = ("user_stated", "user_corrected", "observed", "inferred", "extracted")
+SCOPES = ("global", "project", "session")
+EVENT_TYPES = (
+    "injected", "referenced", "ignored", "reinforce", "demote", "update", "forget", "correction",
+)
+
+# The markers around an injected block: the extractor strips everything between them,
+# so recalled memory never becomes a new fact (DESIGN principle 7).
+INJECTION_START = "<memory-context>"
+INJECTION_END = "</memory-context>"
+UNTRUSTED_START = "[UNTRUSTED DATA]"
+UNTRUSTED_END = "[/UNTRUSTED DATA]"
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One message of a transcript: a resource once ingested (append-only)."""
+
+    session_id: str
+    turn: int
+    role: str
+    content: str
+    content_at: datetime
+    speaker: str
+    trust: str = "trusted"
+    external_id: str | None = None
+    resource_id: str = ""
+
+
+@dataclass
+class Candidate:
+    """A fact an extractor proposes, before the write gate and dedup.
+
+    ``source_turns`` are turn numbers within the session; the pipeline maps them to
+    resource ids. Importance and confidence are not the extractor's call: they are
+    computed in ``retrieval.scoring`` from category, strength, trust and the flags.
+    """
+
+    content: str
+    category: str
+    kind: str = "fact"
+    tier: str | None = None
+    strength: str = "explicit"
+    sentiment: str = "neutral"
+    tags: list[str] = field(default_factory=list)
+    entities: list[str] = field(default_factory=list)
+    source_turns: list[int] = field(default_factory=list)
+    source_trust: str = "trusted"
+    provenance: str = "user_stated"
+    remember: bool = False
+    action_required: bool = False
+    supersedes: str | None = None
+
+
+RESOURCE_SCHEMA: dict[str, pl.DataType] = {
+    "resource_id": pl.String(),
+    "session_id": pl.String(),
+    "turn": pl.Int64(),
+    "external_id": pl.String(),
+    "role": pl.String(),
+    "speaker": pl.String(),
+    "content": pl.String(),
+    "content_at": pl.Datetime("us", "UTC"),
+    "trust": pl.String(),
+    "source_format": pl.String(),
+    "source_file": pl.String(),
+    "ingested_at": pl.Datetime("us", "UTC"),
+}
+
+FACT_SCHEMA: dict[str, pl.DataType] = {
+    "id": pl.String(),
+    "content": pl.String(),
+    "category": pl.String(),
+    "kind": pl.String(),
+    "memory_kind": pl.String(),
+    "tags": pl.List(pl.String()),
+    "entities": pl.List(pl.String()),
+    "importance": pl.Float64(),
+    "confidence": pl.Float64(),
+    "strength": pl.String(),
+    "sentiment": pl.String(),
+    "tier": pl.String(),
+    "scope": pl.String(),
+    "namespace": pl.String(),
+    "source_trust": pl.String(),
+    "provenance": pl.String(),
+    "source_session": pl.String(),
+    "source_resource_ids": pl.List(pl.String()),
+    "source_turn_ids": pl.List(pl.String()),
+    "supersedes_hint": pl.String(),
+    "content_hash": pl.String(),
+    "created_at": pl.Datetime("us", "UTC"),
+    "prompt_version": pl.String(),
+    "extractor": pl.String(),
+}
+
+ITEM_SCHEMA: dict[str, pl.DataType] = {
+    **{k: v for k, v in FACT_SCHEMA.items() if k not in ("supersedes_hint", "source_session")},
+    "session_id": pl.String(),
+    "updated_at": pl.Datetime("us", "UTC"),
+    "last_referenced_at": pl.Datetime("us", "UTC"),
+    "reference_count": pl.Int64(),
+    "injected_count": pl.Int64(),
+    "echo_count": pl.Int64(),
+    "fizzle_count": pl.Int64(),
+    "reinforcement": pl.Float64(),
+    "retrieval_priority": pl.Float64(),
+    "status": pl.String(),
+    "supersedes": pl.String(),
+    "superseded_by": pl.String(),
+    "contradicts": pl.List(pl.String()),
+    "promoted": pl.Boolean(),
+    "expires_at": pl.Datetime("us", "UTC"),
+    "merged_from": pl.List(pl.String()),
+    "embedding_model": pl.String(),
+}
+
+REJECTION_SCHEMA: dict[str, pl.DataType] = {
+    "session_id": pl.String(),
+    "reason": pl.String(),
+    "detail": pl.String(),
+    # Credentials are never stored: a credential rejection keeps a redacted preview only.
+    "preview": pl.String(),
+    "source_resource_ids": pl.List(pl.String()),
+    "extractor": pl.String(),
+    "rejected_at": pl.Datetime("us", "UTC"),
+}
+
+
+def empty_frame(schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    return pl.DataFrame(schema=schema)

@@ -1,0 +1,73 @@
+"""One formula, one place (DESIGN principle 5): how much a memory is worth right now.
+
+Both the pipeline (importance at write time, decay at night) and retrieval (ranking at
+injection time) call these functions; every constant comes from ``defaults.toml``.
+
+How each design rule maps into the one formula::
+
+    base importance  = category weight                      [categories.*.weight]
+                     + 0.2 if the user said "remember this" [importance.remember_boost]
+                     + 0.15 if action is required / overdue [importance.action_required_boost]
+                     × 0.5 if the source is untrusted       [importance.untrusted_multiplier]
+                     capped at 0.5 when untrusted, at 1.0 otherwise
+    confidence       = 0.9 explicit / 0.7 implied / 0.5 inferred   [confidence.*]
+    recency decay    = 0.5 ** (days / half-life(kind, strength))   [decay.half_life_days]
+                       (permanent tier: 1.0, never decays)
+    score decay      = exp(-0.01 · days since last reference)       [decay.score_decay_per_day]
+    reinforcement    = exp(0.2 · score), reinforce +3, demote −1    [decay.reinforce_step …]
+
+    effective score  = relevance × base importance × recency decay × score decay
+                       × confidence × reinforcement × lifecycle × trust multipliers
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+
+from retrieval.config import MemoryConfig
+
+
+def base_importance(config: MemoryConfig, category: str, *, source_trust: str = "trusted",
+                    remember: bool = False, action_required: bool = False) -> float:
+    """Importance at write time, from the category weight and the extractor's flags."""
+    imp = config.category(category).weight
+    if remember:
+        imp += config.importance["remember_boost"]
+    if action_required:
+        imp += config.importance["action_required_boost"]
+    imp = min(imp, 1.0)
+    if source_trust == "untrusted":
+        imp = min(imp * config.importance["untrusted_multiplier"], config.importance["untrusted_cap"])
+    return round(imp, 4)
+
+
+def confidence(config: MemoryConfig, strength: str) -> float:
+    return config.confidence_for(strength)
+
+
+def half_life_days(config: MemoryConfig, kind: str, strength: str) -> float:
+    if strength == "inferred":
+        return float(config.decay["inferred_half_life_days"])
+    return float(config.decay["half_life_days"].get(kind, config.decay["half_life_days"]["fact"]))
+
+
+def recency_decay(config: MemoryConfig, *, tier: str, kind: str, strength: str, age_days: float) -> float:
+    """Half-life decay by kind; the permanent tier never decays."""
+    if tier == "permanent":
+        return 1.0
+    return 0.5 ** (max(age_days, 0.0) / half_life_days(config, kind, strength))
+
+
+def score_decay(config: MemoryConfig, days_since_reference: float) -> float:
+    return math.exp(-config.decay["score_decay_per_day"] * max(days_since_reference, 0.0))
+
+
+def reinforcement(config: MemoryConfig, score: float) -> float:
+    return math.exp(config.decay["reinforcement_rate"] * score)
+
+
+def age_days(then: datetime | None, now: datetime) -> float:
+    if then is None:
+        return 0.0
+    return max((now - then).total_seconds() / 86400.0, 0.0)

@@ -1,0 +1,105 @@
+"""Hybrid search over the published items: vector + BM25 full-text, fused by rank.
+
+Reciprocal rank fusion (k=60) merges the two lists without comparing their raw
+scores, which live on different scales.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+RRF_K = 60
+# Lance's full-text parser treats these as syntax; a query is plain words.
+_FTS_UNSAFE = re.compile(r"[^\w\s'-]+", re.UNICODE)
+
+
+@dataclass
+class Hit:
+    """One item found, with how it was found."""
+
+    id: str
+    content: str
+    category: str
+    importance: float
+    confidence: float
+    source_trust: str
+    session_id: str
+    source_resource_ids: list[str]
+    source_turn_ids: list[str]
+    relevance: float
+    score: float
+    row: dict[str, Any] = field(repr=False, default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "content": self.content, "category": self.category,
+            "importance": self.importance, "confidence": self.confidence,
+            "source_trust": self.source_trust, "session_id": self.session_id,
+            "source_resource_ids": self.source_resource_ids, "source_turn_ids": self.source_turn_ids,
+            "relevance": round(self.relevance, 6), "score": round(self.score, 6),
+        }
+
+
+def fts_query(text: str) -> str:
+    return " ".join(_FTS_UNSAFE.sub(" ", text).split())
+
+
+_COLUMNS = [
+    "id", "content", "category", "kind", "importance", "confidence", "source_trust", "session_id",
+    "source_resource_ids", "source_turn_ids", "tier", "strength", "sentiment", "status", "tags",
+    "created_at", "updated_at", "last_referenced_at", "reinforcement", "retrieval_priority",
+    "namespace", "scope", "contradicts", "supersedes", "superseded_by", "reference_count",
+]
+
+
+def ranked_lists(table: Any, query: str, vector: np.ndarray | None, *, limit: int,
+                 where: str | None = "status = 'active'") -> dict[str, list[dict[str, Any]]]:
+    """The two ranked candidate lists, each at most ``limit`` long."""
+    lists: dict[str, list[dict[str, Any]]] = {}
+    if vector is not None:
+        q = table.search(vector, vector_column_name="vector").distance_type("cosine").limit(limit).select(_COLUMNS)
+        if where:
+            q = q.where(where, prefilter=True)
+        lists["vector"] = q.to_list()
+    text = fts_query(query)
+    if text:
+        q = table.search(text, query_type="fts").limit(limit).select(_COLUMNS)
+        if where:
+            q = q.where(where, prefilter=True)
+        lists["fts"] = q.to_list()
+    return lists
+
+
+def fuse(lists: dict[str, list[dict[str, Any]]], weights: dict[str, float] | None = None) -> list[tuple[dict[str, Any], float]]:
+    """Reciprocal rank fusion: each list adds weight / (60 + rank) to every row it holds."""
+    scores: dict[str, float] = {}
+    rows: dict[str, dict[str, Any]] = {}
+    for name, hits in lists.items():
+        w = (weights or {}).get(name, 1.0)
+        for rank, row in enumerate(hits, start=1):
+            scores[row["id"]] = scores.get(row["id"], 0.0) + w / (RRF_K + rank)
+            rows.setdefault(row["id"], row)
+    order = sorted(scores, key=lambda i: -scores[i])
+    return [(rows[i], scores[i]) for i in order]
+
+
+def to_hit(row: dict[str, Any], relevance: float, score: float) -> Hit:
+    return Hit(
+        id=row["id"], content=row["content"], category=row["category"],
+        importance=float(row["importance"]), confidence=float(row["confidence"]),
+        source_trust=row["source_trust"], session_id=row["session_id"],
+        source_resource_ids=list(row.get("source_resource_ids") or []),
+        source_turn_ids=list(row.get("source_turn_ids") or []),
+        relevance=relevance, score=score, row=row,
+    )
+
+
+def hybrid_search(table: Any, query: str, vector: np.ndarray | None, k: int = 10, *,
+                  candidates: int = 50) -> list[Hit]:
+    """The top ``k`` active items for ``query``, vector and full-text results fused."""
+    fused = fuse(ranked_lists(table, query, vector, limit=max(candidates, k)))
+    return [to_hit(row, rel, rel) for row, rel in fused[:k]]

@@ -1,0 +1,73 @@
+"""The read side of the published stores. Never writes: only pipeline runs do.
+
+The agent sees the LanceDB ``items`` table as of the ``published`` tag and the Parquet
+snapshot ``warehouse/memory_items/items.parquet``, both moved only after a run's checks
+passed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from retrieval.paths import DataRoot
+from retrieval.schema import ITEM_SCHEMA
+
+ITEMS_TABLE = "items"
+PUBLISHED_TAG = "published"
+
+
+class ItemStore:
+    """Published memory items, as the agent may read them."""
+
+    class DoesNotExist(LookupError):
+        """Nothing has been published under this data root yet."""
+
+    def __init__(self, paths: DataRoot):
+        self.paths = paths
+
+    def table(self) -> Any | None:
+        """The LanceDB items table at its published version, or None before the first publish."""
+        import lancedb
+
+        if not self.paths.lancedb.exists():
+            return None
+        db = lancedb.connect(str(self.paths.lancedb))
+        if ITEMS_TABLE not in db.list_tables().tables:
+            return None
+        table = db.open_table(ITEMS_TABLE)
+        if PUBLISHED_TAG not in table.tags.list():
+            return None
+        table.checkout(PUBLISHED_TAG)
+        return table
+
+    def published_version(self) -> int | None:
+        table = self.table()
+        return None if table is None else int(table.version)
+
+    def items(self) -> pl.DataFrame:
+        """Every published item (all statuses), from the Parquet snapshot."""
+        if not self.paths.published_items.exists():
+            return pl.DataFrame(schema=ITEM_SCHEMA)
+        return pl.read_parquet(self.paths.published_items)
+
+    def get(self, item_id: str) -> dict[str, Any]:
+        rows = self.items().filter(pl.col("id") == item_id)
+        if rows.is_empty():
+            raise ItemStore.DoesNotExist(f"no published item with id {item_id!r} under {self.paths.root}")
+        return rows.row(0, named=True)
+
+    def vectors_by_hash(self) -> dict[str, np.ndarray]:
+        """content hash → vector of the published table, so unchanged text is never re-embedded."""
+        table = self.table()
+        if table is None:
+            return {}
+        arrow = table.to_arrow().select(["content_hash", "vector"])
+        hashes = arrow.column("content_hash").to_pylist()
+        vectors = arrow.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        if not hashes:
+            return {}
+        matrix = vectors.reshape(len(hashes), -1).astype(np.float32)
+        return dict(zip(hashes, matrix))

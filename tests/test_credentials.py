@@ -1,0 +1,225 @@
+"""Credentials are found wherever they appear and never survive redaction.
+
+The fake secrets below are assembled from pieces so that no complete key-shaped
+literal sits in the repository for a secret scanner to trip over.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from retrieval.credentials import (
+    CREDENTIAL_KINDS,
+    CredentialMatch,
+    find_credentials,
+    has_credential,
+    redact,
+)
+
+OPENAI = "sk-" + "T3stKey9" * 6
+OPENAI_PROJECT = "sk-" + "proj-" + "Ab3_dE6-" * 7
+ANTHROPIC = "sk-" + "ant-api03-" + "Zx9Yw8Vu7" * 9
+AWS_ID = "AKIA" + "IOSFODNN7EXAMPL3"
+AWS_SESSION_ID = "ASIA" + "Q2W3E4R5T6Y7U8I9"
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY"
+GITHUB_PAT_CLASSIC = "ghp" + "_" + "a1B2c3D4e5" * 4
+GITHUB_OAUTH = "gho" + "_" + "Q9w8E7r6T5" * 4
+GITHUB_SERVER = "ghs" + "_" + "m1N2b3V4c5" * 4
+GITHUB_FINE_GRAINED = "github" + "_pat_" + "11ABCDEFG0" * 3 + "_" + "xY9z" * 10
+SLACK_BOT = "xox" + "b-" + "1234567890-0987654321-" + "AbCdEfGhIjKl"
+SLACK_USER = "xox" + "p-" + "2222222222-3333333333-" + "ZyXwVuTsRqPo"
+SLACK_WEBHOOK = "https://hooks.slack.com/services/" + "T0123ABCD/B0456EFGH/" + "aBcDeFgHiJkLmNoP"
+GOOGLE = "AIza" + "SyD3mo_Key-0123456789abcdefghijklmn"
+STRIPE_SECRET = "sk" + "_live_" + "51HxYzAbCdEfGhIj0123"
+STRIPE_RESTRICTED = "rk" + "_live_" + "51HqWeRtYuIoPa4567"
+STRIPE_PUBLISHABLE = "pk" + "_live_" + "51HzXcVbNmLkJh8901"
+JWT = "eyJ" + "hbGciOiJIUzI1NiJ9" + ".eyJ" + "zdWIiOiIxMjM0In0" + "." + "dBjftJeZ4CVPmB92K27uhbUJU1p1r_wW1gFWFOEjXk"
+BEARER = "abc123DEF456ghi789JKL0"
+RSA_KEY_BODY = "MIIEowIBAAKCAQEA7x" + "Y2b3c4d5e6f7g8h9i0j\nk1l2m3n4o5p6q7r8s9t0u1v2w3x4y5z6"
+RSA_KEY = "-----BEGIN RSA " + "PRIVATE KEY-----\n" + RSA_KEY_BODY + "\n-----END RSA " + "PRIVATE KEY-----"
+OPENSSH_BODY = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ"
+OPENSSH_KEY = "-----BEGIN OPENSSH " + "PRIVATE KEY-----\n" + OPENSSH_BODY + "\n-----END OPENSSH " + "PRIVATE KEY-----"
+GENERIC = "Qm9vbGVhbjEyMzQ1Njc4OTA"
+SHA = "3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f"
+
+# (kind, text, the secret that must not survive redaction)
+POSITIVES = [
+    ("openai_key", f"my OpenAI key is {OPENAI}", OPENAI),
+    ("openai_key", f"export OPENAI_API_KEY={OPENAI_PROJECT}", OPENAI_PROJECT),
+    ("anthropic_key", f"use {ANTHROPIC} for claude", ANTHROPIC),
+    ("aws_access_key_id", f"the access key id is {AWS_ID}", AWS_ID),
+    ("aws_access_key_id", f"temporary creds start with {AWS_SESSION_ID} today", AWS_SESSION_ID),
+    ("aws_secret_access_key", f"aws_secret_access_key = {AWS_SECRET}", AWS_SECRET),
+    ("aws_secret_access_key", f'"AWS_SECRET_ACCESS_KEY": "{AWS_SECRET}"', AWS_SECRET),
+    ("github_token", f"git clone https://{GITHUB_PAT_CLASSIC}@github.com/acme/app", GITHUB_PAT_CLASSIC),
+    ("github_token", f"oauth token {GITHUB_OAUTH}", GITHUB_OAUTH),
+    ("github_token", f"the action uses {GITHUB_SERVER}", GITHUB_SERVER),
+    ("github_token", f"GH_TOKEN {GITHUB_FINE_GRAINED}", GITHUB_FINE_GRAINED),
+    ("slack_token", f"bot token: {SLACK_BOT}", SLACK_BOT),
+    ("slack_token", f"{SLACK_USER} is my user token", SLACK_USER),
+    ("slack_webhook", f"alerts post to {SLACK_WEBHOOK}", SLACK_WEBHOOK),
+    ("google_api_key", f"maps key {GOOGLE} for the app", GOOGLE),
+    ("stripe_key", f"stripe secret {STRIPE_SECRET}", STRIPE_SECRET),
+    ("stripe_key", f"restricted key {STRIPE_RESTRICTED}", STRIPE_RESTRICTED),
+    ("stripe_key", f"publishable key {STRIPE_PUBLISHABLE}", STRIPE_PUBLISHABLE),
+    ("bearer_token", f"curl -H 'Authorization: Bearer {BEARER}' https://api.acme.dev", BEARER),
+    ("bearer_token", f"send Bearer {BEARER} with every call", BEARER),
+    ("basic_auth", "Authorization: Basic dXNlcjpodW50ZXIy", "dXNlcjpodW50ZXIy"),
+    ("jwt", f"session cookie was {JWT}", JWT),
+    ("private_key", f"here is the deploy key:\n{RSA_KEY}\nkeep it safe", RSA_KEY_BODY),
+    ("private_key", OPENSSH_KEY, OPENSSH_BODY),
+    ("private_key", "-----BEGIN EC " + "PRIVATE KEY-----\nMHcCAQEEIA1b2c3 truncated", "MHcCAQEEIA1b2c3"),
+    ("password", "password: hunter2", "hunter2"),
+    ("password", "password=swordfish", "swordfish"),
+    ("password", "my password is hunter2.", "hunter2"),
+    ("password", "The wifi password is Tr0ub4dor&3", "Tr0ub4dor&3"),
+    ("password", "pwd=Zebra!42", "Zebra!42"),
+    ("password", "the door passcode: 8675309", "8675309"),
+    ("password", "DB_PASSWORD=s3cr3t-Pa55", "s3cr3t-Pa55"),
+    ("password", '{"password": "correct horse battery staple"}', "correct horse battery staple"),
+    ("password", "Password: swordfish", "swordfish"),
+    ("password", "my password was changed to Summer2024!", "Summer2024!"),
+    ("connection_string", "DATABASE_URL=postgres://app:s3cr3tpw@db.internal:5432/app", "s3cr3tpw"),
+    ("connection_string", "mysql://root:toor1234@10.0.0.5/shop", "toor1234"),
+    ("connection_string", "mongodb+srv://admin:M0ngoPass@cluster0.abcd.mongodb.net/test", "M0ngoPass"),
+    ("connection_string", "redis://:r3disPass@cache:6379/0", "r3disPass"),
+    ("connection_string", "amqp://guest:Gu3stPw@rabbit:5672/", "Gu3stPw"),
+    ("connection_string", "postgresql+psycopg2://svc:pa55word@pg/app", "pa55word"),
+    ("generic_secret", f"api_key={GENERIC}", GENERIC),
+    ("generic_secret", f"token = '{SHA}'", SHA),
+    ("generic_secret", f"secret: {GENERIC}", GENERIC),
+    ("generic_secret", f"client_secret={GENERIC}", GENERIC),
+    ("generic_secret", "session_token: 123e4567-e89b-12d3-a456-426614174000",
+     "123e4567-e89b-12d3-a456-426614174000"),
+]
+
+# Ordinary prose that talks about credentials, hashes or ids without holding a secret.
+NEGATIVES = [
+    "I forgot my password yesterday",
+    "He said the password was wrong",
+    "The password is at least 12 characters long",
+    "Reset your password: go to settings and click reset",
+    "We rate-limit with the token bucket algorithm",
+    "The token expired after 3600 seconds",
+    f"We reverted commit {SHA} after the outage",
+    "Request 123e4567-e89b-12d3-a456-426614174000 failed with a timeout",
+    "The bearer of bad news was Priya",
+    "Use a bearer token for the internal API",
+    "Secret Santa is on Friday",
+    "The secret: it's all about timing.",
+    "password = os.environ['DB_PASSWORD']",
+    "password=$DB_PASSWORD",
+    "password: ********",
+    "connect to postgres://localhost:5432/app",
+    "postgres://app:<password>@db/app",
+    "Run pwd to print the working directory",
+    "The API key lives in 1Password",
+    "sk-learn is a nickname people use for scikit-learn",
+    "the task-1234567890abcdefghijklmn ticket is closed",
+    "Edit /etc/passwd: root:x:0:0",
+    "xoxo-love-you-all-see-you-soon",
+    "Use AKIA-prefixed keys only in CI",
+    "https://example.com:8443/login",
+    "Authorization: Bearer $TOKEN",
+    "the max_tokens=4096 setting",
+]
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), POSITIVES, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(POSITIVES)])
+def test_credential_is_found_with_its_kind(kind: str, text: str, secret: str) -> None:
+    found = find_credentials(text)
+    assert [m.kind for m in found] == [kind]
+    assert has_credential(text)
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), POSITIVES, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(POSITIVES)])
+def test_secret_never_survives_redaction(kind: str, text: str, secret: str) -> None:
+    redacted = redact(text)
+    assert secret not in redacted
+    assert f"[REDACTED:{kind}]" in redacted
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), POSITIVES, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(POSITIVES)])
+def test_redacted_text_holds_no_credential(kind: str, text: str, secret: str) -> None:
+    once = redact(text)
+    assert not has_credential(once)
+    assert redact(once) == once
+
+
+@pytest.mark.parametrize("text", NEGATIVES)
+def test_prose_about_credentials_is_not_flagged(text: str) -> None:
+    assert find_credentials(text) == []
+    assert not has_credential(text)
+    assert redact(text) == text
+
+
+def test_every_kind_has_a_positive_case() -> None:
+    assert {kind for kind, _, _ in POSITIVES} == set(CREDENTIAL_KINDS)
+
+
+def test_openai_key_is_found_and_redacted() -> None:
+    text = f"my key is {OPENAI}, please keep it"
+    assert redact(text) == "my key is [REDACTED:openai_key], please keep it"
+
+
+def test_anthropic_key_is_not_mistaken_for_openai() -> None:
+    assert [m.kind for m in find_credentials(ANTHROPIC)] == ["anthropic_key"]
+
+
+def test_match_span_covers_exactly_the_secret() -> None:
+    text = f"key={AWS_ID} region=us-east-1"
+    (match,) = find_credentials(text)
+    assert text[match.start:match.end] == AWS_ID
+
+
+def test_connection_string_keeps_user_and_host_readable() -> None:
+    redacted = redact("postgres://app:s3cr3tpw@db.internal:5432/app")
+    assert redacted == "postgres://app:[REDACTED:connection_string]@db.internal:5432/app"
+
+
+def test_jwt_in_authorization_header_is_redacted_once() -> None:
+    redacted = redact(f"Authorization: Bearer {JWT}")
+    assert redacted == "Authorization: Bearer [REDACTED:jwt]"
+
+
+def test_several_credentials_in_one_text_are_all_redacted() -> None:
+    text = f"aws {AWS_ID} / github {GITHUB_PAT_CLASSIC} / password: hunter2"
+    redacted = redact(text)
+    assert [m.kind for m in find_credentials(text)] == ["aws_access_key_id", "github_token", "password"]
+    for secret in (AWS_ID, GITHUB_PAT_CLASSIC, "hunter2"):
+        assert secret not in redacted
+
+
+def test_whole_private_key_block_becomes_one_marker() -> None:
+    assert redact(RSA_KEY) == "[REDACTED:private_key]"
+
+
+def test_a_git_sha_is_a_credential_only_when_assigned_to_a_secret_name() -> None:
+    assert not has_credential(f"fixed in {SHA}")
+    assert has_credential(f"GITHUB_TOKEN={SHA}")
+
+
+def test_credential_match_is_immutable() -> None:
+    match = CredentialMatch(kind="jwt", start=0, end=3)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        match.start = 1  # type: ignore[misc]
+
+
+def test_empty_text_has_no_credentials() -> None:
+    assert find_credentials("") == []
+    assert redact("") == ""
+
+
+def test_credentials_module_imports_nothing_from_the_pipeline() -> None:
+    # The agent imports this module; it must not drag in dagster or memory_assets.
+    code = (
+        "import sys, retrieval.credentials;"
+        "bad = [m for m in sys.modules if m.split('.')[0] in ('dagster', 'memory_assets')];"
+        "sys.exit(1 if bad else 0)"
+    )
+    assert subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).parents[1]).returncode == 0
