@@ -244,6 +244,6 @@ def parse_transcript(path: str | Path, fmt: str = "auto", *, max_message_bytes: 
     first = data.lstrip()[:1]
     if doc is None and first == b"{":
         return _parse_jsonl(path, data, max_message_bytes)
-    if doc is not None and isinstance(doc, dict) and "role" in doc:
+    if isinstance(doc, dict) and doc.keys() & {"role", "content", "session_id", "turn"}:
         return _parse_jsonl(path, data, max_message_bytes)  # a one-line JSONL file
     raise TranscriptError(path, None, "cannot tell the format (expected canonical JSONL, OpenAI chat JSON or LoCoMo JSON); pass --format")

@@ -157,10 +157,14 @@ def rewrite_first_person(text: str, voice: _Voice) -> str:
     """Replace I/me/my/we/you… with names, keeping the rest of the wording literal."""
     n = voice.name
     group = f"{n} and {n}'s {voice.companion}" if voice.companion else f"{n} and others"
-    rules: list[tuple[str, str]] = [
+    contractions: list[tuple[str, str]] = [
         (r"\bi'?m\b|\bi am\b", f"{n} is"),
-        (r"\bi've\b", f"{n} has"),
+        (r"\bi've\b|\bi have\b", f"{n} has"),
         (r"\bi'll\b|\bi will\b", f"{n} will"),
+        (r"\bi don't\b|\bi do not\b", f"{n} does not"),
+        (r"\bi haven't\b", f"{n} hasn't"),
+    ]
+    others: list[tuple[str, str]] = [
         (r"\bwe're\b|\bwe are\b", f"{group} are"),
         (r"\bwe've\b", f"{group} have"),
         (r"\bwe'll\b", f"{group} will"),
@@ -177,6 +181,8 @@ def rewrite_first_person(text: str, voice: _Voice) -> str:
     ]
     text = re.sub(r"\bi'd\b", lambda m: f"{n} had" if R.PARTICIPLE_AFTER_D.match(text[m.end():]) else f"{n} would",
                   text, flags=re.IGNORECASE)
+    for pattern, repl in contractions:
+        text = re.sub(pattern, repl, text, flags=re.IGNORECASE)
 
     def _subject(m: re.Match[str]) -> str:
         before = text[:m.start()]
@@ -186,7 +192,7 @@ def rewrite_first_person(text: str, voice: _Voice) -> str:
 
     text = _SUBJECT_I.sub(_subject, text)
     text = re.sub(r"\bi\b", n, text, flags=re.IGNORECASE)
-    for pattern, repl in rules:
+    for pattern, repl in others:
         text = re.sub(pattern, repl, text, flags=re.IGNORECASE)
     if voice.addressee:
         a = voice.addressee
