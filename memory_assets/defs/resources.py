@@ -1,6 +1,5 @@
 """The pipeline's resources: where the data root is, which extractor and embedder to use."""
 
-from __future__ import annotations
 
 import os
 

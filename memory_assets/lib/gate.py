@@ -14,6 +14,7 @@ from retrieval.config import MemoryConfig
 from retrieval.credentials import find_credentials, redact
 from retrieval.schema import Candidate
 
+_REDACTED = re.compile(r"\[REDACTED:([a-z_]+)\]")
 REASONS = ("credential", "chatter", "opinion", "too_long", "too_short", "instruction", "empty")
 
 PREVIEW_CHARS = 120
@@ -113,6 +114,11 @@ def _credential(content: str, config: MemoryConfig) -> Rejection | None:
     kinds = sorted({match.kind for match in find_credentials(content)})
     if kinds:
         return Rejection("credential", f"contains a credential ({', '.join(kinds)})")
+    # A turn redacted at ingest still says "here is the key [REDACTED:…]": a fact about
+    # a secret is no memory, and storing it would tell a reader where one was pasted.
+    redacted = sorted(set(_REDACTED.findall(content)))
+    if redacted:
+        return Rejection("credential", f"mentions a redacted credential ({', '.join(redacted)})")
     return None
 
 

@@ -35,6 +35,10 @@ def pending_sessions(paths: DataRoot) -> tuple[list[str], list[str]]:
     return unread, sorted(retry - set(unread))
 
 
+# The CLI shows a progress bar; run logs stay in the instance for `make ui`.
+QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
+
+
 def _definitions(data_root: str, extractor: str | None) -> tuple[list, dict]:
     from memory_assets.defs.resources import ExtractorResource, default_resources
     from memory_assets.definitions import defs
@@ -72,12 +76,13 @@ def materialize_pending(paths: DataRoot, *, extractor: str | None = None, instan
             progress(session_id)
         selection = ["resources", "extracted_facts"] if session_id in unread else ["extracted_facts"]
         result = dg.materialize(assets, selection=selection, partition_key=session_id, instance=instance,
-                                resources=resources, raise_on_error=False, tags={"memory/trigger": "cli"})
+                                resources=resources, raise_on_error=False, tags={"memory/trigger": "cli"},
+                                run_config=QUIET)
         (summary.sessions if result.success else summary.failed).append(session_id)
     summary.quarantined = quarantine.quarantined_sessions(paths)
     if summary.sessions or force_items or not paths.published_items.exists():
         result = dg.materialize(assets, selection=["memory_items"], instance=instance, resources=resources,
-                                raise_on_error=False, tags={"memory/trigger": "cli"})
+                                raise_on_error=False, tags={"memory/trigger": "cli"}, run_config=QUIET)
         summary.items_materialized = result.success
         if not result.success:
             summary.failed.append("memory_items")

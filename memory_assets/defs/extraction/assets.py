@@ -1,6 +1,5 @@
 """Atomic facts extracted from each session, before consolidation."""
 
-from __future__ import annotations
 
 import os
 from datetime import datetime, timezone

@@ -1,6 +1,5 @@
 """Quarantined sessions are retried, never forgotten."""
 
-from __future__ import annotations
 
 import dagster as dg
 

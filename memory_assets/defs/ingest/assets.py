@@ -1,6 +1,5 @@
 """Raw turns, one row each, exactly as the agent handed them over (minus credentials)."""
 
-from __future__ import annotations
 
 import hashlib
 import json

@@ -1,6 +1,5 @@
 """New transcripts in the inbox become session partitions and runs."""
 
-from __future__ import annotations
 
 import hashlib
 

@@ -1,6 +1,5 @@
 """The canonical memory: de-duplicated, scored items with vectors and a full-text index."""
 
-from __future__ import annotations
 
 import os
 from datetime import datetime, timezone

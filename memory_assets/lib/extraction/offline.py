@@ -24,8 +24,16 @@ _ABBREV = re.compile(r"\b(" + "|".join(re.escape(a) for a in R.ABBREVIATIONS) + 
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+|(?<=[.!?])(?=[A-Z][a-z])")
 # Spaced dashes and semicolons join two statements; so do "and/but/so" before a new subject.
 _CLAUSE_BREAK = re.compile(r"\s+[-–—]+\s+|\s*;\s+|\s*…\s*|\.{3,}\s*")
-_JOIN = re.compile(r",?\s+(?:and|but|so|plus|because|cause|cuz)\s+(?=(?:i|i'm|i've|i'll|i'd|we|we're|we've|my|our)\b)", re.IGNORECASE)
-_COMMA_SUBJECT = re.compile(r",\s+(?=(?:i|i'm|i've|i'll|i'd|we're|we've)\s)", re.IGNORECASE)
+_JOIN = re.compile(
+    r",?\s+(?:and|but|so|plus|because|cause|cuz)\s+(?=(?:i|i'm|i've|i'll|i'd|we|we're|we've|my|our)\b)|"
+    r",\s+(?:and|but|so)\s+(?=(?:you|you're|he|she|they|it|it's|that|that's|this)\b)", re.IGNORECASE)
+# ", I think it was…" is a hedge on the same statement, not a new one.
+_COMMA_SUBJECT = re.compile(
+    r",\s+(?=(?:i|i'm|i've|i'll|i'd|we're|we've)\s)(?!i (?:think|guess|believe|mean|suppose|reckon|hope|bet)\b)",
+    re.IGNORECASE)
+_CONTINUATION = re.compile(
+    r"^(?:which|who|for|to|with|like|especially|including|from|as|by|about|at|in|on|into|plus|not|"
+    r"[a-z]+ing,|[a-z]+ing (?:and|or) )\b", re.IGNORECASE)
 _EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200d]+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
 _EVALUATIVE = frozenset(
@@ -33,9 +41,10 @@ _EVALUATIVE = frozenset(
     "lovely wonderful fantastic incredible beautiful sweet best better tough hard rough crazy "
     "wild cute perfect blessed grateful thankful lucky super totally so really such feel feels "
     "felt feeling love loved lovin grateful inspiring inspired excited exciting busy sad "
-    "emotional touched moved important hectic nuts blast".split()
+    "emotional touched moved hectic nuts blast".split()
 )
 _EVALUATIVE_TAIL = re.compile(
+    r",\s+(?:sounds|looks|seems)\b.*$|"
     r",?\s+(?:which|and (?:it|that)|it|that)(?:'s| is| was| has been| feels| felt)\s+(?:\w+\s+){0,2}?"
     r"(?:" + "|".join(sorted(_EVALUATIVE)) + r")(?:\s+\w+){0,3}[.!]*$",
     re.IGNORECASE,
@@ -85,8 +94,16 @@ def sentences(text: str) -> list[str]:
 
 def clauses(sentence: str) -> list[str]:
     """Split a sentence where a new statement starts, so each fact stays atomic."""
-    parts = []
+    pieces: list[str] = []
     for piece in _CLAUSE_BREAK.split(sentence):
+        piece = piece.strip(" ,")
+        # "…adopting a rescue dog - for love and to teach our kids…": a phrase, not a statement.
+        if pieces and piece and _CONTINUATION.match(piece):
+            pieces[-1] = f"{pieces[-1]}, {piece}"
+        elif piece:
+            pieces.append(piece)
+    parts = []
+    for piece in pieces:
         for sub in _JOIN.split(piece):
             parts.extend(_COMMA_SUBJECT.split(sub))
     return [p.strip(" ,") for p in parts if p and p.strip(" ,")]
@@ -106,8 +123,20 @@ def strip_filler(clause: str, names: tuple[str, ...]) -> str:
 
 
 def is_question(clause: str) -> bool:
-    text = clause.strip()
+    text = R.QUESTION_TAG.sub("", clause.strip()).strip()
     return text.endswith("?") or bool(R.QUESTION_START.match(text)) or bool(R.QUESTION_INVERSION.match(text))
+
+
+_TAIL_QUESTION = re.compile(
+    r"^(.*?\w.*?),\s+(?:(?:so |and |but )?(?:what|how|who|where|when|why|which|do|did|does|have|has|are|is|was|were|"
+    r"can|could|would|will|wanna|want|ever|any|you|what about|how about)\b[^,]*\?)$", re.IGNORECASE)
+
+
+def drop_tail_question(clause: str) -> str:
+    """"I went hiking yesterday, have you been?" keeps the statement, drops the question."""
+    text = R.QUESTION_TAG.sub("", clause.strip()).strip()
+    found = _TAIL_QUESTION.match(text)
+    return found.group(1) if found else text
 
 
 def is_chatter(clause: str) -> bool:
@@ -118,10 +147,8 @@ def _content_words(text: str, names: tuple[str, ...]) -> list[str]:
     lowered_names = {n.lower() for n in names}
     words = []
     for word in _WORD.findall(text):
-        w = word.lower().strip("'-")
-        if w.endswith("'s"):
-            w = w[:-2]
-        if len(w) > 2 and w not in R.STOPWORDS and w not in _EVALUATIVE and w not in lowered_names:
+        w = word.lower().strip("'-").split("'")[0]
+        if len(w) > 2 and w not in R.STOPWORDS and w not in _EVALUATIVE and w not in R.VAGUE and w not in lowered_names:
             words.append(w)
     return words
 
@@ -138,7 +165,7 @@ def _third_person(verb: str) -> str:
     low = verb.lower()
     if low in R.THIRD_PERSON:
         return R.THIRD_PERSON[low]
-    if (low in R.INVARIANT_AFTER_I or low in R.IRREGULAR_PAST or low.endswith("ed")
+    if (low in R.INVARIANT_AFTER_I or low in R.IRREGULAR_PAST or low.endswith("ed") and low not in R.BASE_ENDING_ED
             or low.endswith("n't") or not low.isalpha()):
         return verb
     if re.search(r"(?:s|sh|ch|x|z|o)$", low):
@@ -149,7 +176,7 @@ def _third_person(verb: str) -> str:
 
 
 _SUBJECT_I = re.compile(
-    r"\bi\b((?:\s+(?:" + "|".join(sorted(R.ADVERBS)) + r"))*)\s+([a-z']+)", re.IGNORECASE
+    r"\bi\b((?:\s+(?:" + "|".join(sorted(R.ADVERBS)) + r"))*)\s+([a-z']+)(\s+and\s+([a-z]+)\b)?", re.IGNORECASE
 )
 
 
@@ -179,16 +206,30 @@ def rewrite_first_person(text: str, voice: _Voice) -> str:
         (r"\bwe\b", group),
         (r"\bme\b", n),
     ]
+    def _plural(before: str) -> bool:
+        # "My wife and I" is a plural subject; "I have a dog and I walk him" is two clauses.
+        return re.search(r"\w\s+(?:and|or)\s+$", before) is not None and re.search(
+            r"\b(?:i|" + re.escape(n) + r")\b", before, re.IGNORECASE) is None
+
+    text = re.sub(r"(\w\s+(?:and|or)\s+)i\b(?!')",
+                  lambda m: m.group(1) + n if _plural(m.string[:m.start(1) + len(m.group(1))]) else m.group(0),
+                  text, flags=re.IGNORECASE)
     text = re.sub(r"\bi'd\b", lambda m: f"{n} had" if R.PARTICIPLE_AFTER_D.match(text[m.end():]) else f"{n} would",
                   text, flags=re.IGNORECASE)
     for pattern, repl in contractions:
         text = re.sub(pattern, repl, text, flags=re.IGNORECASE)
 
     def _subject(m: re.Match[str]) -> str:
-        before = text[:m.start()]
-        plural = re.search(r"\w\s+(?:and|or)\s+$", before) is not None
-        verb = m.group(2)
-        return f"{n}{m.group(1)} {verb if plural else _third_person(verb)}"
+        plural = _plural(text[:m.start()])
+        verb, second = m.group(2), m.group(4)
+        if plural:
+            return f"{n}{m.group(0)[1:]}"
+        # "I practice and train" → "practices and trains"; "I love cooking and baking" keeps the gerund.
+        tail = ""
+        if m.group(3):
+            both = second.lower() not in R.STOPWORDS and not second.lower().endswith("ing") and _third_person(verb) != verb
+            tail = f" and {_third_person(second) if both else second}"
+        return f"{n}{m.group(1)} {_third_person(verb)}{tail}"
 
     text = _SUBJECT_I.sub(_subject, text)
     text = re.sub(r"\bi\b", n, text, flags=re.IGNORECASE)
@@ -297,8 +338,8 @@ class _Categorizer:
         kept = [s for s in spans if not any(o[0] <= s[0] and s[1] <= o[1] and (o[1] - o[0]) > (s[1] - s[0]) for o in spans)]
         return [(s[2], s[3]) for s in sorted(kept, key=lambda s: s[0])]
 
-    def best(self, text: str, default: str, order: dict[str, int]) -> tuple[str, list[str]]:
-        hits = self.hits(text)
+    def best(self, text: str, default: str, order: dict[str, int], skip: tuple[str, ...] = ()) -> tuple[str, list[str]]:
+        hits = [h for h in self.hits(text) if h[0] not in skip]
         if not hits:
             return default, []
         scores: dict[str, float] = {}
@@ -374,55 +415,64 @@ class OfflineExtractor:
         text, caption = split_caption(seg.text)
         found: list[Candidate] = []
         all_names = tuple(dict.fromkeys(names + ((voice.addressee,) if voice.addressee else ())))
+        antecedent: str | None = None
         for sentence in sentences(text):
-            if is_question(sentence) and not _JOIN.search(sentence):
-                continue
             for raw in clauses(sentence):
-                cand = self._clause(raw, sentence, seg.turn, voice, all_names, agent_session)
+                cand = self._clause(raw, sentence, seg.turn, voice, all_names, agent_session, antecedent)
                 if cand is not None:
                     found.append(cand)
-        if caption and (R.REFERS_TO_IMAGE.search(text) or not found):
-            cand = self._caption(caption, seg.turn, voice, bool(R.REFERS_TO_IMAGE.search(text)))
+            antecedent = _antecedent(sentence, all_names)
+        if caption and R.REFERS_TO_IMAGE.search(text):
+            cand = self._caption(caption, seg.turn, voice)
             if cand is not None:
                 found.append(cand)
         return found
 
     def _clause(self, raw: str, sentence: str, turn: Turn, voice: _Voice, names: tuple[str, ...],
-                agent_session: bool) -> Candidate | None:
+                agent_session: bool, antecedent: str | None = None) -> Candidate | None:
         remember = bool(R.REMEMBER.search(raw))
-        clause = strip_filler(raw, names)
-        clause = R.REMEMBER_PREFIX.sub("", clause).strip()
-        if not clause or is_question(clause) or is_chatter(clause) or R.GENERIC_WE.search(clause):
+        if is_chatter(raw.strip()):
             return None
-        if R.SECOND_PERSON_SUBJECT.match(clause) and not agent_session:
+        clause = strip_filler(drop_tail_question(raw), names)
+        clause = R.REMEMBER_PREFIX.sub("", clause).strip()
+        if (not clause or is_question(clause) or is_chatter(clause) or R.GENERIC_WE.search(clause)
+                or R.SUBORDINATE_START.match(clause) and "," not in clause):
+            return None
+        if not agent_session and (R.SECOND_PERSON_SUBJECT.match(clause) or R.SOCIAL_IMPERATIVE.match(clause)):
             return None
         clause = _EVALUATIVE_TAIL.sub("", clause).strip()
+        if antecedent:
+            clause = _resolve(clause, antecedent)
         text = clause
-        rule = agent_session and re.match(r"^(?:from now on,?\s+|going forward,?\s+|in the future,?\s+)?(?:please\s+)?"
-                                          r"(?:always|never|don't|do not|avoid|make sure|stop)\b", clause, re.IGNORECASE)
+        rule = agent_session and _RULE_START.match(clause)
         if rule:
-            body = re.sub(r"^(?:from now on,?\s+|going forward,?\s+|in the future,?\s+)?(?:please\s+)?", "", clause, flags=re.IGNORECASE)
+            body = _RULE_LEAD.sub("", clause)
             body = re.sub(r"^(?:don't|do not)\b", "not to", body, flags=re.IGNORECASE)
             if not body.lower().startswith("not to"):
                 body = "to " + body[:1].lower() + body[1:]
             text = f"{voice.name} wants the assistant {rewrite_first_person(body, voice)}"
         else:
-            for pattern, lead in R.PRO_DROP:
-                if pattern.match(clause):
-                    text = pattern.sub(lead, clause, count=1)
+            for pattern, lead, unless in R.PRO_DROP:
+                if pattern.match(clause) and not (unless and unless.search(clause)):
+                    text = pattern.sub(lead, clause[:1].lower() + clause[1:], count=1)
                     break
-            first_person = bool(R.FIRST_PERSON.search(text))
-            if not first_person and not (agent_session and _specific(text)):
+            if not R.FIRST_PERSON.search(text) and not (agent_session and _specific(text)):
+                return None
+            if not R.SINGULAR_FIRST_PERSON.search(text) and R.GENERIC_WE_CLAIM.search(text) and not R.PAST_TENSE.search(text):
+                return None
+            if R.MAXIM.match(text) or R.OPINION_OPENER.match(text) and not R.SINGULAR_FIRST_PERSON.search(text):
                 return None
             if R.DEICTIC_SUBJECT.match(text) and len(_content_words(text, names)) < 3:
                 return None
             text = rewrite_first_person(text, voice)
         content = _finish(text)
-        if len(content.split()) < 4 or len(_content_words(content, names + (voice.name,))) < 2:
+        substance = _content_words(content, names + (voice.name,))
+        if len(content.split()) < 4 or len(substance) < 2 and not (substance and _specific(clause)):
             return None
         kind = "procedure" if rule and R.KIND_RULES[1][1].search(clause) else kind_of(clause)
         if rule and kind not in ("procedure", "correction"):
-            kind = "negative" if re.match(r"^(?:please\s+)?(?:never|don't|do not|avoid|stop)\b", clause, re.IGNORECASE) else "procedure"
+            kind = "negative" if re.match(r"^(?:please\s+)?(?:never|don't|do not|avoid|stop)\b", body, re.IGNORECASE) \
+                or body.lower().startswith("not to") or body.lower().startswith("to never") else "procedure"
         return self._candidate(content, clause, sentence, turn, voice, kind, remember)
 
     def _candidate(self, content: str, clause: str, sentence: str, turn: Turn, voice: _Voice, kind: str,
@@ -431,7 +481,8 @@ class OfflineExtractor:
         default = R.LIFE_DEFAULT_CATEGORY if R.FIRST_PERSON.search(clause) or voice.name in content else R.OTHER_DEFAULT_CATEGORY
         if trust == "untrusted":
             default = R.UNTRUSTED_DEFAULT_CATEGORY
-        category, keywords = self._categorizer.best(clause, default, self._order)
+        category, keywords = self._categorizer.best(clause, default, self._order,
+                                                    skip=R.NOT_FOR_LIFE_FACTS if trust == "trusted" else ())
         if kind == "preference" and category in (R.LIFE_DEFAULT_CATEGORY, R.OTHER_DEFAULT_CATEGORY):
             category = "preferences" if "preferences" in self.config.categories else category
         names = tuple(n for n in (voice.name, voice.addressee) if n)
@@ -453,9 +504,9 @@ class OfflineExtractor:
             supersedes=_supersedes(clause) if kind == "correction" else None,
         )
 
-    def _caption(self, caption: str, turn: Turn, voice: _Voice, referenced: bool) -> Candidate | None:
+    def _caption(self, caption: str, turn: Turn, voice: _Voice) -> Candidate | None:
         what = R.CAPTION_LEAD.sub("", caption.strip().rstrip("."))
-        if len(_content_words(what, ())) < (1 if referenced else 2):
+        if len(_content_words(what, ())) < 2:
             return None
         content = _finish(f"{voice.name} shared a photo of {what}")
         return self._candidate(content, what, what, turn, voice, "fact", False)
@@ -509,6 +560,29 @@ class OfflineExtractor:
                 found.append(self._candidate(content, clause, sentence, seg.turn, voice, kind_of(clause), False,
                                              strength=strength, provenance="extracted", trust="untrusted"))
         return found
+
+
+_RULE_LEAD = re.compile(r"^(?:from now on,?\s+|going forward,?\s+|in the future,?\s+)?(?:please\s+)?", re.IGNORECASE)
+# A standing instruction to the assistant ("always run…", "never push…") is a rule to keep.
+_RULE_START = re.compile(_RULE_LEAD.pattern + r"(?:always|never|don't|do not|avoid|make sure|stop)\b", re.IGNORECASE)
+_NAME_START = re.compile(r"^([A-Z][a-zA-Z]+(?:\s+[A-Z][a-zA-Z]+)*)(?='s\b|\s+(?:is|was|has|had|loves|likes)\b|[\s!.]*$)")
+
+
+def _antecedent(sentence: str, names: tuple[str, ...]) -> str | None:
+    """The name a following "he/she/it" most likely means: a name opening the sentence."""
+    text = strip_filler(sentence, names).rstrip(" .!?")
+    found = _NAME_START.match(text)
+    if not found or found.group(1) in names or found.group(1).lower() in R.NOT_ENTITIES:
+        return None
+    if found.end() == len(text) and len(text.split()) > 4:
+        return None
+    return found.group(1)
+
+
+def _resolve(clause: str, antecedent: str) -> str:
+    """Put the antecedent in place of an opening he/she (or it, after a bare name)."""
+    clause = re.sub(r"^(?:he|she|it)'s\b", antecedent + " is", clause, count=1, flags=re.IGNORECASE)
+    return re.sub(r"^(?:he|she|it)\b", antecedent, clause, count=1, flags=re.IGNORECASE)
 
 
 def _confirms(reply: Turn) -> bool:

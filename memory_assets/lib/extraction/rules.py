@@ -28,7 +28,7 @@ LEADING_FILLER = re.compile(
     r"well|so|anyway|anyways|also|plus|and|but|btw|by the way|oh man|oh wow|oh yeah|"
     r"honestly|haha+|hah|lol|hmm+|um+|uh|totally|definitely|absolutely|exactly|indeed|"
     r"true|right|of course|cool|awesome|great|nice|sweet|congrats|congratulations|"
-    r"thanks|thank you|omg|gosh|man|dude|alright|all right|good news|guess what|"
+    r"omg|gosh|man|dude|alright|all right|good news|guess what|"
     r"you know what|speaking of which|speaking of that|funny you should mention it|"
     r"as for me|for me|same here|me too|in fact|now)\b[\s,!.:;-]*)+",
     _I,
@@ -40,7 +40,11 @@ CHATTER = [
     re.compile(p, _I) for p in (
         r"^(?:hi|hey|hello|good (?:morning|evening|afternoon|night)|long time no see)\b",
         r"^(?:bye|goodbye|see (?:ya|you)|talk (?:to you )?(?:soon|later)|take care|catch you later|ttyl|cheers)\b",
-        r"\b(?:good|great|nice|awesome) (?:to|to see|to hear from|catching up|chatting|talking)\b",
+        r"\b(?:good|great|nice|awesome|lovely|fun) (?:to (?:see|hear from|chat|talk|catch up|meet|be back)|catching up|chatting|talking)\b",
+        r"\bsince (?:we|you and i) (?:last )?(?:talked|spoke|chatted|caught up|met)\b",
+        r"\b(?:couldn'?t|could not) agree more\b",
+        r"^i(?:'m| am) (?:doing )?(?:ok|okay|good|great|well|fine|alright|all right)\b",
+        r"\bi (?:can|could) (?:share|send|show|give|lend|teach|help)\b.*\byou\b",
         r"^(?:thanks|thank you|thx|ty|much appreciated|appreciate it)\b",
         r"^(?:ok(?:ay)?|sure|got it|sounds good|will do|noted|cool|nice|great|perfect|yes|yeah|yep|no|nope|right|exactly|correct|agreed|true)[\s.!]*$",
         r"\blet me (?:try|check|see|think|know|look)\b",
@@ -51,7 +55,8 @@ CHATTER = [
         r"\bi(?:'m| am) (?:so |really |very |super |truly )*(?:happy|glad|proud|thrilled|excited|sorry|stoked|pleased|grateful|thankful) (?:for you|of you|to hear|you|that you|for your)\b",
         r"\bi(?:'m| am) (?:always )?here (?:for you|if you)\b",
         r"\bi (?:can(?:'t| not)?|could) (?:only |totally |definitely )?(?:imagine|relate|see why|tell|understand)\b",
-        r"\bi (?:bet|agree|understand|hear you|feel you|know (?:what you mean|how you feel|right))\b",
+        r"\bi (?:bet|agree|understand|hear you|feel you|know (?:what you mean|how you feel|right|you|that you|how you))\b",
+        r"\bi knew you\b",
         r"\bi(?:'m| am) (?:sure|certain|confident) (?:you|it|that'?s|they)\b",
         r"\bi (?:hope|wish) (?:you|it|that|things|everything|your)\b",
         r"\bi(?:'d| would) love to (?:hear|see|know|check|read|join|meet|try|give)\b",
@@ -63,19 +68,63 @@ CHATTER = [
         r"\b(?:you(?:'re| are)|your \w+ (?:is|are|was|were)) (?:so |really |very |such )?(?:a |an )?(?:great|amazing|awesome|inspiring|incredible|wonderful|kind|sweet|talented|strong|brave|right|lucky)\b",
         r"\b(?:means|meant) (?:a lot|so much|the world) to me\b",
         r"\bkeep me (?:posted|updated)\b",
+        r"\bi (?:really |truly |so )?(?:love|like|admire|appreciate|respect) (?:that|how|the way|it when) you\b",
+        r"\b(?:i |really |so )(?:appreciate|value) (?:your|you|it|that|this)\b",
+        r"^(?:appreciate|love) (?:your|you|it|that|this)\b",
         r"\blet'?s (?:catch up|talk|chat|hang)\b",
     )
 ]
 
-# Sentences that open like a question even without a question mark.
+# Sentences that open like a question even without a question mark: a wh-word
+# followed by an auxiliary, or an auxiliary followed by "you".
 QUESTION_START = re.compile(
-    r"^(?:what|who|whom|whose|where|when|why|how|which|do|does|did|are|is|was|were|"
-    r"have|has|had|can|could|would|will|shall|should|may|might|any|anything|ever)\b(?!\s+(?:i|we)\b\s+(?:am|was|have|had|will|do)\b)",
+    r"^(?:what|who|where|when|why|how|which)(?:'s|'re|'d|\s+(?:is|are|was|were|do|does|did|have|has|"
+    r"can|could|would|will|should|about|else|kind|sort|made|happened|got))\b",
     _I,
 )
-# "do you", "did you", "have you", "are you" … anywhere near the start.
 QUESTION_INVERSION = re.compile(
     r"^(?:\w+\s+){0,2}(?:do|does|did|are|is|were|have|has|can|could|would|will)\s+(?:you|ya|u)\b", _I
+)
+# Tag questions on a statement ("…pretty cool, huh?") do not make it a question.
+QUESTION_TAG = re.compile(r",?\s*(?:huh|right|eh|you know|isn'?t it|don'?t you think|no|yeah|ya know|"
+                          r"pretty (?:cool|neat|awesome)(?:,? huh)?)\s*\?+$", _I)
+
+# "We can make a difference", "having people who support us is vital": a motto about
+# everyone, not something that happened to the speaker. Only applies when the clause
+# has no I/me/my and is not in the past tense.
+SINGULAR_FIRST_PERSON = re.compile(r"\b(?:i|i'm|im|i've|i'll|i'd|me|my|mine|myself)\b", _I)
+GENERIC_WE_CLAIM = _any(r"can", r"could", r"should", r"must", r"need(?:s)? to", r"have to", r"always",
+                        r"important", r"vital", r"key", r"essential", r"matters?", r"together", r"anything",
+                        r"everyone", r"everybody", r"people", r"life", r"lives", r"world",
+                        r"(?:helps?|keeps?|makes?|brings?|reminds?|gives?|lets?|allows?|teaches?|shows?) us")
+# "It's awesome how…", "It's great to see…": an opinion wrapped around a clause. Dropped
+# unless the speaker says something about themselves (I/me/my) inside it.
+OPINION_OPENER = re.compile(
+    r"^(?:it's|it is|its|that's|that is|this is|it was|it feels|it felt)\s+(?:so |really |pretty |just |super |truly |always )*"
+    r"(?:awesome|amazing|great|cool|nice|good|wonderful|incredible|impressive|interesting|crazy|funny|inspiring|"
+    r"sweet|lovely|fantastic|fascinating|beautiful|heartwarming|important|key|vital|essential|true|rewarding)\s+"
+    r"(?:how|that|to|when|seeing|knowing|having|being|what)\b", _I)
+# A gerund or abstract subject judged good or bad ("Taking time for ourselves is vital").
+MAXIM = re.compile(
+    r"^(?:[a-z]+ing|having|being|life|family|friends|nature|balance|support|love|people)\b.*\b(?:is|are|can be|was)\s+"
+    r"(?:so |really |very |super |pretty |truly |just |always )*(?:key|vital|important|essential|crucial|great|"
+    r"amazing|awesome|the best|everything|huge|special|powerful|priceless|necessary|worth it)\b", _I)
+
+# Friendly imperatives between people ("check out this piece", "trust me", "keep it up")
+# ask something of the listener; they state nothing about the speaker.
+SOCIAL_IMPERATIVE = re.compile(
+    r"^(?:check (?:it |this |that |these |them )?out|check|look|take a look|see|let'?s|come|tell|try|keep|"
+    r"trust|don'?t (?:worry|forget|give up|be)|go|guess|imagine|enjoy|have (?:fun|a)|stay|hang|remember|"
+    r"thank|hope|say|give|send|show|wish|feel free|make sure|never (?:give|stop)|be )\b", _I)
+# A dependent clause cut off from its main clause says nothing on its own.
+SUBORDINATE_START = re.compile(r"^(?:even though|although|though|because|since|while|if|unless|whenever|which|who|"
+                               r"as long as|so that|until|whether)\b", _I)
+# Words too vague to make a clause informative on their own.
+VAGUE = frozenset(
+    "check definitely try trying tried sure totally absolutely probably maybe actually know mean "
+    "guess bet something anything everything someone anyone everyone somebody life busy gets "
+    "thing way much little bit lot day days doing done happen happened happening stuff out "
+    "keep kept keeps things agree agreed hope hoping wait waiting excited glad happy".split()
 )
 
 # A generic remark about everyone rather than a fact about the speaker.
@@ -113,6 +162,8 @@ IRREGULAR_PAST = frozenset(
     "began shook stuck struck swore tore won lit hung dug slid spun forgave overcame "
     "mistook undertook withdrew rebuilt".split()
 )
+# Present-tense verbs that merely end in "-ed".
+BASE_ENDING_ED = frozenset("need feed bleed speed proceed succeed exceed shred wed breed plead seed weed embed".split())
 # Third-person forms that are not just "+s".
 THIRD_PERSON = {"am": "is", "have": "has", "do": "does", "go": "goes", "don't": "doesn't",
                 "haven't": "hasn't", "are": "is", "were": "was", "undergo": "undergoes"}
@@ -126,7 +177,7 @@ PARTICIPLE_AFTER_D = re.compile(
 
 # Companions that "we" can be resolved to: "my girlfriend and I", "me and my kids".
 COMPANION = re.compile(
-    r"\b(?:my|our) ((?:\w+ )?(?:wife|husband|partner|girlfriend|boyfriend|fiancee?|kids|children|"
+    r"\b(?:(?:with|and) (?:my|our)|(?:my|our)(?= \w+(?: \w+)? and (?:i|me)\b)) ((?:\w+ )?(?:wife|husband|partner|girlfriend|boyfriend|fiancee?|kids|children|"
     r"son|daughter|family|friends?|teammates?|team|mom|dad|parents|sister|brother|siblings|"
     r"colleagues?|coworkers?|class|band|crew|dog|dogs|cat|cats|club|students|grandkids))"
     r"(?: and (?:i|me)\b)?",
@@ -135,24 +186,29 @@ COMPANION = re.compile(
 
 # Subject-less openings ("Gonna continue my edu", "Just got back from…"): the
 # speaker is the implied subject, restored in the first person and then rewritten.
-PRO_DROP = [
-    (re.compile(r"^(?:gonna|going to)\s+", _I), "I'm going to "),
-    (re.compile(r"^(?:wanna|want to)\s+", _I), "I want to "),
-    (re.compile(r"^(?:gotta|have to|got to)\s+", _I), "I have to "),
-    (re.compile(r"^(?:can't|cannot) wait\b", _I), "I can't wait"),
-    (re.compile(r"^been\s+", _I), "I've been "),
-    (re.compile(r"^(?=(?:just|recently|finally|also|still|currently)\s+(?:got|went|had|started|finished|"
-                r"signed|joined|bought|made|took|visited|came|tried|launched|did|found|met|moved|"
-                r"picked|booked|learned|adopted|reorganized|wrapped|ran|won|landed|hit|returned|"
-                r"completed|sold|built|painted|wrote|read|watched|saw)\b)", _I), "I "),
-    (re.compile(r"^(?=(?:got|went|had|started|finished|signed|joined|bought|made|took|visited|"
-                r"tried|launched|found|met|moved|picked|booked|learned|adopted|spent|put|"
-                r"ran|won|landed|returned|completed|painted|wrote|watched|saw|checked|headed|"
-                r"gave|baked|cooked|played)\s+(?!(?:is|are|was|were|can|could)\b))", _I), "I "),
-    (re.compile(r"^(?=(?:planning|thinking|hoping|trying|working|looking|heading|getting|"
-                r"feeling|loving|enjoying|learning|considering|reading|training|studying|"
-                r"practicing|saving|taking|playing|writing)\s+(?!(?:is|are|was|were|can|has)\b))", _I), "I'm "),
-    (re.compile(r"^(?=(?:love|like|enjoy|prefer|hate|need|miss)\s+(?!(?:that|this|it|those|these|your|you)\b))", _I), "I "),
+PRO_DROP: list[tuple[re.Pattern[str], str, re.Pattern[str] | None]] = [
+    # (opening, first-person lead to restore, unless the clause matches this)
+    (re.compile(r"^(?:gonna|going to)\s+", _I), "I'm going to ", None),
+    (re.compile(r"^(?:wanna|want to)\s+", _I), "I want to ", None),
+    (re.compile(r"^(?:gotta|have to|got to)\s+", _I), "I have to ", None),
+    (re.compile(r"^(?:can't|cannot) wait\b", _I), "I can't wait", None),
+    (re.compile(r"^been\s+", _I), "I've been ", None),
+    (re.compile(r"^(?=(?:so |really |super |very )?(?:glad|happy|excited|thrilled|stoked|proud|grateful|thankful|"
+                r"lucky|blessed|keen|determined|ready|eager|nervous|sad) (?:to|that|about|for|of|with)\b)", _I), "I'm ", None),
+    (re.compile(r"^(?=(?:just|recently|finally|also|since|still|now)\s+(?:got|went|had|made|took|came|did|found|"
+                r"met|ran|won|hit|built|wrote|read|saw|bought|sold|spent|gave|[a-z]{3,}ed)\b)", _I), "I ", None),
+    (re.compile(r"^(?=(?:got|went|had|made|took|found|met|spent|put|ran|won|wrote|saw|gave|bought)\s+"
+                r"(?!(?:is|are|was|were|can|could)\b))", _I), "I ", None),
+    (re.compile(r"^(?=[a-z]{3,}ed\s+(?:with|to|at|for|up|out|my|a|an|the|some|this|that|our|back|in|on|off|"
+                r"by|around|over|through)\b)", _I), "I ", re.compile(r"^(?:red|bed|need|seed|feed|speed|weed)\b", _I)),
+    (re.compile(r"^(?=(?:still |currently |also |now |just )?(?:planning|thinking|hoping|trying|working|looking|"
+                r"heading|getting|feeling|loving|enjoying|learning|considering|reading|training|studying|"
+                r"practicing|saving|taking|playing|writing|doing|making|spending|going)\b)", _I), "I'm ",
+     re.compile(r"\b(?:is|are|was|were|can|could|has been|have been|makes?|made|helps?|helped|gives?|gave|"
+                r"brings?|keeps?|means?|takes?)\b", _I)),
+    # "Love hiking" is the speaker's liking; "Love the necklace" praises the listener's thing.
+    (re.compile(r"^(?=(?:love|enjoy|prefer|hate|miss)\s+(?!(?:that|this|it|those|these|your|you|the|how|what|seeing|hearing)\b))", _I),
+     "I ", None),
 ]
 
 # --- What kind of fact ---------------------------------------------------------
@@ -170,7 +226,7 @@ KIND_RULES: list[tuple[str, re.Pattern[str]]] = [
     ("negative", re.compile(
         r"\b(?:never|don't|do not|doesn't|does not|avoid|stop|no more|can't stand|won't|will not)\b"
         r"(?!\s+(?:know|think|thought|expected|imagined|realized|believe|mind|worry|get me wrong|forget|wait|"
-        r"have|even|really|stop|quit|give up|miss))", _I)),
+        r"have|even|really|stop|quit|give up|miss|gets? old|fails?|ceases?))", _I)),
     ("decision", _any(r"decided", r"decide to", r"we'll go with", r"going with", r"go with", r"chose",
                       r"settled on", r"opted", r"made (?:the|a) (?:decision|call)", r"picked", r"agreed to")),
     ("commitment", _any(r"will", r"going to", r"gonna", r"plan(?:s|ning)? to", r"need(?:s)? to",
@@ -274,6 +330,9 @@ LIKE_AS_VERB = re.compile(r"\b(?:i|we|they|you|really|also|would|'d|to|do|don't|
 LIFE_DEFAULT_CATEGORY = "personal"  # first-person facts about one's life
 OTHER_DEFAULT_CATEGORY = "casual"
 UNTRUSTED_DEFAULT_CATEGORY = "operational"
+# Categories about systems, not people: a first-person life fact ("I've been running
+# longer") never lands there on a keyword alone.
+NOT_FOR_LIFE_FACTS = ("operational",)
 
 STOPWORDS = frozenset(
     "a an the and or but so of to in on at for with from by about as into over after before "
