@@ -34,6 +34,10 @@ _COMMA_SUBJECT = re.compile(
 _CONTINUATION = re.compile(
     r"^(?:which|who|for|to|with|like|especially|including|from|as|by|about|at|in|on|into|plus|not|"
     r"[a-z]+ing,|[a-z]+ing (?:and|or) )\b", re.IGNORECASE)
+_HAS_SUBJECT = re.compile(r"^[A-Z]|\b(?:i|i'm|i've|i'll|i'd|we|we're|he|she|they|it|it's|you|this|that|there|my|our)\b",
+                          re.IGNORECASE)
+# A subject followed later by more words: the left side of "and I" is a clause of its own.
+_LEFT_HAS_CLAUSE = re.compile(r"\b(?:i|i'm|i've|we|we're|he|she|they|it|it's|you|there)\b\s+\S", re.IGNORECASE)
 _EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200d]+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
 _EVALUATIVE = frozenset(
@@ -41,12 +45,15 @@ _EVALUATIVE = frozenset(
     "lovely wonderful fantastic incredible beautiful sweet best better tough hard rough crazy "
     "wild cute perfect blessed grateful thankful lucky super totally so really such feel feels "
     "felt feeling love loved lovin grateful inspiring inspired excited exciting busy sad "
-    "emotional touched moved hectic nuts blast".split()
+    "emotional touched moved hectic funny nuts blast".split()
 )
+_INTENSIFIERS = r"(?:so|really|pretty|super|very|such|a|an|totally|just|truly|absolutely|quite|kinda|incredibly)"
+# ", which is pretty exciting!" / "and it was so powerful": a verdict tacked onto a fact.
 _EVALUATIVE_TAIL = re.compile(
     r",\s+(?:sounds|looks|seems)\b.*$|"
-    r",?\s+(?:which|and (?:it|that)|it|that)(?:'s| is| was| has been| feels| felt)\s+(?:\w+\s+){0,2}?"
-    r"(?:" + "|".join(sorted(_EVALUATIVE)) + r")(?:\s+\w+){0,3}[.!]*$",
+    r",?\s+(?:which|and (?:it|that)|it|that)(?:'s| is| was| has been| feels| felt| looks| looked)\s+"
+    r"(?:" + _INTENSIFIERS + r"\s+)*(?:" + "|".join(sorted(_EVALUATIVE - {"so", "really", "such", "super", "totally", "feel", "feels", "felt", "feeling"})) + r")"
+    r"(?:\s+(?:feeling|experience|time|day|thing|moment|one|ride))?(?:\s+(?:too|as well|though|tbh))?[.!]*$",
     re.IGNORECASE,
 )
 
@@ -98,15 +105,28 @@ def clauses(sentence: str) -> list[str]:
     for piece in _CLAUSE_BREAK.split(sentence):
         piece = piece.strip(" ,")
         # "…adopting a rescue dog - for love and to teach our kids…": a phrase, not a statement.
-        if pieces and piece and _CONTINUATION.match(piece):
+        if pieces and piece and (_CONTINUATION.match(piece) or not _HAS_SUBJECT.search(piece)):
             pieces[-1] = f"{pieces[-1]}, {piece}"
         elif piece:
             pieces.append(piece)
     parts = []
     for piece in pieces:
-        for sub in _JOIN.split(piece):
+        for sub in _split_joins(piece):
             parts.extend(_COMMA_SUBJECT.split(sub))
     return [p.strip(" ,") for p in parts if p and p.strip(" ,")]
+
+
+def _split_joins(piece: str) -> list[str]:
+    """Split at "and I…"/"but we…", except inside a plural subject ("My wife and I were…")."""
+    out, start = [], 0
+    for m in _JOIN.finditer(piece):
+        left = piece[start:m.start()]
+        if "," not in m.group(0) and not _LEFT_HAS_CLAUSE.search(left):
+            continue
+        out.append(left)
+        start = m.end()
+    out.append(piece[start:])
+    return out
 
 
 def strip_filler(clause: str, names: tuple[str, ...]) -> str:
@@ -176,7 +196,7 @@ def _third_person(verb: str) -> str:
 
 
 _SUBJECT_I = re.compile(
-    r"\bi\b((?:\s+(?:" + "|".join(sorted(R.ADVERBS)) + r"))*)\s+([a-z']+)(\s+and\s+([a-z]+)\b)?", re.IGNORECASE
+    r"\bi\b((?:\s+(?:" + "|".join(sorted(R.ADVERBS)) + r"|(?!(?:fly|rely|reply|apply|supply|multiply|bully)\b)[a-z]+ly))*)\s+([a-z']+)(\s+and\s+([a-z]+)\b)?", re.IGNORECASE
 )
 
 
@@ -467,7 +487,9 @@ class OfflineExtractor:
             text = rewrite_first_person(text, voice)
         content = _finish(text)
         substance = _content_words(content, names + (voice.name,))
-        if len(content.split()) < 4 or len(substance) < 2 and not (substance and _specific(clause)):
+        # One concrete word is enough when the speaker is the subject ("Caroline was in Chicago").
+        enough = len(substance) >= 2 or substance and (_specific(clause) or content.startswith(voice.name + " "))
+        if len(content.split()) < 3 or not enough:
             return None
         kind = "procedure" if rule and R.KIND_RULES[1][1].search(clause) else kind_of(clause)
         if rule and kind not in ("procedure", "correction"):

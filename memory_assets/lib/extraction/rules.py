@@ -52,6 +52,7 @@ CHATTER = [
         r"^(?:good luck|best of luck|keep (?:it up|going|at it|up the good work)|you got this|hang in there|well done)\b",
         r"\b(?:sorry to hear|that sucks|so sorry|my condolences)\b",
         r"^(?:congrats|congratulations)\b",
+        r"^(?:i'm |i am )?(?:so |really )?(?:glad|happy|good|great|nice|relieved) (?:to hear|you|that you|it)\b",
         r"\bi(?:'m| am) (?:so |really |very |super |truly )*(?:happy|glad|proud|thrilled|excited|sorry|stoked|pleased|grateful|thankful) (?:for you|of you|to hear|you|that you|for your)\b",
         r"\bi(?:'m| am) (?:always )?here (?:for you|if you)\b",
         r"\bi (?:can(?:'t| not)?|could) (?:only |totally |definitely )?(?:imagine|relate|see why|tell|understand)\b",
@@ -100,7 +101,7 @@ GENERIC_WE_CLAIM = _any(r"can", r"could", r"should", r"must", r"need(?:s)? to", 
 # "It's awesome how…", "It's great to see…": an opinion wrapped around a clause. Dropped
 # unless the speaker says something about themselves (I/me/my) inside it.
 OPINION_OPENER = re.compile(
-    r"^(?:it's|it is|its|that's|that is|this is|it was|it feels|it felt)\s+(?:so |really |pretty |just |super |truly |always )*"
+    r"^(?:it's|it is|its|that's|that is|this is|it was|it feels|it felt)\s+(?:so |really |pretty |just |super |truly |always |also )*"
     r"(?:awesome|amazing|great|cool|nice|good|wonderful|incredible|impressive|interesting|crazy|funny|inspiring|"
     r"sweet|lovely|fantastic|fascinating|beautiful|heartwarming|important|key|vital|essential|true|rewarding)\s+"
     r"(?:how|that|to|when|seeing|knowing|having|being|what)\b", _I)
@@ -124,7 +125,8 @@ VAGUE = frozenset(
     "check definitely try trying tried sure totally absolutely probably maybe actually know mean "
     "guess bet something anything everything someone anyone everyone somebody life busy gets "
     "thing way much little bit lot day days doing done happen happened happening stuff out "
-    "keep kept keeps things agree agreed hope hoping wait waiting excited glad happy".split()
+    "keep kept keeps things agree agreed hope hoping wait waiting excited glad happy remember "
+    "remembers hear heard sounds looks".split()
 )
 
 # A generic remark about everyone rather than a fact about the speaker.
@@ -193,6 +195,12 @@ PRO_DROP: list[tuple[re.Pattern[str], str, re.Pattern[str] | None]] = [
     (re.compile(r"^(?:gotta|have to|got to)\s+", _I), "I have to ", None),
     (re.compile(r"^(?:can't|cannot) wait\b", _I), "I can't wait", None),
     (re.compile(r"^been\s+", _I), "I've been ", None),
+    (re.compile(r"^(?=(?:didn't|did not|couldn't|can't|won't|haven't|wasn't|never)\s+[a-z]+)", _I), "I ", None),
+    # "It was great to unplug and hang with the kids": the speaker's own experience.
+    (re.compile(r"^(?:it was|it's been|it has been)\s+(?=(?:so |really |super |pretty )*(?:great|nice|awesome|fun|amazing|good|"
+                r"wonderful|lovely|hard|tough|scary|exciting|relaxing|freeing|special|rewarding)\s+to\s)", _I), "I found it ", None),
+    # "Here's a self-portrait I made": showing something is sharing it.
+    (re.compile(r"^(?:here's|here is|here are)\s+(?=(?:a|an|my|one|some|the|our|this|that|what)\b)", _I), "I shared ", None),
     (re.compile(r"^(?=(?:so |really |super |very )?(?:glad|happy|excited|thrilled|stoked|proud|grateful|thankful|"
                 r"lucky|blessed|keen|determined|ready|eager|nervous|sad) (?:to|that|about|for|of|with)\b)", _I), "I'm ", None),
     (re.compile(r"^(?=(?:just|recently|finally|also|since|still|now)\s+(?:got|went|had|made|took|came|did|found|"
@@ -200,7 +208,7 @@ PRO_DROP: list[tuple[re.Pattern[str], str, re.Pattern[str] | None]] = [
     (re.compile(r"^(?=(?:got|went|had|made|took|found|met|spent|put|ran|won|wrote|saw|gave|bought)\s+"
                 r"(?!(?:is|are|was|were|can|could)\b))", _I), "I ", None),
     (re.compile(r"^(?=[a-z]{3,}ed\s+(?:with|to|at|for|up|out|my|a|an|the|some|this|that|our|back|in|on|off|"
-                r"by|around|over|through)\b)", _I), "I ", re.compile(r"^(?:red|bed|need|seed|feed|speed|weed)\b", _I)),
+                r"by|around|over|through|when|as|after|before|last)\b)", _I), "I ", re.compile(r"^(?:red|bed|need|seed|feed|speed|weed)\b", _I)),
     (re.compile(r"^(?=(?:still |currently |also |now |just )?(?:planning|thinking|hoping|trying|working|looking|"
                 r"heading|getting|feeling|loving|enjoying|learning|considering|reading|training|studying|"
                 r"practicing|saving|taking|playing|writing|doing|making|spending|going)\b)", _I), "I'm ",
@@ -344,7 +352,8 @@ STOPWORDS = frozenset(
     "like get got getting go going gone went make made making take took feel felt know knew "
     "think thought want wanted say said see saw way well good great new one two time times "
     "today yesterday tomorrow week weekend month year last next ago now soon pretty so "
-    "quite kind sort gonna wanna gotta others is going".split()
+    "quite kind sort gonna wanna gotta others is going hasn haven doesn didn isn wasn don won "
+    "can couldn wouldn shouldn aren weren ain".split()
 )
 
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
