@@ -37,13 +37,15 @@ _CONTINUATION = re.compile(
 _HAS_SUBJECT = re.compile(r"^[A-Z]|\b(?:i|i'm|i've|i'll|i'd|we|we're|he|she|they|it|it's|you|this|that|there|my|our)\b",
                           re.IGNORECASE)
 # A subject followed later by more words: the left side of "and I" is a clause of its own.
-_LEFT_HAS_CLAUSE = re.compile(r"\b(?:i|i'm|i've|we|we're|he|she|they|it|it's|you|there)\b\s+\S", re.IGNORECASE)
+_LEFT_HAS_CLAUSE = re.compile(r"\b(?:i|i'm|i've|we|we're|he|she|they|it|it's|you|there)\b\s+\S|"
+                              r"\b(?:is|are|was|were|has|have|had|does|did|[a-z]{3,}ed)\b", re.IGNORECASE)
 _EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200d]+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
 _EVALUATIVE = frozenset(
     "happy glad proud excited thrilled stoked amazing awesome great cool fun special nice good "
     "lovely wonderful fantastic incredible beautiful sweet best better tough hard rough crazy "
     "wild cute perfect blessed grateful thankful lucky super totally so really such feel feels "
+    "fine ok okay annoyed frustrated tired exhausted bored stressed nervous worried scared upset angry sick "
     "felt feeling love loved lovin grateful inspiring inspired excited exciting busy sad "
     "emotional touched moved hectic funny nuts blast".split()
 )
@@ -144,6 +146,8 @@ def strip_filler(clause: str, names: tuple[str, ...]) -> str:
 
 def is_question(clause: str) -> bool:
     text = R.QUESTION_TAG.sub("", clause.strip()).strip()
+    if re.search(r"(?:\?!|!\?)[?!]*$", text):
+        return False  # "the deploy failed again?!" is exasperation, not a question
     return text.endswith("?") or bool(R.QUESTION_START.match(text)) or bool(R.QUESTION_INVERSION.match(text))
 
 
@@ -197,6 +201,14 @@ def _third_person(verb: str) -> str:
 
 _SUBJECT_I = re.compile(
     r"\bi\b((?:\s+(?:" + "|".join(sorted(R.ADVERBS)) + r"|(?!(?:fly|rely|reply|apply|supply|multiply|bully)\b)[a-z]+ly))*)\s+([a-z']+)(\s+and\s+([a-z]+)\b)?", re.IGNORECASE
+)
+
+
+# "you" as a subject (sentence start or after a conjunction) takes a third-person verb.
+_SUBJECT_YOU = re.compile(
+    r"((?:^|\b(?:that|and|but|because|if|when|so|as|since|how|what|like)\s+|,\s*))you\b((?:\s+(?:"
+    + "|".join(sorted(R.ADVERBS)) + r"|[a-z]+ly))*)\s+(?!(?:are|were|have|don't|do|'re|'ve)\b)([a-z']+)",
+    re.IGNORECASE,
 )
 
 
@@ -257,7 +269,9 @@ def rewrite_first_person(text: str, voice: _Voice) -> str:
         text = re.sub(pattern, repl, text, flags=re.IGNORECASE)
     if voice.addressee:
         a = voice.addressee
-        for pattern, repl in ((r"\byou're\b|\byou are\b", f"{a} is"), (r"\byou've\b", f"{a} has"),
+        text = _SUBJECT_YOU.sub(lambda m: f"{m.group(1)}{a}{m.group(2)} {_third_person(m.group(3))}", text)
+        for pattern, repl in ((r"\byou're\b|\byou are\b", f"{a} is"), (r"\byou've\b|\byou have\b", f"{a} has"),
+                              (r"\byou were\b", f"{a} was"), (r"\byou don't\b|\byou do not\b", f"{a} does not"),
                               (r"\byou'll\b", f"{a} will"), (r"\byou'd\b", f"{a} would"),
                               (r"\byourself\b", "themself"), (r"\byours\b", f"{a}'s"),
                               (r"\byour\b", f"{a}'s"), (r"\byou\b", a)):
@@ -327,7 +341,8 @@ def entities_of(clause: str, names: tuple[str, ...], when) -> list[str]:
         at_start = m.start() == 0 or re.match(r"^[\s\"'(]*$", clause[:m.start()]) is not None
         if at_start and " " not in phrase and not phrase.isupper() and phrase not in names:
             continue  # a capitalised first word is usually just a sentence start
-        found.append(phrase)
+        if not any(phrase in other for other in found):
+            found.append(phrase)
     lowered = clause.lower()
     for word, offset in R.RELATIVE_DAYS.items():
         if re.search(r"\b" + word + r"\b", lowered):
@@ -364,7 +379,7 @@ class _Categorizer:
             return default, []
         scores: dict[str, float] = {}
         for name, keyword in dict.fromkeys(hits):
-            scores[name] = scores.get(name, 0.0) + len(keyword.split())
+            scores[name] = scores.get(name, 0.0) + 1.0
         best = min(scores, key=lambda c: (-scores[c], order[c]))
         return best, [k for _, k in dict.fromkeys(hits)]
 
@@ -476,7 +491,7 @@ class OfflineExtractor:
                 if pattern.match(clause) and not (unless and unless.search(clause)):
                     text = pattern.sub(lead, clause[:1].lower() + clause[1:], count=1)
                     break
-            if not R.FIRST_PERSON.search(text) and not (agent_session and _specific(text)):
+            if not R.FIRST_PERSON.search(text) and not (agent_session and (_specific(text) or self._domain_fact(text, names))):
                 return None
             if not R.SINGULAR_FIRST_PERSON.search(text) and R.GENERIC_WE_CLAIM.search(text) and not R.PAST_TENSE.search(text):
                 return None
@@ -497,12 +512,19 @@ class OfflineExtractor:
                 or body.lower().startswith("not to") or body.lower().startswith("to never") else "procedure"
         return self._candidate(content, clause, sentence, turn, voice, kind, remember)
 
+    def _domain_fact(self, text: str, names: tuple[str, ...]) -> bool:
+        """In a chat with an assistant, "the deploy failed again" is a fact without an I."""
+        hits = [c for c, _ in self._categorizer.hits(text) if c != R.OTHER_DEFAULT_CATEGORY]
+        return bool(hits) and len(_content_words(text, names)) >= 2 and not R.DEICTIC_SUBJECT.match(text)
+
     def _candidate(self, content: str, clause: str, sentence: str, turn: Turn, voice: _Voice, kind: str,
                    remember: bool, *, strength: str | None = None, provenance: str = "user_stated",
                    trust: str = "trusted", turns: list[int] | None = None) -> Candidate:
         default = R.LIFE_DEFAULT_CATEGORY if R.FIRST_PERSON.search(clause) or voice.name in content else R.OTHER_DEFAULT_CATEGORY
         if trust == "untrusted":
             default = R.UNTRUSTED_DEFAULT_CATEGORY
+        elif content.startswith(f"{voice.name} wants the assistant"):
+            default = R.RULE_DEFAULT_CATEGORY
         category, keywords = self._categorizer.best(clause, default, self._order,
                                                     skip=R.NOT_FOR_LIFE_FACTS if trust == "trusted" else ())
         if kind == "preference" and category in (R.LIFE_DEFAULT_CATEGORY, R.OTHER_DEFAULT_CATEGORY):
@@ -517,7 +539,8 @@ class OfflineExtractor:
             strength=strength or strength_of(sentence),
             sentiment=sentiment_of(sentence),
             tags=[t.lower() for t in tags],
-            entities=entities_of(clause, (voice.name,) if voice.name not in ("User", "the assistant") else (), turn.content_at),
+            entities=entities_of(clause, (voice.name,) if voice.name not in ("User", "the assistant") and trust == "trusted" else (),
+                                 turn.content_at),
             source_turns=turns or [turn.turn],
             source_trust=trust,
             provenance="user_corrected" if kind == "correction" and provenance == "user_stated" else provenance,
@@ -586,7 +609,9 @@ class OfflineExtractor:
 
 _RULE_LEAD = re.compile(r"^(?:from now on,?\s+|going forward,?\s+|in the future,?\s+)?(?:please\s+)?", re.IGNORECASE)
 # A standing instruction to the assistant ("always run…", "never push…") is a rule to keep.
-_RULE_START = re.compile(_RULE_LEAD.pattern + r"(?:always|never|don't|do not|avoid|make sure|stop)\b", re.IGNORECASE)
+_RULE_START = re.compile(_RULE_LEAD.pattern + r"(?:always|never|don't|do not|avoid|make sure|stop|"
+                         r"(?:use|prefer|stick (?:with|to)|switch to|go with)\b.*\b(?:instead of|rather than|over|not)\b)\b",
+                         re.IGNORECASE)
 _NAME_START = re.compile(r"^([A-Z][a-zA-Z]+(?:\s+[A-Z][a-zA-Z]+)*)(?='s\b|\s+(?:is|was|has|had|loves|likes)\b|[\s!.]*$)")
 
 

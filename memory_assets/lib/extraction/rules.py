@@ -147,7 +147,7 @@ ADVERBS = frozenset(
     "mostly generally personally genuinely honestly seriously certainly particularly "
     "especially simply rarely hardly occasionally constantly regularly typically normally "
     "literally basically probably maybe def officially sometime".split()
-)
+) | {"no longer", "kind of", "sort of"}
 
 # Verb forms after "I" that stay as they are for a third-person subject.
 INVARIANT_AFTER_I = frozenset(
@@ -200,7 +200,8 @@ PRO_DROP: list[tuple[re.Pattern[str], str, re.Pattern[str] | None]] = [
     (re.compile(r"^(?:it was|it's been|it has been)\s+(?=(?:so |really |super |pretty )*(?:great|nice|awesome|fun|amazing|good|"
                 r"wonderful|lovely|hard|tough|scary|exciting|relaxing|freeing|special|rewarding)\s+to\s)", _I), "I found it ", None),
     # "Here's a self-portrait I made": showing something is sharing it.
-    (re.compile(r"^(?:here's|here is|here are)\s+(?=(?:a|an|my|one|some|the|our|this|that|what)\b)", _I), "I shared ", None),
+    (re.compile(r"^(?:here's|here is|here are)\s+(?=(?:a|an|my|one|some|the|our|this|that|what)\b)", _I), "I shared ",
+     re.compile(r"^here(?:'s| is| are)\s+\S+(?:\s+\S+)?[\s.!:]*$", _I)),
     (re.compile(r"^(?=(?:so |really |super |very )?(?:glad|happy|excited|thrilled|stoked|proud|grateful|thankful|"
                 r"lucky|blessed|keen|determined|ready|eager|nervous|sad) (?:to|that|about|for|of|with)\b)", _I), "I'm ", None),
     (re.compile(r"^(?=(?:just|recently|finally|also|since|still|now)\s+(?:got|went|had|made|took|came|did|found|"
@@ -226,7 +227,7 @@ KIND_RULES: list[tuple[str, re.Pattern[str]]] = [
     ("correction", re.compile(
         r"^(?:no[,.!]?\s+)?actually\b|\b(?:no longer|not anymore|any ?more|changed (?:\w+ )?mind|"
         r"switch(?:ed|ing)? from|instead of|rather than|scratch that|correction|i was wrong|"
-        r"not \w+ but|turns out)\b|^no,\s", _I)),
+        r"not \w+ but)\b|^no,\s|,\s*not (?:the )?\w+(?: \w+)?[.!]*$", _I)),
     ("procedure", re.compile(
         r"\b(?:always (?:run|use|check|do|start|make sure|test|lint|format)|before (?:you |we |merging|"
         r"deploying|committing|pushing|release|each|every)|after (?:merging|deploying|each|every)|"
@@ -341,6 +342,7 @@ UNTRUSTED_DEFAULT_CATEGORY = "operational"
 # Categories about systems, not people: a first-person life fact ("I've been running
 # longer") never lands there on a keyword alone.
 NOT_FOR_LIFE_FACTS = ("operational",)
+RULE_DEFAULT_CATEGORY = "process"  # a standing instruction to the assistant
 
 STOPWORDS = frozenset(
     "a an the and or but so of to in on at for with from by about as into over after before "
@@ -381,7 +383,7 @@ NOT_ENTITIES = frozenset(
     "i i'm i've i'll i'd the a an and but so my we our it it's this that these those they "
     "he she his her you your yes yeah no oh wow hey hi thanks thank okay ok well just also "
     "actually really plus btw lol haha sure great cool awesome nice last next yesterday today "
-    "tomorrow gonna what when where who why how totally definitely absolutely can can't "
+    "tomorrow gonna what when where who why how totally definitely absolutely can can't should "
     "don't didn't anyway speaking being having there here not after before since because "
     "if as at in on for with from by of to".split()
 )
