@@ -50,6 +50,9 @@ class Embedder:
         with _LOCK:
             if self.model_name not in _MODELS:
                 from sentence_transformers import SentenceTransformer
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()  # a load bar per process is noise in the CLI
 
                 _MODELS[self.model_name] = SentenceTransformer(
                     _local_model_path(self.model_name), device="cpu"

@@ -61,13 +61,13 @@ def ranked_lists(table: Any, query: str, vector: np.ndarray | None, *, limit: in
     """The two ranked candidate lists, each at most ``limit`` long."""
     lists: dict[str, list[dict[str, Any]]] = {}
     if vector is not None:
-        q = table.search(vector, vector_column_name="vector").distance_type("cosine").limit(limit).select(_COLUMNS)
+        q = table.search(vector, vector_column_name="vector").distance_type("cosine").limit(limit).select([*_COLUMNS, "_distance"])
         if where:
             q = q.where(where, prefilter=True)
         lists["vector"] = q.to_list()
     text = fts_query(query)
     if text:
-        q = table.search(text, query_type="fts").limit(limit).select(_COLUMNS)
+        q = table.search(text, query_type="fts").limit(limit).select([*_COLUMNS, "_score"])
         if where:
             q = q.where(where, prefilter=True)
         lists["fts"] = q.to_list()

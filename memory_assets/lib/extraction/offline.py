@@ -34,7 +34,7 @@ _COMMA_SUBJECT = re.compile(
 _CONTINUATION = re.compile(
     r"^(?:which|who|for|to|with|like|especially|including|from|as|by|about|at|in|on|into|plus|not|"
     r"[a-z]+ing,|[a-z]+ing (?:and|or) )\b", re.IGNORECASE)
-_HAS_SUBJECT = re.compile(r"^[A-Z]|\b(?:i|i'm|i've|i'll|i'd|we|we're|he|she|they|it|it's|you|this|that|there|my|our)\b",
+_HAS_SUBJECT = re.compile(r"(?-i:^[A-Z])|\b(?:i|i'm|i've|i'll|i'd|we|we're|he|she|they|it|it's|you|this|that|there|my|our)\b",
                           re.IGNORECASE)
 # A subject followed later by more words: the left side of "and I" is a clause of its own.
 _LEFT_HAS_CLAUSE = re.compile(r"\b(?:i|i'm|i've|we|we're|he|she|they|it|it's|you|there)\b\s+\S|"
@@ -45,10 +45,13 @@ _EVALUATIVE = frozenset(
     "happy glad proud excited thrilled stoked amazing awesome great cool fun special nice good "
     "lovely wonderful fantastic incredible beautiful sweet best better tough hard rough crazy "
     "wild cute perfect blessed grateful thankful lucky super totally so really such feel feels "
-    "fine ok okay annoyed frustrated tired exhausted bored stressed nervous worried scared upset angry sick "
+    "curious pumped psyched fine ok okay annoyed frustrated tired exhausted bored stressed nervous worried scared upset angry sick "
     "felt feeling love loved lovin grateful inspiring inspired excited exciting busy sad "
     "emotional touched moved hectic funny nuts blast".split()
 )
+# ", let me know what you think!" / ", thanks!" closing a statement.
+_CHATTER_TAIL = re.compile(r",\s*(?:let me know|lmk|thanks|thank you|lol|haha|hope (?:you|that)|what do you think|"
+                           r"if you want|if you'd like|you know)\b[^,]*$", re.IGNORECASE)
 _INTENSIFIERS = r"(?:so|really|pretty|super|very|such|a|an|totally|just|truly|absolutely|quite|kinda|incredibly)"
 # ", which is pretty exciting!" / "and it was so powerful": a verdict tacked onto a fact.
 _EVALUATIVE_TAIL = re.compile(
@@ -466,12 +469,14 @@ class OfflineExtractor:
     def _clause(self, raw: str, sentence: str, turn: Turn, voice: _Voice, names: tuple[str, ...],
                 agent_session: bool, antecedent: str | None = None) -> Candidate | None:
         remember = bool(R.REMEMBER.search(raw))
-        if is_chatter(raw.strip()):
+        raw = _CHATTER_TAIL.sub("", raw.strip())
+        if is_chatter(raw):
             return None
         clause = strip_filler(drop_tail_question(raw), names)
         clause = R.REMEMBER_PREFIX.sub("", clause).strip()
         if (not clause or is_question(clause) or is_chatter(clause) or R.GENERIC_WE.search(clause)
-                or R.SUBORDINATE_START.match(clause) and "," not in clause):
+                or R.SUBORDINATE_START.match(clause) and "," not in clause
+                or R.PREPOSITION_START.match(clause) and not R.SUBJECT_PRONOUN.search(clause)):
             return None
         if not agent_session and (R.SECOND_PERSON_SUBJECT.match(clause) or R.SOCIAL_IMPERATIVE.match(clause)):
             return None
@@ -495,7 +500,7 @@ class OfflineExtractor:
                 return None
             if not R.SINGULAR_FIRST_PERSON.search(text) and R.GENERIC_WE_CLAIM.search(text) and not R.PAST_TENSE.search(text):
                 return None
-            if R.MAXIM.match(text) or R.OPINION_OPENER.match(text) and not R.SINGULAR_FIRST_PERSON.search(text):
+            if (R.MAXIM.match(text) or R.OPINION_OPENER.match(text)) and not R.SINGULAR_FIRST_PERSON.search(text):
                 return None
             if R.DEICTIC_SUBJECT.match(text) and len(_content_words(text, names)) < 3:
                 return None

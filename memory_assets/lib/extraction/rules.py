@@ -73,6 +73,9 @@ CHATTER = [
         r"\b(?:i |really |so )(?:appreciate|value) (?:your|you|it|that|this)\b",
         r"^(?:appreciate|love) (?:your|you|it|that|this)\b",
         r"\blet'?s (?:catch up|talk|chat|hang)\b",
+        # praise for the listener: "your life path can be quite inspirational"
+        r"\b(?:you|your|you're|you've)\b.*\b(?:inspirational|inspiring|amazing|awesome|impressive|incredible|"
+        r"proud|talented|brave|strong|great job|well done|so cool|rock|rocks|killing it|crushing it)\b",
     )
 ]
 
@@ -118,6 +121,9 @@ SOCIAL_IMPERATIVE = re.compile(
     r"trust|don'?t (?:worry|forget|give up|be)|go|guess|imagine|enjoy|have (?:fun|a)|stay|hang|remember|"
     r"thank|hope|say|give|send|show|wish|feel free|make sure|never (?:give|stop)|be )\b", _I)
 # A dependent clause cut off from its main clause says nothing on its own.
+# A prepositional phrase with no subject of its own: "with support at home and my own grit".
+PREPOSITION_START = re.compile(r"^(?:with|without|for|after|before|during|at|by|from|to|through|despite|thanks to)\b", _I)
+SUBJECT_PRONOUN = re.compile(r"\b(?:i|i'm|i've|i'll|i'd|we|we're|we've|he|she|they|it|you)\b", _I)
 SUBORDINATE_START = re.compile(r"^(?:even though|although|though|because|since|while|if|unless|whenever|which|who|"
                                r"as long as|so that|until|whether)\b", _I)
 # Words too vague to make a clause informative on their own.
@@ -196,6 +202,12 @@ PRO_DROP: list[tuple[re.Pattern[str], str, re.Pattern[str] | None]] = [
     (re.compile(r"^(?:can't|cannot) wait\b", _I), "I can't wait", None),
     (re.compile(r"^been\s+", _I), "I've been ", None),
     (re.compile(r"^(?=(?:didn't|did not|couldn't|can't|won't|haven't|wasn't|never)\s+[a-z]+)", _I), "I ", None),
+    # "It's awesome seeing my vision happen": the speaker's own verdict on their own life
+    # (without an I/me/my it is a maxim, and OPINION_OPENER drops it).
+    (re.compile(r"^(?:it's|it is|it feels)\s+(?=(?:so |really |super |pretty |truly )*(?:great|nice|awesome|fun|amazing|good|"
+                r"wonderful|lovely|hard|tough|scary|exciting|relaxing|freeing|special|rewarding|satisfying|cool|"
+                r"fulfilling|inspiring)\s+(?:to|seeing|knowing|being|having|watching|when|how)\s)", _I), "I find it ",
+     re.compile(r"^(?!.*\b(?:i|i'm|i've|me|my|mine|myself)\b)", _I)),
     # "It was great to unplug and hang with the kids": the speaker's own experience.
     (re.compile(r"^(?:it was|it's been|it has been)\s+(?=(?:so |really |super |pretty )*(?:great|nice|awesome|fun|amazing|good|"
                 r"wonderful|lovely|hard|tough|scary|exciting|relaxing|freeing|special|rewarding)\s+to\s)", _I), "I found it ", None),
@@ -212,7 +224,8 @@ PRO_DROP: list[tuple[re.Pattern[str], str, re.Pattern[str] | None]] = [
                 r"by|around|over|through|when|as|after|before|last)\b)", _I), "I ", re.compile(r"^(?:red|bed|need|seed|feed|speed|weed)\b", _I)),
     (re.compile(r"^(?=(?:still |currently |also |now |just )?(?:planning|thinking|hoping|trying|working|looking|"
                 r"heading|getting|feeling|loving|enjoying|learning|considering|reading|training|studying|"
-                r"practicing|saving|taking|playing|writing|doing|making|spending|going)\b)", _I), "I'm ",
+                r"practicing|saving|taking|playing|writing|doing|making|spending|going)\b"
+                r"(?!\s+(?:your|you|that|this|it|the way)\b))", _I), "I'm ",
      re.compile(r"\b(?:is|are|was|were|can|could|has been|have been|makes?|made|helps?|helped|gives?|gave|"
                 r"brings?|keeps?|means?|takes?)\b", _I)),
     # "Love hiking" is the speaker's liking; "Love the necklace" praises the listener's thing.
