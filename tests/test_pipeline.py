@@ -133,3 +133,16 @@ def test_runs_are_recorded_in_the_dagster_instance(built):
     assert metadata["items"].value > 50
     assert metadata["embedding_model"].value == "local:all-MiniLM-L6-v2"
     assert set(instance.get_dynamic_partitions("sessions")) >= {"code-2026-09-01", "pa-2026-09-02", "support-chat"}
+
+
+def test_a_bad_batch_leaves_what_is_stored_untouched(built, tmp_path):
+    paths, instance, _ = built
+    stored = {p: p.read_bytes() for p in paths.resources.rglob("part-*.parquet")}
+    items_before = _items(paths).select("id", "content", "status").sort("id")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(b'{"session_id": "code-2026-09-01", "turn": 99, "role": "user", "cont\n\xff\xfe junk\n')
+    report = ingest_paths([bad, tmp_path / "missing.jsonl"], paths.root)
+    assert len(report.errors) == 3 and report.messages == 0
+    materialize_pending(paths, extractor="offline", instance=instance)
+    assert {p: p.read_bytes() for p in paths.resources.rglob("part-*.parquet")} == stored
+    assert _items(paths).select("id", "content", "status").sort("id").equals(items_before)

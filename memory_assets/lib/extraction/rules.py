@@ -73,6 +73,17 @@ CHATTER = [
         r"\b(?:i |really |so )(?:appreciate|value) (?:your|you|it|that|this)\b",
         r"^(?:appreciate|love) (?:your|you|it|that|this)\b",
         r"\blet'?s (?:catch up|talk|chat|hang)\b",
+        r"\b(?:add|adding|put|putting) (?:it|that|this|them|those|these)(?: \w+)? (?:on|to) (?:my|the|our) (?:\w+ )?(?:list|queue)\b",
+        r"\b(?:give|giving) (?:it|that|this|them) a (?:try|shot|go|look|read|listen|whirl)\b",
+        r"\bcheck (?:it|that|this|them|those) out\b",
+        r"^i (?:totally |completely |definitely |really |fully )?agree(?:d)?\b",
+        r"\b(?:hope|think) so\b",
+        r"\bgot (?:your|ya|you) back\b",
+        r"\bsorry (?:i|for|about|that|to)\b",
+        r"\b(?:news|something|anything|stuff) to (?:share|tell)\b|\bshare (?:some|the|my) (?:good |great |exciting |big )?news\b",
+        r"\bi'?m sure (?:it|its|it's|that|you|they|he|she)\b",
+        r"^i mean\b",
+        r"\b(?:will|'ll|gonna|going to) (?:definitely |totally |for sure )?(?:do that|try that|look into it|think about it|keep that in mind)\b",
         # praise for the listener: "your life path can be quite inspirational"
         r"\b(?:you|your|you're|you've)\b.*\b(?:inspirational|inspiring|amazing|awesome|impressive|incredible|"
         r"proud|talented|brave|strong|great job|well done|so cool|rock|rocks|killing it|crushing it)\b",

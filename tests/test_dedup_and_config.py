@@ -1,0 +1,137 @@
+"""Dedup merges instead of dropping; config overrides reach the scoring; embeddings are real."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import polars as pl
+import pytest
+
+from memory_assets.lib import dedup
+from memory_assets.lib.items import consolidate, facts_to_items
+from retrieval import scoring
+from retrieval.config import ConfigError, load_config
+from retrieval.embeddings import Embedder
+from retrieval.schema import FACT_SCHEMA
+
+T0 = datetime(2026, 9, 1, tzinfo=timezone.utc)
+
+
+def _fact(fid: str, content: str, *, at: datetime = T0, confidence: float = 0.9, namespace: str = "default",
+          turns: list[str] | None = None, hint: str | None = None, category: str = "vehicle") -> dict:
+    return {
+        "id": fid, "content": content, "category": category, "kind": "fact", "memory_kind": "note",
+        "tags": [], "entities": [], "importance": 0.8, "confidence": confidence, "strength": "explicit",
+        "sentiment": "neutral", "tier": "standard", "scope": "global", "namespace": namespace,
+        "source_trust": "trusted", "provenance": "user_stated", "source_session": "s",
+        "source_resource_ids": [f"r-{fid}"], "source_turn_ids": turns or [f"t-{fid}"],
+        "supersedes_hint": hint, "content_hash": dedup.content_hash(content), "created_at": at,
+        "prompt_version": "v", "extractor": "offline",
+    }
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    return Embedder(load_config())
+
+
+def test_content_hash_ignores_case_spacing_and_edge_punctuation():
+    assert dedup.content_hash("Aaron drives a WRX.") == dedup.content_hash("  aaron   drives a wrx ")
+    assert dedup.content_hash("Aaron drives a WRX") != dedup.content_hash("Aaron drives a BRZ")
+
+
+def test_semantic_duplicates_merge_keeping_the_fresher_wording(embedder):
+    facts = pl.DataFrame([
+        _fact("old", "Aaron drives a 2019 Subaru WRX", turns=["D1:1"]),
+        _fact("new", "Aaron drives a Subaru WRX from 2019", at=T0 + timedelta(days=3), turns=["D4:2"]),
+        _fact("other", "Aaron is allergic to penicillin", category="health"),
+    ], schema=FACT_SCHEMA)
+    result = consolidate(facts, None, {}, embedder, load_config(), T0 + timedelta(days=4))
+    items = result.items
+    assert items.height == 2
+    kept = items.filter(pl.col("id") == "new").row(0, named=True)
+    assert kept["content"] == "Aaron drives a Subaru WRX from 2019"
+    assert kept["confidence"] == pytest.approx(0.95)
+    assert set(kept["source_turn_ids"]) == {"D1:1", "D4:2"} and kept["merged_from"] == ["old"]
+    assert [(m.kept_id, m.merged_id) for m in result.merges] == [("new", "old")]
+    assert result.merges[0].similarity > 0.85
+
+
+def test_duplicates_in_different_namespaces_stay_apart(embedder):
+    facts = pl.DataFrame([
+        _fact("a", "Aaron drives a 2019 Subaru WRX", namespace="agent-a"),
+        _fact("b", "Aaron drives a 2019 Subaru WRX", namespace="agent-b"),
+    ], schema=FACT_SCHEMA)
+    assert consolidate(facts, None, {}, embedder, load_config(), T0).items.height == 2
+
+
+def test_unchanged_text_is_never_embedded_twice(embedder):
+    facts = pl.DataFrame([_fact("a", "Aaron drives a 2019 Subaru WRX")], schema=FACT_SCHEMA)
+    first = consolidate(facts, None, {}, embedder, load_config(), T0)
+    known = {first.items["content_hash"][0]: first.vectors[0]}
+    second = consolidate(facts, first.items, known, embedder, load_config(), T0)
+    assert first.embedded == 1 and second.embedded == 0
+
+
+def test_hinted_fact_supersedes_the_older_item_that_mentions_the_hint(embedder):
+    facts = pl.DataFrame([
+        _fact("old", "Priya likes black for formatting", category="preferences"),
+        _fact("mid", "Priya runs the billing service", at=T0 + timedelta(days=1), category="work"),
+        _fact("new", "Priya switched from black to ruff format", at=T0 + timedelta(days=7),
+              hint="black", category="preferences"),
+    ], schema=FACT_SCHEMA)
+    items = consolidate(facts, None, {}, embedder, load_config(), T0 + timedelta(days=8)).items
+    status = dict(zip(items["id"], items["status"]))
+    assert status == {"old": "superseded", "mid": "active", "new": "active"}
+    assert items.filter(pl.col("id") == "new")["supersedes"][0] == "old"
+
+
+def test_embeddings_are_unit_vectors_of_the_local_model(embedder):
+    vectors = embedder.embed(["Aaron drives a WRX", "Caroline went to a support group"])
+    assert vectors.shape == (2, 384)
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert embedder.model_id == "local:all-MiniLM-L6-v2"
+
+
+def test_openai_embeddings_are_used_when_configured(tmp_path, fake_openai):
+    override = tmp_path / "memory.toml"
+    override.write_text('[embedding]\nprovider = "openai"\nopenai_model = "text-embedding-3-small"\n')
+    vectors = Embedder(load_config(override)).embed(["one", "two"])
+    assert vectors.shape == (2, 1536)
+    assert fake_openai.requests[-1]["model"] == "text-embedding-3-small"
+
+
+def test_config_override_changes_the_category_weight(tmp_path, monkeypatch):
+    override = tmp_path / "memory.toml"
+    override.write_text("[categories.vehicle]\nweight = 0.4\n")
+    monkeypatch.setenv("MEMORY_CONFIG", str(override))
+    config = load_config()
+    assert config.category("vehicle").weight == 0.4
+    assert config.category("vehicle").ttl_days == 365  # untouched keys keep their defaults
+    assert scoring.base_importance(config, "vehicle") == 0.4
+
+
+@pytest.mark.parametrize("category, flags, trust, expected", [
+    ("incident", {}, "trusted", 0.9),
+    ("vehicle", {"remember": True}, "trusted", 1.0),
+    ("preferences", {"action_required": True}, "trusted", 0.75),
+    ("casual", {}, "trusted", 0.3),
+    ("incident", {}, "untrusted", 0.45),
+    ("vehicle", {"remember": True, "action_required": True}, "untrusted", 0.5),
+])
+def test_base_importance_follows_the_design_rules(category, flags, trust, expected):
+    assert scoring.base_importance(load_config(), category, source_trust=trust, **flags) == pytest.approx(expected)
+
+
+def test_a_broken_config_file_names_itself(tmp_path):
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[categories\nweight = ")
+    with pytest.raises(ConfigError, match="bad.toml"):
+        load_config(bad)
+
+
+def test_fresh_items_start_active_and_unreferenced():
+    items = facts_to_items(pl.DataFrame([_fact("a", "Aaron drives a WRX")], schema=FACT_SCHEMA), T0)
+    row = items.row(0, named=True)
+    assert row["status"] == "active" and row["reference_count"] == 0 and row["promoted"] is False
