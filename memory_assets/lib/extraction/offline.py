@@ -473,7 +473,7 @@ class OfflineExtractor:
         if is_chatter(raw):
             return None
         clause = strip_filler(drop_tail_question(raw), names)
-        clause = R.REMEMBER_PREFIX.sub("", clause).strip()
+        clause = R.ANNOUNCEMENT.sub("", R.REMEMBER_PREFIX.sub("", clause)).strip()
         if (not clause or is_question(clause) or is_chatter(clause) or R.GENERIC_WE.search(clause)
                 or R.SUBORDINATE_START.match(clause) and "," not in clause
                 or R.PREPOSITION_START.match(clause) and not R.SUBJECT_PRONOUN.search(clause)):
@@ -502,13 +502,15 @@ class OfflineExtractor:
                 return None
             if (R.MAXIM.match(text) or R.OPINION_OPENER.match(text)) and not R.SINGULAR_FIRST_PERSON.search(text):
                 return None
-            if R.DEICTIC_SUBJECT.match(text) and len(_content_words(text, names)) < 3:
+            if R.DEICTIC_SUBJECT.match(text) and len(_content_words(text, names)) < 3 or not _has_verb(text):
                 return None
             text = rewrite_first_person(text, voice)
         content = _finish(text)
         substance = _content_words(content, names + (voice.name,))
-        # One concrete word is enough when the speaker is the subject ("Caroline was in Chicago").
-        enough = len(substance) >= 2 or substance and (_specific(clause) or content.startswith(voice.name + " "))
+        # One concrete word is enough when the speaker is the subject ("Jon is doing kickboxing"),
+        # but not a bare verb ("Maria sat with her").
+        enough = len(substance) >= 2 or bool(substance) and (_specific(clause) or content.startswith(voice.name + " ")
+                                                              and len(substance[0]) >= 5 and not R.PAST_TENSE.fullmatch(substance[0]))
         if len(content.split()) < 3 or not enough:
             return None
         kind = "procedure" if rule and R.KIND_RULES[1][1].search(clause) else kind_of(clause)
@@ -635,6 +637,20 @@ def _resolve(clause: str, antecedent: str) -> str:
     """Put the antecedent in place of an opening he/she (or it, after a bare name)."""
     clause = re.sub(r"^(?:he|she|it)'s\b", antecedent + " is", clause, count=1, flags=re.IGNORECASE)
     return re.sub(r"^(?:he|she|it)\b", antecedent, clause, count=1, flags=re.IGNORECASE)
+
+
+_VERB = re.compile(
+    r"\b(?:i|i'm|i've|i'll|i'd|we|we're|we've|he|she|they|you|it)\s+\w|"
+    r"\b(?:am|is|are|was|were|be|been|being|'m|'s|'re|'ve|'ll|'d|have|has|had|do|does|did|will|would|can|could|"
+    r"should|may|might|must|gonna|wanna|[a-z]{2,}ed|[a-z]{3,}(?:s|es)\s+(?:me|my|us|our|him|her|them|it|to|a|an|the))\b|"
+    r"\b(?:" + "|".join(sorted(R.IRREGULAR_PAST)) + r")\b",
+    re.IGNORECASE,
+)
+
+
+def _has_verb(text: str) -> bool:
+    """A finite verb somewhere: "Expression of myself and a way to relax" has none."""
+    return _VERB.search(text) is not None
 
 
 def _confirms(reply: Turn) -> bool:

@@ -55,7 +55,13 @@ CHATTER = [
         r"^(?:i'm |i am )?(?:so |really )?(?:glad|happy|good|great|nice|relieved) (?:to hear|you|that you|it)\b",
         r"\bi(?:'m| am) (?:so |really |very |super |truly )*(?:happy|glad|proud|thrilled|excited|sorry|stoked|pleased|grateful|thankful) (?:for you|of you|to hear|you|that you|for your)\b",
         r"\bi(?:'m| am) (?:always )?here (?:for you|if you)\b",
-        r"\bi (?:can(?:'t| not)?|could) (?:only |totally |definitely )?(?:imagine|relate|see why|tell|understand)\b",
+        r"\bi (?:can(?:'t| not)?|could) (?:only |totally |definitely |just |really |so )*(?:imagine|relate|see why|tell|understand)\b",
+        r"\bi (?:totally |really |completely )?(?:get|understand|know|see) (?:how|why|what) (?:that|it|you|this)\b",
+        r"\b(?:fingers crossed|crossing (?:my |\w+'s )?fingers)\b",
+        r"\bcould use (?:some|a|any) (?:\w+ )?(?:recommendations|recs|advice|tips|help|suggestions|ideas|pointers)\b",
+        # reactions to the listener: "I'm impressed with your…", "rooting for you", "fill you in"
+        r"^(?=.*\b(?:you|your|you're|ya)\b).*\b(?:impressed|respect|rooting|admire|inspired by|happy for|excited for|"
+        r"thrilled for|fill (?:you|ya) in|tell (?:you|ya)|show (?:you|ya)|let (?:you|ya) know|update (?:you|ya)|proud)\b",
         r"\bi (?:bet|agree|understand|hear you|feel you|know (?:what you mean|how you feel|right|you|that you|how you))\b",
         r"\bi knew you\b",
         r"\bi(?:'m| am) (?:sure|certain|confident) (?:you|it|that'?s|they)\b",
@@ -111,7 +117,8 @@ SINGULAR_FIRST_PERSON = re.compile(r"\b(?:i|i'm|im|i've|i'll|i'd|me|my|mine|myse
 GENERIC_WE_CLAIM = _any(r"can", r"could", r"should", r"must", r"need(?:s)? to", r"have to", r"always",
                         r"important", r"vital", r"key", r"essential", r"matters?", r"together", r"anything",
                         r"everyone", r"everybody", r"people", r"life", r"lives", r"world",
-                        r"(?:helps?|keeps?|makes?|brings?|reminds?|gives?|lets?|allows?|teaches?|shows?) us")
+                        r"(?:helps?|helping|keeps?|keeping|makes?|making|brings?|bringing|reminds?|reminding|gives?|giving|"
+                        r"lets?|allows?|teaches?|teaching|shows?|showing) us", r"has a way")
 # "It's awesome how…", "It's great to see…": an opinion wrapped around a clause. Dropped
 # unless the speaker says something about themselves (I/me/my) inside it.
 OPINION_OPENER = re.compile(
@@ -136,6 +143,7 @@ SOCIAL_IMPERATIVE = re.compile(
 PREPOSITION_START = re.compile(r"^(?:with|without|for|after|before|during|at|by|from|to|through|despite|thanks to)\b", _I)
 SUBJECT_PRONOUN = re.compile(r"\b(?:i|i'm|i've|i'll|i'd|we|we're|we've|he|she|they|it|you)\b", _I)
 SUBORDINATE_START = re.compile(r"^(?:even though|although|though|because|since|while|if|unless|whenever|which|who|"
+                               r"especially|just like|like when|such as|"
                                r"as long as|so that|until|whether)\b", _I)
 # Words too vague to make a clause informative on their own.
 VAGUE = frozenset(
@@ -143,11 +151,12 @@ VAGUE = frozenset(
     "guess bet something anything everything someone anyone everyone somebody life busy gets "
     "thing way much little bit lot day days doing done happen happened happening stuff out "
     "keep kept keeps things agree agreed hope hoping wait waiting excited glad happy remember "
-    "remembers hear heard sounds looks".split()
+    "remembers hear heard sounds looks part planning thinking trying staying themself themselves "
+    "hopeful positive optimistic motivated strong".split()
 )
 
 # A generic remark about everyone rather than a fact about the speaker.
-GENERIC_WE = _any(r"we all", r"all of us", r"let'?s", r"us all", r"each of us", r"we both", r"both of us", r"we can all")
+GENERIC_WE = _any(r"we all", r"we're all", r"we are all", r"all of us", r"let'?s", r"us all", r"each of us", r"we both", r"both of us", r"we can all")
 
 # --- Who the clause is about ------------------------------------------------------
 
@@ -202,6 +211,12 @@ COMPANION = re.compile(
     r"(?: and (?:i|me)\b)?",
     _I,
 )
+
+# How a speaker announces news; the news is the fact ("I wanted to tell you I joined…").
+ANNOUNCEMENT = re.compile(
+    r"^(?:(?:i )?(?:just )?(?:wanted|want|had|have|gotta|got) to (?:tell|let) (?:you|ya)(?: know)?|guess what|"
+    r"i (?:have|gotta|got) to (?:say|tell you)|you know what|fun fact|big news|good news|great news)[\s,:!-]*(?:that\s+)?",
+    _I)
 
 # Subject-less openings ("Gonna continue my edu", "Just got back from…"): the
 # speaker is the implied subject, restored in the first person and then rewritten.
