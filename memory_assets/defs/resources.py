@@ -65,4 +65,8 @@ def default_resources(data_root: str | None = None) -> dict[str, object]:
 
 @dg.definitions
 def resources() -> dg.Definitions:
-    return dg.Definitions(resources=default_resources())
+    # 2 cores: at most two steps of a run at once (torch and LanceDB use threads inside a step).
+    return dg.Definitions(
+        resources=default_resources(),
+        executor=dg.multiprocess_executor.configured({"max_concurrent": 2}),
+    )

@@ -209,7 +209,7 @@ _SUBJECT_I = re.compile(
 
 # "you" as a subject (sentence start or after a conjunction) takes a third-person verb.
 _SUBJECT_YOU = re.compile(
-    r"((?:^|\b(?:that|and|but|because|if|when|so|as|since|how|what|like)\s+|,\s*))you\b((?:\s+(?:"
+    r"((?:^|\b(?:that|and|but|because|if|when|whenever|so|as|since|how|what|like|until|unless)\s+|,\s*))you\b((?:\s+(?:"
     + "|".join(sorted(R.ADVERBS)) + r"|[a-z]+ly))*)\s+(?!(?:are|were|have|don't|do|'re|'ve)\b)([a-z']+)",
     re.IGNORECASE,
 )
@@ -217,6 +217,8 @@ _SUBJECT_YOU = re.compile(
 
 def rewrite_first_person(text: str, voice: _Voice) -> str:
     """Replace I/me/my/we/you… with names, keeping the rest of the wording literal."""
+    for pattern, plain in R.CASUAL:
+        text = pattern.sub(plain, text)
     n = voice.name
     group = f"{n} and {n}'s {voice.companion}" if voice.companion else f"{n} and others"
     contractions: list[tuple[str, str]] = [
@@ -498,7 +500,7 @@ class OfflineExtractor:
                     break
             if not R.FIRST_PERSON.search(text) and not (agent_session and (_specific(text) or self._domain_fact(text, names))):
                 return None
-            if not R.SINGULAR_FIRST_PERSON.search(text) and R.GENERIC_WE_CLAIM.search(text) and not R.PAST_TENSE.search(text):
+            if not R.SINGULAR_FIRST_PERSON.search(text) and R.GENERIC_WE_CLAIM.search(text) and not R.WE_DID.search(text):
                 return None
             if (R.MAXIM.match(text) or R.OPINION_OPENER.match(text)) and not R.SINGULAR_FIRST_PERSON.search(text):
                 return None

@@ -54,7 +54,18 @@ CHATTER = [
         r"^(?:congrats|congratulations)\b",
         r"^(?:i'm |i am )?(?:so |really )?(?:glad|happy|good|great|nice|relieved) (?:to hear|you|that you|it)\b",
         r"\bi(?:'m| am) (?:so |really |very |super |truly )*(?:happy|glad|proud|thrilled|excited|sorry|stoked|pleased|grateful|thankful) (?:for you|of you|to hear|you|that you|for your)\b",
-        r"\bi(?:'m| am) (?:always )?here (?:for you|if you)\b",
+        r"\bi(?:'m| am) (?:always )?here (?:for you|if you|to (?:support|help|listen|cheer))\b",
+        r"\bbelieves? in (?:you|ya)\b",
+        r"\b(?:be|been|is|am|'m|are) (?:always |right )?(?:there for|by) (?:you|ya|your side)\b",
+        r"^(?:sounds|looks|seems) (?:like|so|really|great|amazing|awesome|fun|cool|good|lovely|interesting)\b",
+        r"\b(?:keen|eager|excited|dying|curious) to (?:hear|see|know|learn more)\b",
+        r"\bthere for each other\b",
+        r"\b(?:had|have|got|wanted) to share (?:something|this|some)\b|\bshare something\b",
+        r"^i (?:gotta|have to|got to|must) (?:say|admit)\b",
+        r"\bunderstands? (?:why|how|what)\b",
+        r"\b(?:happy|glad|here|always ready) to help\b",
+        r"\b(?:love|like|admire|enjoy)\b.*\bhow you\b",
+        r"\b(?:love|loves|would love|'d love) to hear\b",
         r"\bi (?:can(?:'t| not)?|could) (?:only |totally |definitely |just |really |so )*(?:imagine|relate|see why|tell|understand)\b",
         r"\bi (?:totally |really |completely )?(?:get|understand|know|see) (?:how|why|what) (?:that|it|you|this)\b",
         r"\b(?:fingers crossed|crossing (?:my |\w+'s )?fingers)\b",
@@ -76,7 +87,7 @@ CHATTER = [
         r"\b(?:means|meant) (?:a lot|so much|the world) to me\b",
         r"\bkeep me (?:posted|updated)\b",
         r"\bi (?:really |truly |so )?(?:love|like|admire|appreciate|respect) (?:that|how|the way|it when) you\b",
-        r"\b(?:i |really |so )(?:appreciate|value) (?:your|you|it|that|this)\b",
+        r"\b(?:i |really |so )(?:appreciate|value) (?:your|you|it|that|this|our)\b",
         r"^(?:appreciate|love) (?:your|you|it|that|this)\b",
         r"\blet'?s (?:catch up|talk|chat|hang)\b",
         r"\b(?:add|adding|put|putting) (?:it|that|this|them|those|these)(?: \w+)? (?:on|to) (?:my|the|our) (?:\w+ )?(?:list|queue)\b",
@@ -152,11 +163,12 @@ VAGUE = frozenset(
     "thing way much little bit lot day days doing done happen happened happening stuff out "
     "keep kept keeps things agree agreed hope hoping wait waiting excited glad happy remember "
     "remembers hear heard sounds looks part planning thinking trying staying themself themselves "
-    "hopeful positive optimistic motivated strong".split()
+    "hopeful positive optimistic motivated strong loving enjoying forget forgot think thinks like "
+    "likes love loves highly recommend recommends reach sure".split()
 )
 
 # A generic remark about everyone rather than a fact about the speaker.
-GENERIC_WE = _any(r"we all", r"we're all", r"we are all", r"all of us", r"let'?s", r"us all", r"each of us", r"we both", r"both of us", r"we can all")
+GENERIC_WE = _any(r"we all", r"we're all", r"we are all", r"we're both", r"we are both", r"all of us", r"let'?s", r"us all", r"each of us", r"we both", r"both of us", r"we can all")
 
 # --- Who the clause is about ------------------------------------------------------
 
@@ -190,6 +202,8 @@ IRREGULAR_PAST = frozenset(
     "began shook stuck struck swore tore won lit hung dug slid spun forgave overcame "
     "mistook undertook withdrew rebuilt".split()
 )
+# "We raised…", "we had…": something that happened to the speaker's group, not a motto.
+WE_DID = re.compile(r"\b(?:we|us)\b\s+(?:\w+\s+)?(?:had|did|got|went|[a-z]{2,}ed|" + "|".join(sorted(IRREGULAR_PAST)) + r")\b", _I)
 # Present-tense verbs that merely end in "-ed".
 BASE_ENDING_ED = frozenset("need feed bleed speed proceed succeed exceed shred wed breed plead seed weed embed".split())
 # Third-person forms that are not just "+s".
@@ -217,6 +231,10 @@ ANNOUNCEMENT = re.compile(
     r"^(?:(?:i )?(?:just )?(?:wanted|want|had|have|gotta|got) to (?:tell|let) (?:you|ya)(?: know)?|guess what|"
     r"i (?:have|gotta|got) to (?:say|tell you)|you know what|fun fact|big news|good news|great news)[\s,:!-]*(?:that\s+)?",
     _I)
+
+# Casual contractions, spelled out before pronouns are rewritten ("I wanna" → "wants to").
+CASUAL = [(re.compile(r"\bgonna\b", _I), "going to"), (re.compile(r"\bwanna\b", _I), "want to"),
+          (re.compile(r"\bgotta\b", _I), "have to"), (re.compile(r"\bkinda\b", _I), "kind of")]
 
 # Subject-less openings ("Gonna continue my edu", "Just got back from…"): the
 # speaker is the implied subject, restored in the first person and then rewritten.
@@ -253,9 +271,10 @@ PRO_DROP: list[tuple[re.Pattern[str], str, re.Pattern[str] | None]] = [
                 r"practicing|saving|taking|playing|writing|doing|making|spending|going)\b"
                 r"(?!\s+(?:your|you|that|this|it|the way)\b))", _I), "I'm ",
      re.compile(r"\b(?:is|are|was|were|can|could|has been|have been|makes?|made|helps?|helped|gives?|gave|"
-                r"brings?|keeps?|means?|takes?)\b", _I)),
+                r"brings?|keeps?|means?|takes?)\b|\b(?:[a-z]{3,}s|let|make|help|give|keep)\s+(?:me|us|my|our)\b", _I)),
     # "Love hiking" is the speaker's liking; "Love the necklace" praises the listener's thing.
-    (re.compile(r"^(?=(?:love|enjoy|prefer|hate|miss)\s+(?!(?:that|this|it|those|these|your|you|the|how|what|seeing|hearing)\b))", _I),
+    (re.compile(r"^(?=(?:love|enjoy|prefer|hate|miss)\s+(?!(?:that|this|it|those|these|your|you|the|how|what|seeing|hearing|"
+                r"is|are|was|were|sure|can|does|has|will|makes?|brings?|to hear|and)\b))", _I),
      "I ", None),
 ]
 
