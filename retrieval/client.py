@@ -2,35 +2,77 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import time
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import date, datetime, timedelta, timezone
 from typing import Any
 
+import numpy as np
+
+from retrieval import events, scoring, trust
 from retrieval.config import MemoryConfig, load_config
 from retrieval.embeddings import Embedder
 from retrieval.inbox import write_session
 from retrieval.injection import Injection, build_block
+from retrieval.options import RetrievalOptions
 from retrieval.paths import DataRoot
-from retrieval.search import Hit, hybrid_search
+from retrieval.rewrite import STOPWORDS, LLMRewriter, keywords, llm_configured, rewrite
+from retrieval.schema import ROLES
+from retrieval.search import Hit, fuse, ranked_lists, to_hit
 from retrieval.store import ItemStore
 
 Messages = Sequence[Mapping[str, Any]]
+_REOPEN_SECONDS = 5.0  # how stale the cached table may get before a new publish is picked up
+_SENTIMENT_CUES = {
+    "frustrated": ("annoyed", "frustrated", "ugh", "again", "still broken", "angry", "fed up"),
+    "excited": ("excited", "can't wait", "thrilled", "awesome", "love"),
+    "uncertain": ("not sure", "maybe", "unsure", "confused", "don't know"),
+}
+
+
+def _context_text(context: str | Messages, last: int = 5) -> str:
+    if isinstance(context, str):
+        return context
+    return "\n".join(str(m.get("content", "")) for m in list(context)[-last:])
+
+
+def _sentiment(text: str) -> str:
+    low = text.lower()
+    for sentiment, cues in _SENTIMENT_CUES.items():
+        if any(cue in low for cue in cues):
+            return sentiment
+    return "neutral"
 
 
 class MemoryClient:
-    """Read the published memory under a data root; append transcripts and events.
+    """Read the published memory under a data root; append transcripts and feedback events.
 
     Args:
         data_root: the pipeline's data root (default ``MEMORY_DATA_ROOT`` or ``data/``).
         config_path: a TOML file overriding ``defaults.toml`` (default ``MEMORY_CONFIG``).
+        options: which retrieval stages run (all by default).
+        namespace: only items of this namespace (agent or user); all when None.
+        scopes: only items with these scopes (``global``, ``project``, ``session``).
     """
 
-    def __init__(self, data_root: str | os.PathLike[str] | None = None, *, config_path: str | None = None):
+    def __init__(self, data_root: str | os.PathLike[str] | None = None, *, config_path: str | None = None,
+                 options: RetrievalOptions | None = None, namespace: str | None = None,
+                 scopes: Sequence[str] | None = None):
         self.paths = DataRoot.resolve(data_root)
         self.config: MemoryConfig = load_config(config_path)
+        self.options = options or RetrievalOptions()
+        self.namespace = namespace
+        self.scopes = tuple(scopes) if scopes else None
         self.store = ItemStore(self.paths)
         self._embedder: Embedder | None = None
+        self._tables: dict[str, tuple[float, Any]] = {}
+        self._rewriter: LLMRewriter | None = None
+        self.last_tier: str = "none"
+
+    # -- reading -----------------------------------------------------------------------
 
     @property
     def embedder(self) -> Embedder:
@@ -38,43 +80,198 @@ class MemoryClient:
             self._embedder = Embedder(self.config)
         return self._embedder
 
-    def search(self, query: str, k: int = 10) -> list[Hit]:
-        """The ``k`` active items most relevant to ``query`` (vector + full-text, fused)."""
-        table = self.store.table()
-        if table is None or not query.strip():
-            return []
-        return hybrid_search(table, query, self.embedder.embed_one(query), k)
+    def _table(self, name: str = "items") -> Any | None:
+        opened_at, table = self._tables.get(name, (0.0, None))
+        if table is None or time.monotonic() - opened_at > _REOPEN_SECONDS:
+            table = self.store.table() if name == "items" else self.store.summaries_table()
+            self._tables[name] = (time.monotonic(), table)
+        return table
 
-    def inject(self, context: str | Messages, *, max_items: int | None = None,
-               token_budget: int | None = None, now: datetime | None = None) -> Injection:
+    def _where(self) -> str:
+        clauses = ["status = 'active'"]
+        if self.namespace:
+            clauses.append(f"namespace = '{self.namespace.replace(chr(39), chr(39) * 2)}'")
+        if self.scopes:
+            clauses.append("scope IN (" + ", ".join(f"'{s}'" for s in self.scopes) + ")")
+        return " AND ".join(clauses)
+
+    def _query(self, context: str | Messages, budget_aware: bool) -> str:
+        if not self.options.rewrite:
+            return _context_text(context)
+        if llm_configured() and not budget_aware and self._rewriter is None:
+            self._rewriter = LLMRewriter(self.config.llm["model"])
+        return rewrite(context, llm=None if budget_aware else self._rewriter)
+
+    def _rank(self, query: str, k: int, now: datetime, sentiment: str = "neutral") -> tuple[list[Hit], np.ndarray | None]:
+        table = self._table()
+        if table is None or not query.strip():
+            return [], None
+        fusion = self.options.fusion
+        vector = self.embedder.embed_one(query) if fusion in ("hybrid", "vector") else None
+        lists = ranked_lists(table, query if fusion in ("hybrid", "fts") else "", vector,
+                             limit=max(int(self.config.ranking["candidates"]), k), where=self._where())
+        fused = fuse(lists)
+        if not fused:
+            return [], None
+        top = fused[0][1]
+        scored = []
+        for row, rrf in fused:
+            relevance = rrf / top
+            if self.options.scoring:
+                memory = scoring.memory_score(self.config, row, now)
+                score = scoring.rank_score(self.config, relevance, memory,
+                                           sentiment_match=sentiment != "neutral" and row.get("sentiment") == sentiment)
+            else:
+                score = relevance
+            scored.append((score, relevance, row))
+        scored.sort(key=lambda s: -s[0])
+        hits = [to_hit(row, relevance, score) for score, relevance, row in scored[:k]]
+        vectors = None
+        if hits and all(h.row.get("vector") is not None for h in hits):
+            vectors = np.asarray([h.row["vector"] for h in hits], dtype=np.float32)
+        return hits, vectors
+
+    def search(self, query: str, k: int = 10, *, now: datetime | None = None) -> list[Hit]:
+        """The ``k`` best active items for ``query``: vector + full-text, fused and scored.
+
+        Args:
+            query: what to look for (searched as given; ``inject`` rewrites first).
+            k: how many items.
+            now: the clock for decay (default: now).
+        """
+        return self._rank(query, k, now or datetime.now(timezone.utc))[0]
+
+    def _tier1(self, query: str) -> list[Hit] | None:
+        """Category summaries that answer the query alone, or None when tier 2 must run."""
+        table = self._table("summaries")
+        if table is None:
+            return None
+        rows = table.search(self.embedder.embed_one(query)).distance_type("cosine").limit(3).to_list()
+        if not rows:
+            return None
+        best = 1.0 - float(rows[0]["_distance"])
+        terms = {t.lower() for t in keywords(query)}
+        text = " ".join(r["content"].lower() for r in rows)
+        covered = sum(t in text for t in terms) / max(len(terms), 1)
+        if best < float(self.config.injection["summary_sufficient"]) or covered < 0.6:
+            return None
+        hits = []
+        for row in rows:
+            sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", row["content"]) if s.strip().lstrip("#- ")]
+            useful = [s.lstrip("#- ") for s in sentences if any(t in s.lower() for t in terms)][:3]
+            for sentence in useful:
+                hits.append(Hit(id=f"summary:{row['category']}:{len(hits)}", content=sentence, category=row["category"],
+                                importance=1.0, confidence=0.9, source_trust="trusted", session_id="",
+                                source_resource_ids=[], source_turn_ids=[], relevance=best, score=best,
+                                row={"updated_at": row.get("updated_at")}))
+        return hits or None
+
+    def inject(self, context: str | Messages, *, max_items: int | None = None, token_budget: int | None = None,
+               now: datetime | None = None, budget_aware: bool | None = None, session_id: str | None = None,
+               record: bool = True) -> Injection:
         """The memory block for the agent's next prompt.
 
         Args:
-            context: the recent conversation (messages with ``content``) or plain text.
-            max_items: hard cap on lines (default from config: 10).
+            context: the recent conversation (messages with ``content``; the last 5 count)
+                or plain text.
+            max_items: hard cap on lines (default 10; 5 in budget-aware mode).
             token_budget: hard cap on the block's tokens (default from config).
-            now: the clock, for ages and decay.
+            now: the clock, for ages, decay and staleness.
+            budget_aware: at most 5 items and no costly paths (LLM rewrite, tier 1).
+            session_id: recorded on the ``injected`` event.
+            record: write the ``injected`` event (evals turn it off).
+        Returns:
+            the block text, the items in it, the tier that answered and the tokens used.
         """
         now = now or datetime.now(timezone.utc)
-        text = context if isinstance(context, str) else "\n".join(str(m.get("content", "")) for m in context[-5:])
         cfg = self.config.injection
-        hits = self.search(text, k=max(int(max_items or cfg["max_items"]) * 3, 30))
-        block, kept, tokens = build_block(
-            hits, header=cfg["header"], now=now, max_items=int(max_items or cfg["max_items"]),
-            token_budget=int(token_budget or cfg["token_budget"]),
-        )
-        return Injection(text=block, items=kept, tier="items" if kept else "none", tokens=tokens, query=text)
+        frugal = self.options.budget_aware if budget_aware is None else budget_aware
+        cap = int(max_items or (cfg["budget_max_items"] if frugal else cfg["max_items"]))
+        if frugal:
+            cap = min(cap, int(cfg["budget_max_items"]))
+        budget = int(token_budget or cfg["token_budget"])
+        query = self._query(context, frugal)
+        tier, hits, vectors = "items", None, None
+        if self.options.tiers and not frugal:
+            hits = self._tier1(query)
+            tier = "summaries" if hits else "items"
+        if not hits:
+            hits, vectors = self._rank(query, cap, now, _sentiment(_context_text(context)))
+        if vectors is not None:
+            vectors = vectors[: len(hits)]
+        marks = trust.flags(hits, self.config, now, vectors)
+        text, kept, tokens = build_block(hits, header=cfg["header"], now=now, max_items=cap,
+                                         token_budget=budget, flags=marks)
+        self.last_tier = tier if kept else "none"
+        injection = Injection(text=text, items=kept, tier=self.last_tier, tokens=tokens, query=query,
+                              flags={h.id: marks.get(h.id, []) for h in kept})
+        real_ids = [h.id for h in kept if not h.id.startswith("summary:")]
+        if record and real_ids:
+            events.record(self.paths.events, "injected", real_ids, now, session_id=session_id,
+                          payload={"tier": self.last_tier, "query": query})
+        return injection
+
+    # -- feedback (append-only events) ----------------------------------------------------
+
+    def _known(self, item_id: str) -> None:
+        self.store.get(item_id)  # raises ItemStore.DoesNotExist with the data root in the message
+
+    def reinforce(self, item_id: str, *, now: datetime | None = None) -> None:
+        """The user confirmed this memory: the one thing that counts as a reference."""
+        self._known(item_id)
+        events.record(self.paths.events, "reinforce", [item_id], now or datetime.now(timezone.utc))
+
+    def demote(self, item_id: str, *, now: datetime | None = None) -> None:
+        """This memory was unhelpful: rank it lower."""
+        self._known(item_id)
+        events.record(self.paths.events, "demote", [item_id], now or datetime.now(timezone.utc))
+
+    def update(self, item_id: str, content: str, tags: Sequence[str] | None = None, *,
+               now: datetime | None = None) -> None:
+        """Replace a memory's wording (and tags); the user's words win."""
+        self._known(item_id)
+        events.record(self.paths.events, "update", [item_id], now or datetime.now(timezone.utc),
+                      payload={"content": content, "tags": list(tags) if tags is not None else None})
+
+    def forget(self, item_id: str, *, now: datetime | None = None) -> None:
+        """Never inject this memory again (it is kept, purged, for the audit trail)."""
+        self._known(item_id)
+        events.record(self.paths.events, "forget", [item_id], now or datetime.now(timezone.utc))
+
+    def record_response(self, injection: Injection, response_text: str, *, now: datetime | None = None,
+                        session_id: str | None = None) -> dict[str, bool]:
+        """Which injected items the agent's reply used (echo) and which it ignored (fizzle).
+
+        Returns id → used. Writes one ``referenced`` and one ``ignored`` event. Neither
+        is a user-confirmed reference, so neither reinforces.
+        """
+        now = now or datetime.now(timezone.utc)
+        reply = {w.lower() for w in keywords(response_text)}
+        used: dict[str, bool] = {}
+        for hit in injection.items:
+            if hit.id.startswith("summary:"):
+                continue
+            terms = {w.lower() for w in keywords(hit.content)} - STOPWORDS
+            numbers = {t for t in terms if t[:1].isdigit()}
+            overlap = len(terms & reply) / max(len(terms), 1)
+            used[hit.id] = overlap >= 0.5 or bool(numbers & reply)
+        echoed = [i for i, u in used.items() if u]
+        fizzled = [i for i, u in used.items() if not u]
+        if echoed:
+            events.record(self.paths.events, "referenced", echoed, now, session_id=session_id)
+        if fizzled:
+            events.record(self.paths.events, "ignored", fizzled, now, session_id=session_id)
+        return used
+
+    # -- handing over and reading what the pipeline publishes ------------------------------
 
     def flush_session(self, session_id: str, messages: Messages) -> str | None:
         """Hand a session's transcript to the pipeline (session end, or before compaction).
 
         Messages need ``role`` and ``content``; ``turn``, ``ts``, ``speaker`` and ``trust``
         are filled in when missing. Credentials are redacted before the file is written
-        (``inbox.write_session``).
-        Returns the inbox file written, or None when the same transcript was already there.
+        (``inbox.write_session``). Returns the inbox file, or None if it was already there.
         """
-        from retrieval.schema import ROLES
-
         now = datetime.now(timezone.utc).isoformat()
         canonical = []
         for index, message in enumerate(messages, start=1):
@@ -89,3 +286,33 @@ class MemoryClient:
             })
         path = write_session(self.paths.inbox, session_id, canonical)
         return str(path) if path else None
+
+    def lessons(self) -> list[str]:
+        """Lessons learned from corrections ("User prefers X over Y"), as the pipeline published them."""
+        if not self.paths.lessons.exists():
+            return []
+        return [str(x) for x in json.loads(self.paths.lessons.read_text(encoding="utf-8"))]
+
+    def due_triggers(self, today: date | None = None) -> list[dict[str, Any]]:
+        """Forward triggers due on ``today`` (or overdue and not yet fired)."""
+        if not self.paths.triggers.exists():
+            return []
+        import polars as pl
+
+        day = today or datetime.now(timezone.utc).date()
+        frame = pl.read_parquet(self.paths.triggers)
+        return frame.filter(pl.col("trigger_date") <= day).to_dicts()
+
+    def overdue_jobs(self, now: datetime | None = None) -> list[str]:
+        """Pipeline jobs whose last success is older than their period (never assume cron ran)."""
+        if not self.paths.job_runs.exists():
+            return []
+        now = now or datetime.now(timezone.utc)
+        last = json.loads(self.paths.job_runs.read_text(encoding="utf-8"))
+        periods = self.config.jobs
+        overdue = []
+        for job, days in periods.items():
+            ran = last.get(job)
+            if ran is None or now - datetime.fromisoformat(ran) > timedelta(days=float(days)):
+                overdue.append(job)
+        return overdue

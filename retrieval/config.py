@@ -38,12 +38,14 @@ class MemoryConfig:
     tiers: dict[str, tuple[str, ...]]
     decay: dict[str, Any]
     dedup: dict[str, float]
+    ranking: dict[str, float]
     gate: dict[str, Any]
     injection: dict[str, Any]
     embedding: dict[str, Any]
     llm: dict[str, Any]
     ingest: dict[str, Any]
     pipeline: dict[str, Any]
+    jobs: dict[str, float]
     source: tuple[str, ...] = field(default=())
 
     def category(self, name: str) -> Category:
@@ -108,12 +110,14 @@ def _load(path: str | None) -> MemoryConfig:
         tiers={k: tuple(v) for k, v in raw["tiers"].items()},
         decay=raw["decay"],
         dedup=raw["dedup"],
+        ranking=raw["ranking"],
         gate=raw["gate"],
         injection=raw["injection"],
         embedding=raw["embedding"],
         llm=raw["llm"],
         ingest=raw["ingest"],
         pipeline=raw["pipeline"],
+        jobs=raw["jobs"],
         source=tuple(sources),
     )
 

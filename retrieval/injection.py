@@ -30,10 +30,11 @@ class Injection:
     tier: str = "none"
     tokens: int = 0
     query: str = ""
+    flags: dict[str, list[str]] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         return {"text": self.text, "tier": self.tier, "tokens": self.tokens, "query": self.query,
-                "items": [h.as_dict() for h in self.items]}
+                "items": [{**h.as_dict(), "flags": self.flags.get(h.id, [])} for h in self.items]}
 
 
 def format_line(hit: Hit, now: datetime, flags: Sequence[str] = ()) -> str:

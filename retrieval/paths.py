@@ -73,6 +73,25 @@ class DataRoot:
         return self.warehouse / "merges"
 
     @property
+    def lifecycle(self) -> Path:
+        return self.warehouse / "lifecycle"
+
+    @property
+    def lessons(self) -> Path:
+        """Lessons from corrections, published by the nightly job (a JSON list of strings)."""
+        return self.lifecycle / "lessons.json"
+
+    @property
+    def triggers(self) -> Path:
+        """Forward triggers (trigger_date, message, item_ids), published by the nightly job."""
+        return self.lifecycle / "triggers.parquet"
+
+    @property
+    def job_runs(self) -> Path:
+        """job name → last successful run (ISO time), written by each scheduled job."""
+        return self.lifecycle / "job_runs.json"
+
+    @property
     def lancedb(self) -> Path:
         return self.root / "lancedb"
 

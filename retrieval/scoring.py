@@ -16,8 +16,17 @@ How each design rule maps into the one formula::
     score decay      = exp(-0.01 · days since last reference)       [decay.score_decay_per_day]
     reinforcement    = exp(0.2 · score), reinforce +3, demote −1    [decay.reinforce_step …]
 
-    effective score  = relevance × base importance × recency decay × score decay
-                       × confidence × reinforcement × lifecycle × trust multipliers
+    lifecycle        = 1 + retrieval_priority (today's boost, echo +0.1, fizzle −0.05);
+                       0 unless the item is active (superseded/archived/purged never rank)
+    trust            = 0.7 for untrusted sources                     [ranking.untrusted_multiplier]
+
+    memory score     = base importance × recency decay × score decay
+                       × confidence × reinforcement × lifecycle × trust
+    rank             = relevance × memory score ** 0.5 × 1.1 if the sentiment matches
+                                                   [ranking.memory_weight, ranking.sentiment_match]
+
+With memory_weight = 1 the rank is the literal product of every factor; the default 0.5
+lets relevance lead and the lifecycle break ties (see the README's ablation table).
 """
 
 from __future__ import annotations
@@ -71,3 +80,35 @@ def age_days(then: datetime | None, now: datetime) -> float:
     if then is None:
         return 0.0
     return max((now - then).total_seconds() / 86400.0, 0.0)
+
+
+def memory_score(config: MemoryConfig, row: dict, now: datetime) -> float:
+    """Everything but relevance: importance × recency × score decay × confidence ×
+    reinforcement × lifecycle × trust. ``row`` is an item row (dict)."""
+    touched = row.get("last_referenced_at") or row.get("updated_at") or row.get("created_at")
+    days = age_days(touched, now)
+    value = (
+        float(row.get("importance") or 0.0)
+        * recency_decay(config, tier=row.get("tier") or "standard", kind=row.get("kind") or "fact",
+                        strength=row.get("strength") or "explicit", age_days=days)
+        * score_decay(config, days)
+        * float(row.get("confidence") or 0.0)
+        * reinforcement(config, float(row.get("reinforcement") or 0.0))
+        * lifecycle_multiplier(row)
+    )
+    if row.get("source_trust") == "untrusted":
+        value *= config.ranking["untrusted_multiplier"]
+    return value
+
+
+def lifecycle_multiplier(row: dict) -> float:
+    """Today's boost and echo/fizzle live in ``retrieval_priority``; only active items count."""
+    if (row.get("status") or "active") != "active":
+        return 0.0
+    return max(0.0, 1.0 + float(row.get("retrieval_priority") or 0.0))
+
+
+def rank_score(config: MemoryConfig, relevance: float, memory: float, *, sentiment_match: bool = False) -> float:
+    """The one ranking formula: relevance × memory_score^w × sentiment modifier."""
+    value = relevance * (max(memory, 1e-12) ** config.ranking["memory_weight"])
+    return value * config.ranking["sentiment_match"] if sentiment_match else value

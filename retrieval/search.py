@@ -52,12 +52,13 @@ _COLUMNS = [
     "id", "content", "category", "kind", "importance", "confidence", "source_trust", "session_id",
     "source_resource_ids", "source_turn_ids", "tier", "strength", "sentiment", "status", "tags",
     "created_at", "updated_at", "last_referenced_at", "reinforcement", "retrieval_priority",
-    "namespace", "scope", "contradicts", "supersedes", "superseded_by", "reference_count",
+    "namespace", "scope", "contradicts", "supersedes", "superseded_by", "reference_count", "vector",
 ]
 
 
 def ranked_lists(table: Any, query: str, vector: np.ndarray | None, *, limit: int,
                  where: str | None = "status = 'active'") -> dict[str, list[dict[str, Any]]]:
+    # Superseded, archived and purged items are filtered before ranking, never after.
     """The two ranked candidate lists, each at most ``limit`` long."""
     lists: dict[str, list[dict[str, Any]]] = {}
     if vector is not None:

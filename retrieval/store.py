@@ -16,6 +16,7 @@ from retrieval.paths import DataRoot
 from retrieval.schema import ITEM_SCHEMA
 
 ITEMS_TABLE = "items"
+SUMMARIES_TABLE = "summaries"
 PUBLISHED_TAG = "published"
 
 
@@ -28,20 +29,24 @@ class ItemStore:
     def __init__(self, paths: DataRoot):
         self.paths = paths
 
-    def table(self) -> Any | None:
-        """The LanceDB items table at its published version, or None before the first publish."""
+    def table(self, name: str = ITEMS_TABLE) -> Any | None:
+        """A LanceDB table at its published version, or None before its first publish."""
         import lancedb
 
         if not self.paths.lancedb.exists():
             return None
         db = lancedb.connect(str(self.paths.lancedb))
-        if ITEMS_TABLE not in db.list_tables().tables:
+        if name not in db.list_tables().tables:
             return None
-        table = db.open_table(ITEMS_TABLE)
+        table = db.open_table(name)
         if PUBLISHED_TAG not in table.tags.list():
             return None
         table.checkout(PUBLISHED_TAG)
         return table
+
+    def summaries_table(self) -> Any | None:
+        """Tier 1: the published category summaries, or None until they exist."""
+        return self.table(SUMMARIES_TABLE)
 
     def published_version(self) -> int | None:
         table = self.table()

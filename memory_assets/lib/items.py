@@ -14,14 +14,14 @@ from typing import Protocol
 import numpy as np
 import polars as pl
 
-from memory_assets.lib import dedup, supersession
+from memory_assets.lib import dedup, feedback, supersession
 from retrieval.config import MemoryConfig
 from retrieval.schema import ITEM_SCHEMA
 
-# What feedback and lifecycle change on an item; carried over from the last published version.
+# What lifecycle runs change on an item; carried over from the last published version.
+# (Feedback counters are not carried: they are re-derived from the event log every run.)
 CARRIED = (
-    "last_referenced_at", "reference_count", "injected_count", "echo_count", "fizzle_count",
-    "reinforcement", "retrieval_priority", "status", "superseded_by", "supersedes",
+    "retrieval_priority", "status", "superseded_by", "supersedes",
     "contradicts", "promoted", "expires_at", "updated_at",
 )
 
@@ -40,6 +40,7 @@ class Consolidated:
     superseded: list[tuple[str, str]] = field(default_factory=list)
     embedded: int = 0
     reused_vectors: int = 0
+    events_folded: dict[str, int] = field(default_factory=dict)
 
 
 def facts_to_items(facts: pl.DataFrame, now: datetime) -> pl.DataFrame:
@@ -67,7 +68,8 @@ def facts_to_items(facts: pl.DataFrame, now: datetime) -> pl.DataFrame:
 
 
 def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vectors: dict[str, np.ndarray],
-                embedder: TextEmbedder, config: MemoryConfig, now: datetime) -> Consolidated:
+                embedder: TextEmbedder, config: MemoryConfig, now: datetime,
+                events: pl.DataFrame | None = None) -> Consolidated:
     """Build the item set from every extracted fact.
 
     Args:
@@ -77,6 +79,7 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
             hashes missing here are embedded.
         embedder: turns text into unit vectors.
         now: the run's clock.
+        events: the feedback event log, replayed onto the items (``feedback.fold``).
     """
     items = facts_to_items(facts, now)
     items, merges = dedup.exact_dedup(items)
@@ -85,11 +88,6 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
         items = items.drop(list(CARRIED)).join(carried, on="id", how="left")
         items = items.with_columns(
             status=pl.col("status").fill_null("active"),
-            reference_count=pl.col("reference_count").fill_null(0),
-            injected_count=pl.col("injected_count").fill_null(0),
-            echo_count=pl.col("echo_count").fill_null(0),
-            fizzle_count=pl.col("fizzle_count").fill_null(0),
-            reinforcement=pl.col("reinforcement").fill_null(0.0),
             retrieval_priority=pl.col("retrieval_priority").fill_null(0.0),
             promoted=pl.col("promoted").fill_null(False),
             updated_at=pl.col("updated_at").fill_null(pl.col("created_at")),
@@ -97,6 +95,9 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
         )
     items = items.select(list(ITEM_SCHEMA) + ["supersedes_hint"]) if "supersedes_hint" in items.columns else items
     items = items.sort("created_at", "id")
+    folded: dict[str, int] = {}
+    if events is not None:
+        items, folded = feedback.fold(items, events, config)
 
     missing = [h for h in dict.fromkeys(items["content_hash"].to_list()) if h not in known_vectors]
     vectors_by_hash = dict(known_vectors)
@@ -126,4 +127,5 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
         superseded.append((rows[new_i]["id"], rows[old_i]["id"]))
     items = pl.DataFrame(rows, schema=items.schema).select(list(ITEM_SCHEMA))
     return Consolidated(items, vectors, merges, superseded, embedded=len(missing),
-                        reused_vectors=len(set(items["content_hash"].to_list()) - set(missing)))
+                        reused_vectors=len(set(items["content_hash"].to_list()) - set(missing)),
+                        events_folded=folded)

@@ -10,7 +10,7 @@ from dagster_duckdb import DuckDBResource
 
 from memory_assets.defs.extraction.assets import read_all_facts
 from memory_assets.defs.resources import EmbedderResource, MemoryRoot
-from memory_assets.lib import publish
+from memory_assets.lib import feedback, publish
 from memory_assets.lib.items import consolidate
 from retrieval.store import ItemStore
 
@@ -39,7 +39,8 @@ def memory_items(context: dg.AssetExecutionContext, memory: MemoryRoot, embedder
 
     Exact and near-duplicate facts are merged into one item (the fresher wording wins,
     and it keeps every source); a fact that replaces an older one marks the older one
-    superseded. Published as a Parquet snapshot and the LanceDB ``items`` table
+    superseded; the agent's feedback (reinforce, demote, update, forget, echo/fizzle)
+    is folded in. Published as a Parquet snapshot and the LanceDB ``items`` table
     (vectors + full-text index) that retrieval searches.
     """
     paths, config = memory.paths, memory.config
@@ -47,7 +48,11 @@ def memory_items(context: dg.AssetExecutionContext, memory: MemoryRoot, embedder
     store = ItemStore(paths)
     facts = read_all_facts(memory)
     previous = store.items()
-    result = consolidate(facts, previous, store.vectors_by_hash(), embedder.build(config), config, now)
+    batch = feedback.read_events(paths)
+    for error in batch.errors:
+        context.log.warning(error)
+    result = consolidate(facts, previous, store.vectors_by_hash(), embedder.build(config), config, now,
+                         events=batch.events)
     written = publish.write_items(paths, result.items, result.vectors, now)
     if result.merges:
         paths.merges.mkdir(parents=True, exist_ok=True)
@@ -55,6 +60,8 @@ def memory_items(context: dg.AssetExecutionContext, memory: MemoryRoot, embedder
         _merge_log(result.merges, now).write_parquet(log.with_suffix(".tmp"))
         os.replace(log.with_suffix(".tmp"), log)
     publish.publish(paths, written)
+    # Only after the new version is live: the folded event files move into the event log.
+    compacted = feedback.compact(paths, batch, now.strftime("%Y%m%dT%H%M%S%f"))
 
     paths.duckdb.parent.mkdir(parents=True, exist_ok=True)
     with duckdb.get_connection() as conn:
@@ -74,6 +81,9 @@ def memory_items(context: dg.AssetExecutionContext, memory: MemoryRoot, embedder
         "superseded": len(result.superseded),
         "embedded": result.embedded,
         "vectors_reused": result.reused_vectors,
+        "events_folded": dict(sorted(result.events_folded.items())),
+        "event_files_compacted": compacted,
+        "bad_event_files": len(batch.errors),
         "untrusted_items": int((active["source_trust"] == "untrusted").sum()),
         "lancedb_version": written.version,
         "by_category": {k: int(v) for k, v in by_category},

@@ -44,7 +44,7 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
 _EVALUATIVE = frozenset(
     "happy glad proud excited thrilled stoked amazing awesome great cool fun special nice good "
     "lovely wonderful fantastic incredible beautiful sweet best better tough hard rough crazy "
-    "wild cute perfect blessed grateful thankful lucky super totally so really such feel feels "
+    "wild cute perfect huge blessed grateful thankful lucky super totally so really such feel feels "
     "curious pumped psyched fine ok okay annoyed frustrated tired exhausted bored stressed nervous worried scared upset angry sick "
     "felt feeling love loved lovin grateful inspiring inspired excited exciting busy sad "
     "emotional touched moved hectic funny nuts blast".split()
@@ -167,7 +167,7 @@ def drop_tail_question(clause: str) -> str:
 
 
 def is_chatter(clause: str) -> bool:
-    return any(p.search(clause) for p in R.CHATTER)
+    return R.CHATTER.search(clause) is not None
 
 
 def _content_words(text: str, names: tuple[str, ...]) -> list[str]:
@@ -233,7 +233,6 @@ def rewrite_first_person(text: str, voice: _Voice) -> str:
         (r"\bwe've\b", f"{group} have"),
         (r"\bwe'll\b", f"{group} will"),
         (r"\bwe'd\b", f"{group} would"),
-        (r"\bmyself\b", "themself"),
         (r"\bourselves\b", "themselves"),
         (r"\bmine\b", f"{n}'s"),
         (r"\bmy\b", f"{n}'s"),
@@ -272,6 +271,9 @@ def rewrite_first_person(text: str, voice: _Voice) -> str:
     text = re.sub(r"\bi\b", n, text, flags=re.IGNORECASE)
     for pattern, repl in others:
         text = re.sub(pattern, repl, text, flags=re.IGNORECASE)
+    # "myself" names the speaker unless the clause already does ("Caroline taught themself").
+    text = re.sub(r"\bmyself\b", "themself" if re.search(r"\b" + re.escape(n) + r"\b", text) else n, text,
+                  flags=re.IGNORECASE)
     if voice.addressee:
         a = voice.addressee
         text = _SUBJECT_YOU.sub(lambda m: f"{m.group(1)}{a}{m.group(2)} {_third_person(m.group(3))}", text)
@@ -359,24 +361,23 @@ class _Categorizer:
     """Best keyword match against the configured categories."""
 
     def __init__(self, config: MemoryConfig):
-        self.patterns = []
-        for order, (name, category) in enumerate(config.categories.items()):
+        self.owners: dict[str, list[str]] = {}
+        for name, category in config.categories.items():
             for keyword in category.keywords:
-                self.patterns.append((re.compile(r"\b" + re.escape(keyword) + r"\b"), name, keyword, order))
+                self.owners.setdefault(keyword, []).append(name)
+        # Longest first, so "run the" wins over "run" and "oil change" over "change".
+        keywords = sorted(self.owners, key=len, reverse=True)
+        self.pattern = re.compile(r"\b(?:" + "|".join(re.escape(k) for k in keywords) + r")\b") if keywords else None
 
     def hits(self, text: str) -> list[tuple[str, str]]:
+        if self.pattern is None:
+            return []
         lowered = text.lower()
         # "like" only counts as a liking after a subject ("I like"), not as a comparison.
         masked = re.sub(r"\blike\b", "____", lowered)
         for m in R.LIKE_AS_VERB.finditer(lowered):
             masked = masked[:m.start()] + lowered[m.start():m.end()] + masked[m.end():]
-        spans = []
-        for pattern, name, keyword, order in self.patterns:
-            for m in pattern.finditer(masked):
-                spans.append((m.start(), m.end(), name, keyword, order))
-        # A keyword inside a longer matched keyword ("run" in "run the") does not count.
-        kept = [s for s in spans if not any(o[0] <= s[0] and s[1] <= o[1] and (o[1] - o[0]) > (s[1] - s[0]) for o in spans)]
-        return [(s[2], s[3]) for s in sorted(kept, key=lambda s: s[0])]
+        return [(name, m.group(0)) for m in self.pattern.finditer(masked) for name in self.owners[m.group(0)]]
 
     def best(self, text: str, default: str, order: dict[str, int], skip: tuple[str, ...] = ()) -> tuple[str, list[str]]:
         hits = [h for h in self.hits(text) if h[0] not in skip]
@@ -476,6 +477,8 @@ class OfflineExtractor:
             return None
         clause = strip_filler(drop_tail_question(raw), names)
         clause = R.ANNOUNCEMENT.sub("", R.REMEMBER_PREFIX.sub("", clause)).strip()
+        if "," not in clause:
+            clause = R.FACTUAL_SUBORDINATOR.sub("", clause)
         if (not clause or is_question(clause) or is_chatter(clause) or R.GENERIC_WE.search(clause)
                 or R.SUBORDINATE_START.match(clause) and "," not in clause
                 or R.PREPOSITION_START.match(clause) and not R.SUBJECT_PRONOUN.search(clause)):
@@ -511,7 +514,8 @@ class OfflineExtractor:
         substance = _content_words(content, names + (voice.name,))
         # One concrete word is enough when the speaker is the subject ("Jon is doing kickboxing"),
         # but not a bare verb ("Maria sat with her").
-        enough = len(substance) >= 2 or bool(substance) and (_specific(clause) or content.startswith(voice.name + " ")
+        enough = len(substance) >= 2 or bool(substance) and (_specific(clause) or R.TIME_ANCHOR.search(clause)
+                                                              or content.startswith(voice.name + " ")
                                                               and len(substance[0]) >= 5 and not R.PAST_TENSE.fullmatch(substance[0]))
         if len(content.split()) < 3 or not enough:
             return None
@@ -645,6 +649,7 @@ _VERB = re.compile(
     r"\b(?:i|i'm|i've|i'll|i'd|we|we're|we've|he|she|they|you|it)\s+\w|"
     r"\b(?:am|is|are|was|were|be|been|being|'m|'s|'re|'ve|'ll|'d|have|has|had|do|does|did|will|would|can|could|"
     r"should|may|might|must|gonna|wanna|[a-z]{2,}ed|[a-z]{3,}(?:s|es)\s+(?:me|my|us|our|him|her|them|it|to|a|an|the))\b|"
+    r"\b(?!(?:for|to|with|at|of|from|about|like|than|by|on|in|behind|around|without|near|and|or|but)\b)[a-z]{3,}\s+(?:me|us)\b|"
     r"\b(?:" + "|".join(sorted(R.IRREGULAR_PAST)) + r")\b",
     re.IGNORECASE,
 )

@@ -36,8 +36,7 @@ LEADING_FILLER = re.compile(
 
 # A clause that is only social glue: greeting, thanks, acknowledgement, sympathy,
 # praise for the other person, or "let me try that" filler.
-CHATTER = [
-    re.compile(p, _I) for p in (
+CHATTER = re.compile("|".join(f"(?:{p})" for p in (
         r"^(?:hi|hey|hello|good (?:morning|evening|afternoon|night)|long time no see)\b",
         r"^(?:bye|goodbye|see (?:ya|you)|talk (?:to you )?(?:soon|later)|take care|catch you later|ttyl|cheers)\b",
         r"\b(?:good|great|nice|awesome|lovely|fun) (?:to (?:see|hear from|chat|talk|catch up|meet|be back)|catching up|chatting|talking)\b",
@@ -64,7 +63,8 @@ CHATTER = [
         r"^i (?:gotta|have to|got to|must) (?:say|admit)\b",
         r"\bunderstands? (?:why|how|what)\b",
         r"\b(?:happy|glad|here|always ready) to help\b",
-        r"\b(?:love|like|admire|enjoy)\b.*\bhow you\b",
+        r"\b(?:love|like|admire|enjoy)\b.*\bhow (?:you|your)\b",
+        r"\bmeans? (?:a lot|so much|the world|everything)\b",
         r"\b(?:love|loves|would love|'d love) to hear\b",
         r"\bi (?:can(?:'t| not)?|could) (?:only |totally |definitely |just |really |so )*(?:imagine|relate|see why|tell|understand)\b",
         r"\bi (?:totally |really |completely )?(?:get|understand|know|see) (?:how|why|what) (?:that|it|you|this)\b",
@@ -104,8 +104,7 @@ CHATTER = [
         # praise for the listener: "your life path can be quite inspirational"
         r"\b(?:you|your|you're|you've)\b.*\b(?:inspirational|inspiring|amazing|awesome|impressive|incredible|"
         r"proud|talented|brave|strong|great job|well done|so cool|rock|rocks|killing it|crushing it)\b",
-    )
-]
+    )), _I)
 
 # Sentences that open like a question even without a question mark: a wh-word
 # followed by an auxiliary, or an auxiliary followed by "you".
@@ -153,6 +152,10 @@ SOCIAL_IMPERATIVE = re.compile(
 # A prepositional phrase with no subject of its own: "with support at home and my own grit".
 PREPOSITION_START = re.compile(r"^(?:with|without|for|after|before|during|at|by|from|to|through|despite|thanks to)\b", _I)
 SUBJECT_PRONOUN = re.compile(r"\b(?:i|i'm|i've|i'll|i'd|we|we're|we've|he|she|they|it|you)\b", _I)
+# A clause opening on a factual subordinator ("especially after I failed the test") still
+# states a fact once the subordinator is dropped; a hypothetical one ("if I…") does not.
+FACTUAL_SUBORDINATOR = re.compile(r"^(?:(?:especially|even|just|right|ever|only)\s+)?(?:after|when|since|because|"
+                                  r"cause|'cause|before|once|while|although|though|as soon as)\s+(?=(?:i|i'm|i've|i'd|we|my)\b)", _I)
 SUBORDINATE_START = re.compile(r"^(?:even though|although|though|because|since|while|if|unless|whenever|which|who|"
                                r"especially|just like|like when|such as|"
                                r"as long as|so that|until|whether)\b", _I)
@@ -413,7 +416,7 @@ STOPWORDS = frozenset(
     "think thought want wanted say said see saw way well good great new one two time times "
     "today yesterday tomorrow week weekend month year last next ago now soon pretty so "
     "quite kind sort gonna wanna gotta others is going hasn haven doesn didn isn wasn don won "
-    "can couldn wouldn shouldn aren weren ain".split()
+    "can couldn wouldn shouldn aren weren ain yet sometime someday soon later".split()
 )
 
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",

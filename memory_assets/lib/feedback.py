@@ -1,0 +1,113 @@
+"""Folding the agent's feedback events into items.
+
+Items are rebuilt from facts on every run, so the counters an event changes are
+derived by replaying every event in time order — never incremented in place, so a
+re-run cannot count an event twice. Events for an id that was merged away land on the
+item that absorbed it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import polars as pl
+
+from memory_assets.lib.dedup import content_hash
+from retrieval.config import MemoryConfig
+from retrieval.paths import DataRoot
+
+EVENT_SCHEMA = {
+    "id": pl.String, "type": pl.String, "item_ids": pl.List(pl.String), "ts": pl.Datetime("us", "UTC"),
+    "session_id": pl.String, "payload": pl.String, "source_file": pl.String,
+}
+
+
+@dataclass
+class EventBatch:
+    events: pl.DataFrame
+    errors: list[str] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+
+
+def read_events(paths: DataRoot) -> EventBatch:
+    """Every event: compacted history in the warehouse plus new files in ``events/``."""
+    rows, errors, files = [], [], []
+    if paths.events.exists():
+        for file in sorted(paths.events.glob("*.json")):
+            try:
+                raw = json.loads(file.read_text(encoding="utf-8"))
+                rows.append({
+                    "id": str(raw["id"]), "type": str(raw["type"]), "item_ids": [str(i) for i in raw["item_ids"]],
+                    "ts": datetime.fromisoformat(raw["ts"]), "session_id": raw.get("session_id"),
+                    "payload": json.dumps(raw.get("payload") or {}), "source_file": file.name,
+                })
+                files.append(file)
+            except (ValueError, KeyError, TypeError) as exc:
+                errors.append(f"{file}: not a feedback event ({exc})")
+    fresh = pl.DataFrame(rows, schema=EVENT_SCHEMA)
+    history_dir = paths.warehouse / "event_log"
+    parts = sorted(history_dir.glob("*.parquet")) if history_dir.exists() else []
+    history = [pl.read_parquet(p) for p in parts]
+    events = pl.concat([*history, fresh], how="vertical_relaxed").unique("id", keep="first").sort("ts")
+    return EventBatch(events, errors, files)
+
+
+def compact(paths: DataRoot, batch: EventBatch, stamp: str) -> int:
+    """Move the event files just folded into a Parquet part (kept forever), then remove them."""
+    if not batch.files:
+        return 0
+    names = {f.name for f in batch.files}
+    part = batch.events.filter(pl.col("source_file").is_in(list(names)))
+    folder = paths.warehouse / "event_log"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / f"events-{stamp}.parquet"
+    part.write_parquet(target.with_suffix(".tmp"))
+    target.with_suffix(".tmp").replace(target)
+    for f in batch.files:
+        f.unlink(missing_ok=True)
+    return part.height
+
+
+def fold(items: pl.DataFrame, events: pl.DataFrame, config: MemoryConfig) -> tuple[pl.DataFrame, dict[str, int]]:
+    """Apply ``events`` in time order to ``items``; returns the items and counts per event type."""
+    if items.is_empty() or events.is_empty():
+        return items, {}
+    rows = {r["id"]: r for r in items.to_dicts()}
+    alias = {m: r["id"] for r in rows.values() for m in (r.get("merged_from") or [])}
+    counts: dict[str, int] = {}
+    step_up, step_down = config.decay["reinforce_step"], config.decay["demote_step"]
+    for event in events.iter_rows(named=True):
+        payload = json.loads(event["payload"] or "{}")
+        for raw_id in event["item_ids"]:
+            row = rows.get(raw_id) or rows.get(alias.get(raw_id, ""))
+            if row is None:
+                continue
+            kind = event["type"]
+            counts[kind] = counts.get(kind, 0) + 1
+            if kind == "injected":  # never a reference (DESIGN: only user-confirmed use reinforces)
+                row["injected_count"] += 1
+            elif kind == "referenced":
+                row["echo_count"] += 1
+            elif kind == "ignored":
+                row["fizzle_count"] += 1
+            elif kind == "reinforce":
+                row["reinforcement"] += step_up
+                row["reference_count"] += 1
+                row["last_referenced_at"] = event["ts"]
+            elif kind == "demote":
+                row["reinforcement"] += step_down
+            elif kind in ("update", "correction") and payload.get("content"):
+                row["content"] = payload["content"]
+                row["content_hash"] = content_hash(payload["content"])
+                if payload.get("tags") is not None:
+                    row["tags"] = list(payload["tags"])
+                row["provenance"] = "user_corrected"
+                row["updated_at"] = event["ts"]
+                row["last_referenced_at"] = event["ts"]
+            elif kind == "forget":
+                row["status"] = "purged"
+                row["updated_at"] = event["ts"]
+    return pl.DataFrame(list(rows.values()), schema=items.schema), counts

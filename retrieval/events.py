@@ -1,0 +1,40 @@
+"""Feedback events: the agent's only way to change memory (DESIGN principle 1).
+
+Each event is its own JSON file in ``<data root>/events/``; the pipeline folds them into
+items on its next run. An ``injected`` event never counts as a reference: only a
+user-confirmed use (``reinforce``) does.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from retrieval.inbox import write_event
+from retrieval.schema import EVENT_TYPES
+
+
+@dataclass(frozen=True)
+class Event:
+    type: str
+    item_ids: list[str]
+    ts: str
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    session_id: str | None = None
+    payload: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.type not in EVENT_TYPES:
+            raise ValueError(f"event type {self.type!r}; expected one of {', '.join(EVENT_TYPES)}")
+
+
+def record(events_dir: Path, type: str, item_ids: Sequence[str], now: datetime, *,
+           session_id: str | None = None, payload: dict[str, Any] | None = None) -> Event:
+    event = Event(type=type, item_ids=list(item_ids), ts=now.isoformat(), session_id=session_id,
+                  payload=payload or {})
+    write_event(events_dir, asdict(event))
+    return event

@@ -1,0 +1,26 @@
+"""Which retrieval stages run: the knobs the eval turns off one at a time."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class RetrievalOptions:
+    """Stages of the retrieval path (DESIGN.md, "Retrieval path").
+
+    Attributes:
+        rewrite: turn the last messages into a search query (LLM when configured,
+            else keywords and entities); off = the raw text is searched.
+        tiers: try category summaries (tier 1) before items (tier 2).
+        fusion: ``hybrid`` (vector + BM25, rank-fused), ``vector`` or ``fts``.
+        scoring: re-rank by importance, decay, confidence, reinforcement and trust;
+            off = relevance only.
+        budget_aware: at most 5 items, and skip the costly paths (LLM rewrite, tier 1).
+    """
+
+    rewrite: bool = True
+    tiers: bool = True
+    fusion: str = "hybrid"
+    scoring: bool = True
+    budget_aware: bool = False

@@ -1,0 +1,109 @@
+"""Query rewrite: the recent conversation becomes one search query.
+
+With an LLM configured, the last 5 messages go through ``prompts/query_rewrite.md``;
+offline (or if the LLM fails), a keyword and entity extractor does the same job. The raw
+user message is never handed to the stores as is: questions words, filler and the
+injected memory block are gone, names and numbers come first.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from retrieval.schema import INJECTION_END, INJECTION_START
+
+_BLOCK = re.compile(re.escape(INJECTION_START) + r".*?(?:" + re.escape(INJECTION_END) + r"|\Z)", re.DOTALL)
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9'+&.-]*[A-Za-z0-9+]|[A-Za-z]|\d[\d,.:/-]*\d|\d")
+STOPWORDS = frozenset("""
+a about above after again against all also am an and any are aren't as at be because been before
+being below between both but by can can't cannot could couldn't did didn't do does doesn't doing
+don't down during each few for from further had hadn't has hasn't have haven't having he he'd
+he'll he's her here here's hers herself him himself his how how's i i'd i'll i'm i've if in into
+is isn't it it's its itself let's me more most mustn't my myself no nor not of off on once only
+or other ought our ours ourselves out over own same shan't she she'd she'll she's should
+shouldn't so some such than that that's the their theirs them themselves then there there's
+these they they'd they'll they're they've this those through to too under until up very was
+wasn't we we'd we'll we're we've were weren't what what's when when's where where's which while
+who who's whom why why's will with won't would wouldn't you you'd you'll you're you've your
+yours yourself yourselves
+tell know remember recall think said say says mention mentioned please thanks thank okay ok yes
+yeah hey hi hello just really actually also still kind sort thing things something anything lot
+get got go going gonna want like would could should might may much many ever
+""".split())
+# Dropped from the front of a question only: "did", "has", "kind of" carry no topic.
+_MAX_TERMS = 16
+
+
+def _text(context: str | Sequence[Mapping[str, Any]], last: int = 5) -> list[str]:
+    if isinstance(context, str):
+        return [_BLOCK.sub(" ", context)]
+    return [_BLOCK.sub(" ", str(m.get("content", ""))) for m in list(context)[-last:]]
+
+
+def keywords(text: str) -> list[str]:
+    """Content words of ``text`` in order, entities (capitalized) and numbers kept as written."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for token in _TOKEN.findall(text):
+        low = token.lower().strip("'.")
+        if low in STOPWORDS or (len(low) < 2 and not low.isdigit()):
+            continue
+        if low.endswith("'s"):
+            token, low = token[:-2], low[:-2]
+        if low not in seen:
+            seen.add(low)
+            out.append(token)
+    return out
+
+
+def keyword_query(context: str | Sequence[Mapping[str, Any]]) -> str:
+    """The offline rewrite: the latest message's terms first, then earlier messages' entities."""
+    texts = _text(context)
+    terms = keywords(texts[-1]) if texts else []
+    for earlier in reversed(texts[:-1]):
+        for token in keywords(earlier):
+            if token[:1].isupper() or token[:1].isdigit():
+                if token.lower() not in {t.lower() for t in terms}:
+                    terms.append(token)
+    return " ".join(terms[:_MAX_TERMS])
+
+
+class LLMRewriter:
+    """One search query from the last messages, via an OpenAI-compatible endpoint."""
+
+    def __init__(self, model: str, timeout: float = 10.0):
+        from openai import OpenAI
+
+        prompt = Path(__file__).resolve().parents[1] / "prompts" / "query_rewrite.md"
+        self.system = prompt.read_text(encoding="utf-8")
+        self.model = model
+        self.client = OpenAI(timeout=timeout, max_retries=1)
+
+    def __call__(self, context: str | Sequence[Mapping[str, Any]]) -> str:
+        transcript = "\n".join(f"- {t.strip()}" for t in _text(context) if t.strip())
+        reply = self.client.chat.completions.create(
+            model=self.model, temperature=0.0,
+            messages=[{"role": "system", "content": self.system}, {"role": "user", "content": transcript}],
+        )
+        query = (reply.choices[0].message.content or "").strip().splitlines()[0:1]
+        return query[0].strip().strip('"') if query else ""
+
+
+def rewrite(context: str | Sequence[Mapping[str, Any]], *, llm: LLMRewriter | None = None) -> str:
+    """The search query for ``context``; the LLM when given, keywords otherwise or on failure."""
+    if llm is not None:
+        try:
+            query = llm(context)
+            if query:
+                return query
+        except Exception:  # the agent must get memory even when the LLM is down
+            pass
+    return keyword_query(context)
+
+
+def llm_configured() -> bool:
+    return bool(os.environ.get("OPENAI_API_KEY", "").strip())
