@@ -22,11 +22,11 @@ How each design rule maps into the one formula::
 
     memory score     = base importance × recency decay × score decay
                        × confidence × reinforcement × lifecycle × trust
-    rank             = relevance × memory score ** 0.5 × 1.1 if the sentiment matches
-                                                   [ranking.memory_weight, ranking.sentiment_match]
+    rank             = relevance × max(memory score, 0.01) ** 0.25 × 1.1 if the sentiment matches
+                              [ranking.memory_floor, ranking.memory_weight, ranking.sentiment_match]
 
-With memory_weight = 1 the rank is the literal product of every factor; the default 0.5
-lets relevance lead and the lifecycle break ties (see the README's ablation table).
+With memory_weight = 1 and no floor the rank is the literal product of every factor; the
+defaults let relevance lead and the lifecycle break ties (see the README's ablation table).
 """
 
 from __future__ import annotations
@@ -110,5 +110,6 @@ def lifecycle_multiplier(row: dict) -> float:
 
 def rank_score(config: MemoryConfig, relevance: float, memory: float, *, sentiment_match: bool = False) -> float:
     """The one ranking formula: relevance × memory_score^w × sentiment modifier."""
-    value = relevance * (max(memory, 1e-12) ** config.ranking["memory_weight"])
+    floor = float(config.ranking.get("memory_floor", 0.0)) or 1e-12
+    value = relevance * (max(memory, floor) ** config.ranking["memory_weight"])
     return value * config.ranking["sentiment_match"] if sentiment_match else value

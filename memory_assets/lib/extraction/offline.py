@@ -23,7 +23,7 @@ from retrieval.schema import Candidate, Turn
 _ABBREV = re.compile(r"\b(" + "|".join(re.escape(a) for a in R.ABBREVIATIONS) + r")\.", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+|(?<=[.!?])(?=[A-Z][a-z])")
 # Spaced dashes and semicolons join two statements; so do "and/but/so" before a new subject.
-_CLAUSE_BREAK = re.compile(r"\s+[-–—]+\s+|\s*;\s+|\s*…\s*|\.{3,}\s*")
+_CLAUSE_BREAK = re.compile(r"\s+[-–—]+\s+|(?<=[a-z])[-–—]+\s+|\s*;\s+|\s*…\s*|\.{3,}\s*")
 _JOIN = re.compile(
     r",?\s+(?:and|but|so|plus|because|cause|cuz)\s+(?=(?:i|i'm|i've|i'll|i'd|we|we're|we've|my|our)\b)|"
     r",\s+(?:and|but|so)\s+(?=(?:you|you're|he|she|they|it|it's|that|that's|this)\b)", re.IGNORECASE)

@@ -154,7 +154,7 @@ PREPOSITION_START = re.compile(r"^(?:with|without|for|after|before|during|at|by|
 SUBJECT_PRONOUN = re.compile(r"\b(?:i|i'm|i've|i'll|i'd|we|we're|we've|he|she|they|it|you)\b", _I)
 # A clause opening on a factual subordinator ("especially after I failed the test") still
 # states a fact once the subordinator is dropped; a hypothetical one ("if I…") does not.
-FACTUAL_SUBORDINATOR = re.compile(r"^(?:(?:especially|even|just|right|ever|only)\s+)?(?:after|when|since|because|"
+FACTUAL_SUBORDINATOR = re.compile(r"^(?:(?:especially|even|just|right|ever|only)\s+)?(?:after|when|because|"
                                   r"cause|'cause|before|once|while|although|though|as soon as)\s+(?=(?:i|i'm|i've|i'd|we|my)\b)", _I)
 SUBORDINATE_START = re.compile(r"^(?:even though|although|though|because|since|while|if|unless|whenever|which|who|"
                                r"especially|just like|like when|such as|"
@@ -247,7 +247,7 @@ PRO_DROP: list[tuple[re.Pattern[str], str, re.Pattern[str] | None]] = [
     (re.compile(r"^(?:wanna|want to)\s+", _I), "I want to ", None),
     (re.compile(r"^(?:gotta|have to|got to)\s+", _I), "I have to ", None),
     (re.compile(r"^(?:can't|cannot) wait\b", _I), "I can't wait", None),
-    (re.compile(r"^been\s+", _I), "I've been ", None),
+    (re.compile(r"^been\s+", _I), "I've been ", re.compile(r"\bfor me\b", _I)),  # "been hectic for me": it has
     (re.compile(r"^(?=(?:didn't|did not|couldn't|can't|won't|haven't|wasn't|never)\s+[a-z]+)", _I), "I ", None),
     # "It's awesome seeing my vision happen": the speaker's own verdict on their own life
     # (without an I/me/my it is a maxim, and OPINION_OPENER drops it).
@@ -265,6 +265,7 @@ PRO_DROP: list[tuple[re.Pattern[str], str, re.Pattern[str] | None]] = [
                 r"lucky|blessed|keen|determined|ready|eager|nervous|sad) (?:to|that|about|for|of|with)\b)", _I), "I'm ", None),
     (re.compile(r"^(?=(?:just|recently|finally|also|since|still|now)\s+(?:got|went|had|made|took|came|did|found|"
                 r"met|ran|won|hit|built|wrote|read|saw|bought|sold|spent|gave|[a-z]{3,}ed)\b)", _I), "I ", None),
+    (re.compile(r"^(?=(?:started|stopped|finished|kept|quit|tried|began|loved|enjoyed)\s+[a-z]+ing\b)", _I), "I ", None),
     (re.compile(r"^(?=(?:got|went|had|made|took|found|met|spent|put|ran|won|wrote|saw|gave|bought)\s+"
                 r"(?!(?:is|are|was|were|can|could)\b))", _I), "I ", None),
     (re.compile(r"^(?=[a-z]{3,}ed\s+(?:with|to|at|for|up|out|my|a|an|the|some|this|that|our|back|in|on|off|"
@@ -416,7 +417,7 @@ STOPWORDS = frozenset(
     "think thought want wanted say said see saw way well good great new one two time times "
     "today yesterday tomorrow week weekend month year last next ago now soon pretty so "
     "quite kind sort gonna wanna gotta others is going hasn haven doesn didn isn wasn don won "
-    "can couldn wouldn shouldn aren weren ain yet sometime someday soon later".split()
+    "can couldn wouldn shouldn aren weren ain yet sometime someday soon later lately recently".split()
 )
 
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
