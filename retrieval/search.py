@@ -1,7 +1,9 @@
-"""Hybrid search over the published items: vector + BM25 full-text, fused by rank.
+"""Hybrid search over the published items: vector + BM25 full-text, fused.
 
-Reciprocal rank fusion (k=60) merges the two lists without comparing their raw
-scores, which live on different scales.
+Relative score fusion: each list's scores (cosine similarity, BM25) are min-max
+normalized within the list and summed with weights, so "how much better" survives the
+fusion. Reciprocal rank fusion (k=60) is kept for comparison: it only sees ranks, which
+makes every top-50 row look almost equally relevant and lets other factors swamp it.
 """
 
 from __future__ import annotations
@@ -75,7 +77,35 @@ def ranked_lists(table: Any, query: str, vector: np.ndarray | None, *, limit: in
     return lists
 
 
+def _raw_score(name: str, row: dict[str, Any]) -> float:
+    if name == "vector":
+        return 1.0 - float(row.get("_distance", 1.0))  # cosine distance -> similarity
+    return float(row.get("_score", 0.0))
+
+
 def fuse(lists: dict[str, list[dict[str, Any]]], weights: dict[str, float] | None = None) -> list[tuple[dict[str, Any], float]]:
+    """Relative score fusion: Σ weight × (score − min) / (max − min) per list, best first.
+
+    A row missing from a list gets 0 from it. A single list's best row scores its weight.
+    """
+    scores: dict[str, float] = {}
+    rows: dict[str, dict[str, Any]] = {}
+    for name, hits in lists.items():
+        if not hits:
+            continue
+        w = (weights or {}).get(name, 1.0)
+        raw = [_raw_score(name, row) for row in hits]
+        low, high = min(raw), max(raw)
+        span = high - low
+        for row, value in zip(hits, raw):
+            norm = (value - low) / span if span > 0 else 1.0
+            scores[row["id"]] = scores.get(row["id"], 0.0) + w * norm
+            rows.setdefault(row["id"], row)
+    order = sorted(scores, key=lambda i: -scores[i])
+    return [(rows[i], scores[i]) for i in order]
+
+
+def fuse_rrf(lists: dict[str, list[dict[str, Any]]], weights: dict[str, float] | None = None) -> list[tuple[dict[str, Any], float]]:
     """Reciprocal rank fusion: each list adds weight / (60 + rank) to every row it holds."""
     scores: dict[str, float] = {}
     rows: dict[str, dict[str, Any]] = {}

@@ -18,6 +18,32 @@ def _any(*phrases: str) -> re.Pattern[str]:
 
 # --- Splitting -------------------------------------------------------------------
 
+# Spaced dashes and semicolons join two statements ("I'm keen on counseling - I'd love to…").
+CLAUSE_BREAK = re.compile(r"\s+[-–—]+\s+|(?<=[a-z])[-–—]+\s+|\s*;\s+|\s*…\s*|\.{3,}\s*")
+# "and/but/so" before a new subject starts a new statement ("…yesterday and I loved it").
+JOIN = re.compile(
+    r",?\s+(?:and|but|so|plus|because|cause|cuz)\s+(?=(?:i|i'm|i've|i'll|i'd|we|we're|we've|my|our)\b)|"
+    r",\s+(?:and|but|so)\s+(?=(?:you|you're|he|she|they|it|it's|that|that's|this)\b)|"
+    r",\s+so\s+(?=(?:the|a|an|his|her|their|mornings|evenings|food|no)\b)|"
+    r",\s+(?=(?:please\s+)?(?:keep|always|never|don't|do not|make sure|let's)\b)", _I)
+# ", I think it was…" is a hedge on the same statement, not a new one.
+COMMA_SUBJECT = re.compile(
+    r",\s+(?=(?:i|i'm|i've|i'll|i'd|we're|we've)\s)(?!i (?:think|guess|believe|mean|suppose|reckon|hope|bet)\b)", _I)
+# A dash-piece that continues the phrase before it rather than starting a statement.
+CONTINUATION = re.compile(
+    r"^(?:which|who|for|to|with|like|especially|including|from|as|by|about|at|in|on|into|plus|not|"
+    r"[a-z]+ing,|[a-z]+ing (?:and|or) )\b", _I)
+HAS_SUBJECT = re.compile(r"(?-i:^[A-Z])|\b(?:i|i'm|i've|i'll|i'd|we|we're|he|she|they|it|it's|you|this|that|there|my|our)\b", _I)
+# The left side of "and I" is a clause of its own when it has a subject or a verb;
+# "My wife and I" has neither, so it stays one plural subject.
+LEFT_HAS_CLAUSE = re.compile(
+    r"\b(?:i|i'm|i've|we|we're|he|she|they|it|it's|you|there)\b\s+\S|"
+    r"\b(?:is|are|was|were|has|have|had|does|did|[a-z]{3,}ed)\b|"
+    r"\b[a-z]{3,}s\s+(?:anything|everything|the|a|an|my|it|that|this|them)\b", _I)
+# "For context on the climbing: …", "Change of plan: …": a heading, not part of the fact.
+LABEL = re.compile(r"^((?:[^:\d]\S*\s+){0,5}[^:\d\s]+):\s+(?=\S+\s+\S+\s+\S+)")
+EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200d]+")
+
 # Periods that do not end a sentence.
 ABBREVIATIONS = ("mr", "mrs", "ms", "dr", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "a.m", "p.m", "approx", "no")
 
@@ -65,6 +91,7 @@ CHATTER = re.compile("|".join(f"(?:{p})" for p in (
         r"\b(?:happy|glad|here|always ready) to help\b",
         r"\b(?:love|like|admire|enjoy)\b.*\bhow (?:you|your)\b",
         r"\bmeans? (?:a lot|so much|the world|everything)\b",
+        r"\bnot (?:worry|bother|stress) about\b",
         r"\b(?:love|loves|would love|'d love) to hear\b",
         r"\bi (?:can(?:'t| not)?|could) (?:only |totally |definitely |just |really |so )*(?:imagine|relate|see why|tell|understand)\b",
         r"\bi (?:totally |really |completely )?(?:get|understand|know|see) (?:how|why|what) (?:that|it|you|this)\b",
@@ -167,8 +194,45 @@ VAGUE = frozenset(
     "keep kept keeps things agree agreed hope hoping wait waiting excited glad happy remember "
     "remembers hear heard sounds looks part planning thinking trying staying themself themselves "
     "hopeful positive optimistic motivated strong loving enjoying forget forgot think thinks like "
-    "likes love loves highly recommend recommends reach sure".split()
+    "likes love loves highly recommend recommends reach sure want wants wanted".split()
 )
+
+# Verdict and feeling words: they make a clause sound like a fact without adding one.
+EVALUATIVE = frozenset(
+    "happy glad proud excited thrilled stoked amazing awesome great cool fun special nice good "
+    "lovely wonderful fantastic incredible beautiful sweet best better tough hard rough crazy "
+    "wild cute perfect huge blessed grateful thankful lucky super totally so really such feel feels "
+    "curious pumped psyched fine ok okay clear annoyed frustrated tired exhausted bored stressed "
+    "nervous worried scared upset angry sick felt feeling love loved lovin inspiring inspired "
+    "exciting busy sad emotional touched moved hectic funny nuts blast".split()
+)
+# ", let me know what you think!" / ", thanks!" closing a statement.
+CHATTER_TAIL = re.compile(r",\s*(?:let me know|lmk|thanks|thank you|lol|haha|hope (?:you|that)|what do you think|"
+                          r"if you want|if you'd like|you know)\b[^,]*$", _I)
+_INTENSIFIERS = r"(?:so|really|pretty|super|very|such|a|an|totally|just|truly|absolutely|quite|kinda|incredibly)"
+_TAIL_WORDS = sorted(EVALUATIVE - {"so", "really", "such", "super", "totally", "feel", "feels", "felt", "feeling"})
+# ", which is pretty exciting!" / "and it was so powerful": a verdict tacked onto a fact.
+EVALUATIVE_TAIL = re.compile(
+    r",\s+(?:sounds|looks|seems)\b.*$|"
+    r",?\s+(?:which|and (?:it|that)|it|that)(?:'s| is| was| has been| feels| felt| looks| looked)\s+"
+    r"(?:" + _INTENSIFIERS + r"\s+)*(?:" + "|".join(_TAIL_WORDS) + r")"
+    r"(?:\s+(?:feeling|experience|time|day|thing|moment|one|ride))?(?:\s+(?:too|as well|though|tbh))?[.!]*$",
+    _I,
+)
+# "I went hiking yesterday, have you been?" keeps the statement and drops the question.
+TAIL_QUESTION = re.compile(
+    r"^(.*?\w.*?),\s+(?:(?:so |and |but )?(?:what|how|who|where|when|why|which|do|did|does|have|has|are|is|was|were|"
+    r"can|could|would|will|wanna|want|ever|any|you|what about|how about)\b[^,]*\?)$", _I)
+# A name opening a sentence ("Oliver's hilarious!") is what a following "he/she" means.
+NAME_START = re.compile(r"^([A-Z][a-zA-Z]+(?:\s+[A-Z][a-zA-Z]+)*)(?='s\b|\s+(?:is|was|has|had|loves|likes)\b|[\s!.]*$)")
+# "Maya update: …": a heading that is a name.
+LABEL_NAME = re.compile(r"^((?-i:[A-Z][a-z]+))(?=\s+(?:update|news|stuff|thing|again)?:)")
+# A named third person the user talks about: "my sister Maya", "Dr. Lena Ortiz".
+PERSON = re.compile(
+    r"\b(?:my|our) (?:\w+ )?(?:sister|brother|mom|dad|mother|father|wife|husband|partner|friend|son|daughter|"
+    r"boss|manager|coworker|colleague|doctor|physio|therapist|dog|cat|kid|girlfriend|boyfriend|cousin|aunt|uncle|"
+    r"grandma|grandpa|neighbou?r|mentor|roommate|puppy|kitten),? ((?-i:[A-Z][a-z]+))\b|"
+    r"\b(?:Dr|Mr|Mrs|Ms)\. (?:(?-i:[A-Z][a-z]+) )?((?-i:[A-Z][a-z]+))\b", _I)
 
 # A generic remark about everyone rather than a fact about the speaker.
 GENERIC_WE = _any(r"we all", r"we're all", r"we are all", r"we're both", r"we are both", r"all of us", r"let'?s", r"us all", r"each of us", r"we both", r"both of us", r"we can all")
@@ -266,7 +330,7 @@ PRO_DROP: list[tuple[re.Pattern[str], str, re.Pattern[str] | None]] = [
     (re.compile(r"^(?=(?:just|recently|finally|also|since|still|now)\s+(?:got|went|had|made|took|came|did|found|"
                 r"met|ran|won|hit|built|wrote|read|saw|bought|sold|spent|gave|[a-z]{3,}ed)\b)", _I), "I ", None),
     (re.compile(r"^(?=(?:started|stopped|finished|kept|quit|tried|began|loved|enjoyed)\s+[a-z]+ing\b)", _I), "I ", None),
-    (re.compile(r"^(?=(?:got|went|had|made|took|found|met|spent|put|ran|won|wrote|saw|gave|bought)\s+"
+    (re.compile(r"^(?=(?:got|went|had|made|took|found|met|spent|ran|won|wrote|saw|gave|bought)\s+"
                 r"(?!(?:is|are|was|were|can|could)\b))", _I), "I ", None),
     (re.compile(r"^(?=[a-z]{3,}ed\s+(?:with|to|at|for|up|out|my|a|an|the|some|this|that|our|back|in|on|off|"
                 r"by|around|over|through|when|as|after|before|last)\b)", _I), "I ", re.compile(r"^(?:red|bed|need|seed|feed|speed|weed)\b", _I)),
@@ -287,9 +351,9 @@ PRO_DROP: list[tuple[re.Pattern[str], str, re.Pattern[str] | None]] = [
 # Checked in order; the first that matches names the kind.
 KIND_RULES: list[tuple[str, re.Pattern[str]]] = [
     ("correction", re.compile(
-        r"^(?:no[,.!]?\s+)?actually\b|\b(?:no longer|not anymore|any ?more|changed (?:\w+ )?mind|"
-        r"switch(?:ed|ing)? from|instead of|rather than|scratch that|correction|i was wrong|"
-        r"not \w+ but)\b|^no,\s|,\s*not (?:the )?\w+(?: \w+)?[.!]*$", _I)),
+        r"^(?:no[,.!]?\s+)?actually\b|\b(?:no longer|not anymore|any ?more|changed (?:\w+ )?mind|change of plans?|"
+        r"switch(?:ed|ing)? (?:from|to)|scratch that|correction|i was wrong|now prefer|prefer \w+ now|"
+        r"not \w+ but)\b|^no,\s", _I)),
     ("procedure", re.compile(
         r"\b(?:always (?:run|use|check|do|start|make sure|test|lint|format)|before (?:you |we |merging|"
         r"deploying|committing|pushing|release|each|every)|after (?:merging|deploying|each|every)|"
@@ -300,14 +364,32 @@ KIND_RULES: list[tuple[str, re.Pattern[str]]] = [
         r"have|even|really|stop|quit|give up|miss|gets? old|fails?|ceases?))", _I)),
     ("decision", _any(r"decided", r"decide to", r"we'll go with", r"going with", r"go with", r"chose",
                       r"settled on", r"opted", r"made (?:the|a) (?:decision|call)", r"picked", r"agreed to")),
-    ("commitment", _any(r"will", r"going to", r"gonna", r"plan(?:s|ning)? to", r"need(?:s)? to",
-                        r"have to", r"has to", r"intend(?:s)? to", r"'ll", r"promised?", r"about to",
-                        r"next (?:week|month|year|weekend|time)", r"tomorrow", r"this (?:weekend|summer|fall|winter|spring)",
-                        r"must", r"should", r"hoping to", r"hope to", r"wants? to")),
+    # Weaker signs of a reversal, checked after a decision ("decided on X instead of Y").
+    ("correction", re.compile(r"\b(?:instead of|rather than)\b|\b(?:is|are|was|be)\b[^,]*,\s*not (?:the )?\w+(?: \w+)?[.!]*$", _I)),
+    ("commitment", re.compile(
+        r"\b(?:will|going to(?!\s+(?:the|a|an|my|our|his|her|their|this|that|these|those|school|work|church|bed|"
+        r"be\s+(?:in|at|on|out|away|off))\b)|plan(?:s|ning)? to|need(?:s)? to|have to|has to|intend(?:s)? to|"
+        r"promised?|about to|next (?:week|month|year|weekend|time)|tomorrow|this (?:weekend|summer|fall|winter|spring)|"
+        r"must|should|hoping to|hope to|wants? to)\b|'ll\b", _I)),
     ("preference", _any(r"prefer(?:s|red)?", r"likes?", r"loves?", r"hates?", r"favou?rite", r"enjoys?",
-                        r"dislikes?", r"rather", r"(?:big |huge )?fan of", r"(?:i'm|i am|really|so|super|totally) into", r"passionate about",
-                        r"can't stand", r"obsessed with", r"adores?")),
+                        r"dislikes?", r"rather", r"(?:big |huge )?fan of", r"(?:i'm|i am|really|so|super|totally) into",
+                        r"passionate about", r"can't stand", r"obsessed with", r"adores?", r"always wants?",
+                        r"wants? (?:a|an|the|some)", r"(?:i|we) use")),
 ]
+# Where a correction names what it replaces: "switch from X to Y", "X instead of Y", "no longer X".
+SUPERSEDES = [re.compile(p, _I) for p in (
+    r"\bfrom (.+?) to\b", r"\binstead of (.+?)(?:[,.;!]|$)", r"\brather than (.+?)(?:[,.;!]|$)",
+    r"\bno longer (?:want|use|like|drink|eat|need|prefer|do|have|go to|work (?:on|at|with)|play|take)?\s*(.+?)(?:[,.;!]|$)",
+    r"\bnot (.+?) any ?more\b", r",\s*not (.+?)(?:[,.;!]|$)", r"\bchanged (?:my|our) mind (?:about|on) (.+?)(?:[,.;!]|$)",
+    r"\bnot (\w+(?: \w+)?),? but\b",
+)]
+# A reversal with no old value named: the thing being changed ("my favourite colour is…").
+SUPERSEDES_TOPIC = [re.compile(p, _I) for p in (
+    r"\b(?:my|our|the) ((?:\w+ ){0,2}\w+) (?:is|are|was|will be|should be)\b",
+    r"\bprefer(?:s)? (?:\w+ )?(\w+)\b",
+)]
+# Trailing words that are not part of the replaced thing ("MySQL for the billing service").
+SUPERSEDES_TRIM = re.compile(r"\s+(?:for|in|on|at|because|since|to|with|from|when|as|so)\b.*$", _I)
 
 # Past-tense happenings with a time anchor (or an unmistakable event verb) are events.
 TIME_ANCHOR = _any(
@@ -315,7 +397,7 @@ TIME_ANCHOR = _any(
     r"wednesday|thursday|friday|saturday|sunday)", r"this (?:morning|afternoon|evening|past week)",
     r"(?:a|one|two|three|few|couple of|\d+) (?:days?|weeks?|months?|years?) ago", r"ago", r"recently",
     r"the other day", r"earlier (?:today|this week)", r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)",
-    r"in (?:19|20)\d\d", r"today", r"tonight", r"just",
+    r"in (?:19|20)\d\d", r"today", r"tonight", r"just", r"(?:this|next) (?:week|month|year|weekend)",
 )
 EVENT_VERB = _any(
     r"went", r"attended", r"visited", r"joined", r"signed", r"started", r"finished", r"met", r"moved",
@@ -354,6 +436,30 @@ REMEMBER_PREFIX = re.compile(
     r"^(?:please\s+)?(?:remember|don't forget|do not forget|keep in mind|note|make a note)"
     r"(?:\s+(?:this|that))?[:,]?\s+(?:that\s+)?", _I)
 
+# --- Talking to an assistant ------------------------------------------------------
+
+# A standing instruction to the assistant ("always run…", "never push…") is a rule to keep.
+RULE_LEAD = re.compile(r"^(?:from now on,?\s+|going forward,?\s+|in the future,?\s+)?(?:actually,?\s+)?(?:please\s+)?", _I)
+RULE_START = re.compile(
+    RULE_LEAD.pattern + r"(?:always|never|don't|do not|avoid|make sure|stop|keep(?=[^,.;]*\d)|"
+    r"switch (?:from|to)|(?:use|prefer|stick (?:with|to)|go with)\b.*\b(?:instead of|rather than|over|not)\b)\b", _I)
+NEGATIVE_RULE = re.compile(r"^(?:never|don't|do not|avoid|stop|not to|to never)\b", _I)
+# A one-off request ("book it", "add the index", "send me three options") is a task for
+# this session, not something to remember.
+TASK_REQUEST = re.compile(
+    r"^(?:(?:please|just|also|and|then|now|ok|okay)[\s,]+)*(?:hold|send|book|keep|put|take|make|add|set|find|check|look|"
+    r"show|tell|give|get|create|write|fix|run|open|delete|update|schedule|cancel|move|pull|push|rebase|dig|"
+    r"draft|read|call|email|text|buy|order|reserve|change|remove|rename|install|deploy|merge|commit|review|tag|"
+    r"ping|ask|help|start|finish|do|print|list|search|fetch|compare|summarize|explain|translate|plan|pick|"
+    r"choose|sort|organize|clean|implement|refactor|document|retry|try|go|bump|revert|rotate|copy|paste|"
+    r"upload|download|share|post|reply|respond|message|invite|assign|close|mark)\b", _I)
+# "remind me to…" is something the user wants done later: keep it, as a wish.
+REMIND_ME = re.compile(r"^(?:please\s+)?remind (?:me|us)\s+(?:to\s+|about\s+)?", _I)
+# "let's just call the API directly": in a chat with an assistant, a decision.
+LETS = re.compile(r"^(?:so\s+)?let'?s\s+(?:just\s+)?", _I)
+# "I'm Priya, tech lead on ledgerline": the name is the speaker's own.
+SELF_INTRO = re.compile(r"^(?i:i'm|i am|my name is|this is)\s+([A-Z][a-z]+)\b,?\s*")
+
 # --- Untrusted text and assistant confirmations --------------------------------
 
 # Text in a tool result or a pasted page that tries to steer the model. A segment that
@@ -365,6 +471,13 @@ INJECTION = re.compile(
     r"(?:record|remember|store|save|note|memorize|add to memory) (?:that )?(?:the )?user|"
     r"the user (?:wants|prefers|likes|is|has|asked|said|requested|needs)|"
     r"as an ai|assistant:|\bai:)", _I)
+# Tool chatter that is not a fact about the world: shell prompts, log lines, test and
+# linter summaries ("3 passed in 0.41s", "14 files would be left unchanged").
+TOOL_NOISE = re.compile(
+    r"^\s*[$>#]\s|\|\s*(?:grep|head|tail|sort|wc)\b|\b(?:INFO|ERROR|WARN(?:ING)?|DEBUG|TRACE)\b|"
+    r"^\d{4}-\d{2}-\d{2}T\d|\b\d+ (?:passed|failed|skipped|errors?|warnings?)\b|"
+    r"\b(?:would be left unchanged|already formatted|checks? passed|files? (?:changed|reformatted)|all done)\b|"
+    r"\[\s*\d+%\]|^(?:GET|POST|PUT|DELETE|PATCH) https?://", _I)
 # An untrusted sentence that opens with a command is aimed at the reader, not a fact.
 IMPERATIVE = re.compile(
     r"^(?:please\s+)?(?:ignore|disregard|forget|remember|record|store|save|note|add|update|delete|"
@@ -374,13 +487,13 @@ IMPERATIVE = re.compile(
 # A user turn that opens with one of these confirms what the assistant just said.
 CONFIRM = re.compile(
     r"^(?:yes|yeah|yep|yup|yea|exactly|correct|that'?s (?:right|correct|it)|right|precisely|"
-    r"absolutely|indeed|spot on|you got it|sure|definitely|affirmative|"
-    r"(?:ok(?:ay)?|sure|yes|yep),? (?:do|go ahead with) that|do that|go ahead)\b", _I)
+    r"absolutely|indeed|spot on|you got it|sure|definitely|affirmative|ok(?:ay)?|perfect|sounds good|"
+    r"please do|do it|do that|go ahead|go for it|take it|book it|that works|works for me)\b", _I)
 # …unless it goes on to contradict it.
 CONFIRM_BUT = _any(r"but", r"actually", r"except", r"not quite", r"no,", r"although", r"however")
 # How an assistant hedges a guess; peeled off before the guess is stored.
 ASSISTANT_HEDGE = re.compile(
-    r"^(?:(?:got it|okay|ok|so|alright|great|sure|understood|right)[,.!—-]*\s*)*"
+    r"^(?:(?:got it|okay|ok|so|alright|great|sure|understood|right|noted|updated|done|then)[,.!:—-]*\s*)*"
     r"(?:(?:it )?sounds like|it seems(?: like)?|i (?:think|guess|assume|take it|understand)(?: that)?|"
     r"my guess is(?: that)?|if i understand (?:correctly|right),?|just to confirm,?|to confirm,?|"
     r"in other words,?|so basically,?|basically,?|so,?)?\s*",
@@ -390,6 +503,20 @@ ASSISTANT_HEDGE = re.compile(
 ASSISTANT_OFFER = re.compile(
     r"^(?:(?:so|okay|ok)[,]?\s+)?(?:should i|shall i|do you want me to|want me to|would you like me to|"
     r"should we|shall we)\s+(.+?)\??$", _I)
+# "Want a reminder?" / "Do you prefer mornings?": a yes turns the question into the user's
+# wish or trait. Each pattern maps to the statement the yes makes, still saying "you".
+ASSISTANT_QUESTIONS = [
+    (re.compile(r"^(?:do you want|would you like|want|you want)\s+(?!me\b)(.+?)\??$", _I), "you want "),
+    (re.compile(r"^do you\s+(.+?)\??$", _I), "you "),
+    (re.compile(r"^are you\s+(.+?)\??$", _I), "you are "),
+    (re.compile(r"^have you\s+(.+?)\??$", _I), "you have "),
+]
+# Only a firm yes ("exactly", "that's right") confirms a statement that is not about the
+# user; a plain "yes"/"perfect" after a summary or an answer just moves the chat on.
+STRONG_CONFIRM = re.compile(r"^(?:(?:yes|yeah|yep),?\s+)?(?:exactly|correct|that'?s (?:right|correct|it)|precisely|"
+                            r"spot on|you got it|right)\b", _I)
+# A statement about the user: its subject is "you"/"your".
+ABOUT_YOU = re.compile(r"^(?:so,?\s+|and\s+)?(?:you|your|you're|you've)\b", _I)
 ASSISTANT_CHATTER = _any(r"happy to help", r"let me know", r"hope (?:this|that) helps", r"great question",
                          r"feel free", r"i can help", r"i'?m (?:an? )?(?:ai|assistant|language model)", r"glad")
 
@@ -417,7 +544,7 @@ STOPWORDS = frozenset(
     "think thought want wanted say said see saw way well good great new one two time times "
     "today yesterday tomorrow week weekend month year last next ago now soon pretty so "
     "quite kind sort gonna wanna gotta others is going hasn haven doesn didn isn wasn don won "
-    "can couldn wouldn shouldn aren weren ain yet sometime someday soon later lately recently".split()
+    "can couldn wouldn shouldn aren weren ain yet sometime someday soon later lately recently either".split()
 )
 
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
@@ -427,7 +554,7 @@ UNITS = (r"miles?|mi|km|kilometers?|kg|lbs?|pounds?|%|percent|years?|months?|wee
          r"hrs?|minutes?|mins?|points?|dollars?|usd|euros?|gb|mb|tb|ms|seconds?|feet|ft|meters?|m|"
          r"inches|cm|mph|kph|degrees|k|people|times|books?|games?|kids|children|dogs?|cats?")
 QUANTITY = re.compile(
-    r"(?:[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:k|m|million|billion))?)|"
+    r"(?:[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:k|m|million|billion)\b)?)|"
     r"\b\d[\d,]*(?:\.\d+)?\s?(?:" + UNITS + r")\b",
     _I,
 )
@@ -445,7 +572,8 @@ NOT_ENTITIES = frozenset(
     "i i'm i've i'll i'd the a an and but so my we our it it's this that these those they "
     "he she his her you your yes yeah no oh wow hey hi thanks thank okay ok well just also "
     "actually really plus btw lol haha sure great cool awesome nice last next yesterday today "
-    "tomorrow gonna what when where who why how totally definitely absolutely can can't should "
+    "tomorrow gonna what when where who why how totally definitely absolutely can can't should shall "
+    "would could want do does did are is was were have has "
     "don't didn't anyway speaking being having there here not after before since because "
     "if as at in on for with from by of to".split()
 )

@@ -1,0 +1,707 @@
+"""How fast is retrieval: ``inject`` and ``search`` latency over N synthetic memory items.
+
+A benchmark, not a test. It builds a data root with N items that read like real ones
+(people, vehicles, work decisions, preferences, health, hobbies…) through the pipeline's
+own write path (``facts_to_items`` → ``Embedder`` → ``publish.write_items`` →
+``publish.publish``: same full-text index, same vector index, same ``published`` tag),
+then times what an agent pays per prompt with the model already loaded:
+
+* ``inject_ms`` — ``MemoryClient.inject(context)``: rewrite, tiers, query embedding,
+  vector + full-text search, scoring, trust pass, the block and its ``injected`` event;
+* ``search_ms`` — ``MemoryClient.search(query, k=10)``;
+* ``embed_ms`` — the query embedding alone (``client.embedder.embed_one``).
+
+Model load and the first ``warmup`` calls are excluded. Item vectors come from the real
+model (``--embed model``, ≈ 200 sentences/s on 2 cores, so 100k items take ~8 minutes
+once) or are random unit vectors (``--embed random``, seconds; the same index and search
+path, but vector neighbours are meaningless). Each built root is cached by
+(items, seed, embed, generator version), so re-running reuses it.
+
+    memory bench retrieval --items 10000,100000 [--embed model|random] [--json]
+    memory bench retrieval --items 100000 --study   # + index types, FTS, table-open cost
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import inspect
+import json
+import os
+import platform
+import random
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from retrieval.config import MemoryConfig, load_config
+from retrieval.paths import DataRoot
+
+# Bump when the generator or the build changes, so cached roots are rebuilt.
+GENERATOR_VERSION = "1"
+EMBED_MODES = ("model", "random")
+MANIFEST = "bench_build.json"
+# The synthetic memory's clock: items are dated up to two years before it, and every
+# inject runs "now" at this instant, so ages, decay and staleness are reproducible.
+BENCH_NOW = datetime(2026, 1, 15, 9, 0, tzinfo=timezone.utc)
+RANDOM_DIM = 384  # all-MiniLM-L6-v2's dimension
+UNTRUSTED_SHARE = 0.05
+SUPERSEDED_SHARE = 0.03
+ITEMS_PER_SESSION = 20
+
+Progress = Callable[[str], None]
+
+
+class BenchError(RuntimeError):
+    """The benchmark could not build or read its data root; the message says which."""
+
+
+# --- the vocabulary ---------------------------------------------------------------------
+
+FIRST = (
+    "Aaron", "Priya", "Marcus", "Elena", "Tomás", "Mei", "Kofi", "Sofia", "Jonas", "Aisha",
+    "Liam", "Yuki", "Rafael", "Ingrid", "Dmitri", "Fatima", "Noah", "Chloe", "Arjun", "Hannah",
+    "Mateo", "Zara", "Oliver", "Leila", "Ethan", "Nadia", "Samuel", "Ines", "Caroline", "Melanie",
+    "Wei", "Gabriel", "Amara", "Lucas", "Freya", "Omar", "Isabel", "Kenji", "Rosa", "Theo",
+)
+LAST = (
+    "Nguyen", "Okafor", "Schmidt", "Haddad", "Kowalski", "Tanaka", "Silva", "Johansson",
+    "Reyes", "Patel", "Moreau", "Brennan", "Adeyemi", "Larsen", "Costa", "Ivanova",
+)
+RELATIONS = ("wife", "husband", "sister", "brother", "mom", "dad", "son", "daughter",
+             "best friend", "neighbor", "mentor", "coworker", "partner", "grandmother")
+VEHICLES = (("Subaru", "WRX"), ("Toyota", "Tacoma"), ("Honda", "Civic"), ("Tesla", "Model 3"),
+            ("Ford", "F-150"), ("Mazda", "CX-5"), ("Kia", "Niro"), ("Volkswagen", "Golf"),
+            ("Hyundai", "Ioniq 5"), ("BMW", "R 1250 GS"), ("Volvo", "XC60"), ("Jeep", "Wrangler"))
+PARTS = ("brake pads", "tires", "wiper blades", "cabin air filter", "battery", "spark plugs", "timing belt")
+SHOPS = ("Jiffy Lube", "the dealer", "Mike's Garage", "Costco Tire Center", "a shop on 5th Street")
+SERVICES = ("billing service", "auth service", "search API", "payments gateway", "ingestion pipeline",
+            "mobile app", "admin dashboard", "notification worker", "reporting job", "checkout flow")
+TECH = ("Postgres", "DuckDB", "Redis", "Kafka", "gRPC", "GraphQL", "Rust", "Go", "TypeScript",
+        "Terraform", "Kubernetes", "SQLite", "ClickHouse", "Celery", "FastAPI", "Dagster")
+CAUSES = ("an expired TLS certificate", "a full disk", "a bad config push", "a memory leak",
+          "a DNS misconfiguration", "a runaway cron job", "connection pool exhaustion", "a schema migration")
+COMMANDS = ("make test", "make lint", "ruff check", "pytest -q", "the smoke tests", "terraform plan")
+COMPANIES = ("Acme Robotics", "Northwind", "Globex", "Initech", "Umbrella Health", "Stark Logistics", "Hooli")
+ROLES = ("staff engineer", "product manager", "data scientist", "nurse", "teacher",
+         "site reliability engineer", "designer", "accountant", "paramedic")
+PROJECTS = ("Atlas", "Beacon", "Comet", "Delta", "Ember", "Falcon", "Gemini", "Harbor", "Orion", "Quartz")
+DRINKS = ("oat milk lattes", "green tea", "black coffee", "sparkling water", "chai", "espresso")
+CUISINES = (("Thai", "pad see ew"), ("Italian", "cacio e pepe"), ("Mexican", "tacos al pastor"),
+            ("Japanese", "ramen"), ("Ethiopian", "injera with lentils"), ("Indian", "dal makhani"))
+FOODS = ("pork", "red meat", "dairy", "gluten", "mushrooms", "cilantro", "shellfish")
+ALLERGENS = ("peanuts", "shellfish", "penicillin", "lactose", "bee stings", "cats", "pollen")
+MEDICATIONS = (("ibuprofen", 200), ("metformin", 500), ("lisinopril", 10), ("sertraline", 50),
+               ("levothyroxine", 75), ("vitamin D", 1000))
+HOBBIES = ("pottery", "rock climbing", "trail running", "watercolor painting", "chess", "sourdough baking",
+           "birdwatching", "photography", "salsa dancing", "gardening", "woodworking", "surfing")
+INSTRUMENTS = ("guitar", "piano", "violin", "drums", "cello", "ukulele")
+CITIES = ("Lisbon", "Denver", "Osaka", "Toronto", "Austin", "Cape Town", "Reykjavik", "Portland",
+          "Nairobi", "Edinburgh", "Seoul", "Oaxaca")
+PETS = ("dog", "cat", "rabbit", "parrot")
+PET_NAMES = ("Biscuit", "Luna", "Pepper", "Mochi", "Rufus", "Olive", "Ziggy", "Maple")
+EDITORS = ("VS Code", "Neovim", "PyCharm", "Emacs", "Zed")
+WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday")
+MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
+          "September", "October", "November", "December")
+
+
+class _Draw:
+    """One random draw of the vocabulary; a template's fields are looked up here."""
+
+    def __init__(self, rng: random.Random):
+        self.rng = rng
+        c = rng.choice
+        self.person = c(FIRST) if rng.random() < 0.7 else f"{c(FIRST)} {c(LAST)}"
+        self.person2 = c(FIRST)
+        self.relation = c(RELATIONS)
+        self.make, self.model = c(VEHICLES)
+        self.part, self.shop = c(PARTS), c(SHOPS)
+        self.service, self.cause, self.command = c(SERVICES), c(CAUSES), c(COMMANDS)
+        self.tech, self.tech2 = rng.sample(TECH, 2)
+        self.company, self.role, self.project = c(COMPANIES), c(ROLES), c(PROJECTS)
+        self.drink, self.drink2 = rng.sample(DRINKS, 2)
+        self.cuisine, self.dish = c(CUISINES)
+        self.food, self.allergen = c(FOODS), c(ALLERGENS)
+        self.medication, self.dose = c(MEDICATIONS)
+        self.hobby, self.instrument, self.city = c(HOBBIES), c(INSTRUMENTS), c(CITIES)
+        self.pet, self.pet_name, self.editor = c(PETS), c(PET_NAMES), c(EDITORS)
+        self.weekday, self.month = c(WEEKDAYS), c(MONTHS)
+        self.miles = f"{rng.randrange(3_000, 160_000, 7):,}"
+        self.miles2 = f"{rng.randrange(3_000, 160_000, 7):,}"
+        self.year = rng.randint(2009, 2025)
+        self.day = f"{c(MONTHS)} {rng.randint(1, 28)}"
+        self.time = f"{rng.randint(1, 12)}:{rng.choice(('00', '15', '30', '45'))} {rng.choice(('am', 'pm'))}"
+        self.hour = rng.randint(7, 10)
+        self.n = rng.randint(2, 25)
+        self.km = rng.randint(3, 21)
+        self.minutes = rng.randint(4, 180)
+        self.version = f"{rng.randint(1, 9)}.{rng.randint(0, 30)}.{rng.randint(0, 12)}"
+
+    def fill(self, template: str) -> str:
+        return template.format(**vars(self))
+
+    def entities(self, template: str) -> list[str]:
+        names = {"person": self.person, "person2": self.person2, "model": f"{self.make} {self.model}",
+                 "service": self.service, "tech": self.tech, "tech2": self.tech2, "company": self.company,
+                 "project": self.project, "city": self.city, "pet_name": self.pet_name}
+        return [v for k, v in names.items() if "{" + k + "}" in template]
+
+
+# (category, kind, template). Kinds decide tiers through config.tier_for, as in production.
+TEMPLATES: tuple[tuple[str, str, str], ...] = (
+    ("vehicle", "fact", "{person}'s {make} {model} has {miles} miles on it"),
+    ("vehicle", "event", "{person} bought a {year} {make} {model} in {month}"),
+    ("vehicle", "commitment", "{person}'s {model} needs new {part} before {day}"),
+    ("vehicle", "preference", "{person} prefers to take the {model} on long trips to {city}"),
+    ("maintenance", "commitment", "{person}'s {model} oil change is due at {miles} miles"),
+    ("maintenance", "event", "{person}'s {model} got new {part} at {shop} on {day}"),
+    ("maintenance", "correction", "{person}'s {model} oil change is due at {miles} miles, not {miles2}"),
+    ("incident", "event", "The {service} went down on {day} because of {cause}"),
+    ("incident", "event", "{person} was paged at {time} for a {service} outage caused by {cause}"),
+    ("incident", "fact", "A {tech} upgrade caused a regression in the {service} in {month} {year}"),
+    ("decision", "decision", "The team decided to use {tech} for the {service}"),
+    ("decision", "decision", "{person} decided to migrate the {service} from {tech} to {tech2} by {month}"),
+    ("decision", "decision", "We agreed to freeze deploys of the {service} on Fridays after {time}"),
+    ("preferences", "preference", "{person} prefers {drink} over {drink2}"),
+    ("preferences", "preference", "{person} loves {cuisine} food, especially {dish}"),
+    ("preferences", "preference", "{person} hates meetings before {hour} am"),
+    ("preferences", "preference", "{person} prefers {editor} for code review in the {service} repo"),
+    ("preferences", "negative", "{person} does not eat {food}"),
+    ("process", "procedure", "Always run {command} before merging changes to the {service}"),
+    ("process", "procedure", "Deploys of the {service} need {person}'s review first"),
+    ("process", "procedure", "Release notes for the {service} go in the {project} wiki before each release"),
+    ("work", "fact", "{person} works as a {role} at {company}"),
+    ("work", "commitment", "{person}'s deadline for the {project} project is {day}"),
+    ("work", "fact", "{person} has a weekly one-on-one with {person2} on {weekday}s"),
+    ("work", "event", "{person} joined {company} in {month} {year}"),
+    ("health", "fact", "{person} is allergic to {allergen}"),
+    ("health", "fact", "{person} takes {dose} mg of {medication} every morning"),
+    ("health", "commitment", "{person} has a dentist appointment on {day} at {time}"),
+    ("health", "fact", "{person} runs {km} km three times a week"),
+    ("relationships", "fact", "{person}'s {relation} {person2} lives in {city}"),
+    ("relationships", "fact", "{person2} is {person}'s {relation} and their birthday is {day}"),
+    ("relationships", "event", "{person} and {person2} have been married since {year}"),
+    ("hobbies", "fact", "{person} plays {instrument} in a band with {person2}"),
+    ("hobbies", "fact", "{person} has been doing {hobby} for {n} years"),
+    ("hobbies", "commitment", "{person} is training for a half marathon in {city} on {day}"),
+    ("personal", "event", "{person} moved to {city} in {year}"),
+    ("personal", "fact", "{person} has a {pet} named {pet_name}"),
+    ("personal", "commitment", "{person} is planning a trip to {city} in {month}"),
+    ("casual", "event", "{person} watched a documentary about {hobby} last weekend"),
+    ("operational", "event", "Version {version} of the {service} was deployed on {day}"),
+    ("operational", "fact", "The nightly {service} backup took {minutes} minutes on {day}"),
+)
+
+QUESTIONS: tuple[str, ...] = (
+    "When is {person}'s {model} oil change due?",
+    "How many miles are on {person}'s {make} {model}?",
+    "Does {person}'s {model} need any repairs soon?",
+    "What did we decide about {tech} for the {service}?",
+    "Why did the {service} go down last time?",
+    "Is {person} allergic to anything?",
+    "What medication does {person} take?",
+    "Where does {person}'s {relation} live?",
+    "What hobbies does {person} have?",
+    "What should I run before merging to the {service}?",
+    "Does {person} prefer {drink} or {drink2}?",
+    "What food does {person} like? I'm booking dinner.",
+    "When is the deadline for the {project} project?",
+    "Where is {person} travelling in {month}?",
+    "What's the name of {person}'s {pet}?",
+    "Remind me what {person} does at {company}.",
+    "Who reviews deploys of the {service}?",
+    "Any incidents with {tech} recently?",
+)
+EARLIER = ("Morning! Quick question before my meeting.", "Thanks, that helped.",
+           "Ugh, the {service} is acting up again.", "I'm planning the week.",
+           "Can you help me with something for {person}?")
+
+
+def _session_resource_ids(session: str, turn: int) -> list[str]:
+    return [hashlib.sha256(f"{session}:{turn}".encode()).hexdigest()]
+
+
+def synthetic_items(n_items: int, *, seed: int = 0, config: MemoryConfig | None = None) -> pl.DataFrame:
+    """``n_items`` distinct item rows (ITEM_SCHEMA) built the way the pipeline builds them.
+
+    Facts get importance and confidence from ``retrieval.scoring`` and become items through
+    ``facts_to_items``; about 5% are untrusted and 3% superseded by a later item.
+    """
+    from memory_assets.lib.dedup import content_hash
+    from memory_assets.lib.facts import fact_id
+    from memory_assets.lib.items import facts_to_items
+    from retrieval import scoring
+    from retrieval.schema import FACT_SCHEMA, ITEM_SCHEMA
+
+    config = config or load_config()
+    templates = [t for t in TEMPLATES if t[0] in config.categories]
+    if not templates:
+        raise BenchError(f"none of the bench's categories is configured ({', '.join(config.categories)})")
+    rng = random.Random(seed)
+    namespace = config.pipeline["namespace"]
+    seen: set[str] = set()
+    rows: list[dict[str, Any]] = []
+    while len(rows) < n_items:
+        category, kind, template = rng.choice(templates)
+        draw = _Draw(rng)
+        content = draw.fill(template)
+        digest = content_hash(content)
+        if digest in seen:
+            continue
+        seen.add(digest)
+        index = len(rows)
+        session = f"bench-s{index // ITEMS_PER_SESSION:05d}"
+        turn = index % ITEMS_PER_SESSION + 1
+        untrusted = rng.random() < UNTRUSTED_SHARE
+        strength = rng.choices(("explicit", "implied", "inferred"), (0.8, 0.15, 0.05))[0]
+        if untrusted and strength == "explicit":
+            strength = "implied"  # as build_facts: a tool's say-so is never explicit
+        remember, action = rng.random() < 0.05, kind == "commitment" and rng.random() < 0.3
+        rows.append({
+            "id": fact_id(namespace, session, digest), "content": content, "category": category,
+            "kind": kind, "memory_kind": "episode" if kind == "event" else "note",
+            "tags": sorted({category, kind}), "entities": draw.entities(template),
+            "importance": scoring.base_importance(config, category, source_trust="untrusted" if untrusted else "trusted",
+                                                  remember=remember, action_required=action),
+            "confidence": scoring.confidence(config, strength), "strength": strength,
+            "sentiment": rng.choices(("neutral", "excited", "frustrated", "uncertain"), (0.85, 0.06, 0.06, 0.03))[0],
+            "tier": config.tier_for(kind), "scope": "global", "namespace": namespace,
+            "source_trust": "untrusted" if untrusted else "trusted",
+            "provenance": "extracted" if untrusted else rng.choices(("user_stated", "user_corrected"), (0.95, 0.05))[0],
+            "source_session": session, "source_resource_ids": _session_resource_ids(session, turn),
+            "source_turn_ids": [f"{session}:{turn}"], "supersedes_hint": None, "content_hash": digest,
+            "created_at": BENCH_NOW - timedelta(days=rng.uniform(0, 730)),
+            "prompt_version": "bench", "extractor": "synthetic",
+        })
+    facts = pl.DataFrame(rows, schema=FACT_SCHEMA)
+    items = facts_to_items(facts, BENCH_NOW).select(list(ITEM_SCHEMA))
+    # Superseded: an older item replaced by a newer one, linked both ways as supersession does.
+    ids = items["id"].to_list()
+    n_old = int(round(n_items * SUPERSEDED_SHARE))
+    old = rng.sample(range(n_items), n_old) if n_items > 1 else []
+    status, by, sup = ["active"] * n_items, [None] * n_items, [None] * n_items
+    for i in old:
+        j = rng.randrange(n_items)
+        if j == i or status[j] == "superseded" or sup[j] is not None:
+            continue
+        status[i], by[i], sup[j] = "superseded", ids[j], ids[i]
+    return items.with_columns(status=pl.Series(status), superseded_by=pl.Series(by, dtype=pl.String),
+                              supersedes=pl.Series(sup, dtype=pl.String))
+
+
+def synthetic_queries(n: int, *, seed: int = 0) -> list[str | list[dict[str, str]]]:
+    """``n`` questions a user would ask about this memory; every third is a short conversation."""
+    rng = random.Random(f"queries-{seed}")
+    out: list[str | list[dict[str, str]]] = []
+    for i in range(n):
+        draw = _Draw(rng)
+        question = draw.fill(rng.choice(QUESTIONS))
+        if i % 3 == 2:
+            out.append([{"role": "user", "content": draw.fill(rng.choice(EARLIER))},
+                        {"role": "assistant", "content": "Sure, what do you need?"},
+                        {"role": "user", "content": question}])
+        else:
+            out.append(question)
+    return out
+
+
+def query_text(context: str | list[dict[str, str]]) -> str:
+    return context if isinstance(context, str) else context[-1]["content"]
+
+
+# --- building the data root -------------------------------------------------------------
+
+def default_cache_dir() -> Path:
+    return Path(tempfile.gettempdir()) / "agent-memory-bench"
+
+
+def root_dir(cache_dir: Path, n_items: int, seed: int, embed: str) -> Path:
+    return Path(cache_dir) / f"items{n_items}-seed{seed}-{embed}-g{GENERATOR_VERSION}"
+
+
+def _random_vectors(n: int, seed: int) -> np.ndarray:
+    vectors = np.random.default_rng(seed).standard_normal((n, RANDOM_DIM), dtype=np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def _embed_texts(texts: list[str], progress: Progress | None) -> tuple[np.ndarray, str]:
+    from retrieval.embeddings import Embedder
+
+    embedder = Embedder(load_config())
+    chunk = 5_000
+    parts = []
+    started = time.perf_counter()
+    for start in range(0, len(texts), chunk):
+        parts.append(embedder.embed(texts[start:start + chunk]))
+        if progress and len(texts) > chunk:
+            done = min(start + chunk, len(texts))
+            rate = done / (time.perf_counter() - started)
+            progress(f"embedded {done:,}/{len(texts):,} items ({rate:.0f}/s)")
+    return np.concatenate(parts).astype(np.float32), embedder.model_id
+
+
+def build_synthetic_root(root: Path, n_items: int, *, seed: int = 0, embed: str = "model",
+                         progress: Progress | None = None) -> Path:
+    """Write a data root at ``root`` holding ``n_items`` synthetic items, published.
+
+    Args:
+        root: the data root to create (must not exist yet).
+        n_items: how many items.
+        seed: the generator's seed; the same seed gives the same items.
+        embed: ``model`` (the configured embedder) or ``random`` (random unit vectors).
+        progress: called with a line of text as the build goes.
+    Returns:
+        ``root``, with ``bench_build.json`` describing the build.
+    """
+    from memory_assets.lib import publish
+
+    if embed not in EMBED_MODES:
+        raise BenchError(f"embed={embed!r}; expected one of {', '.join(EMBED_MODES)}")
+    if n_items < 1:
+        raise BenchError(f"items={n_items}; need at least 1")
+    root = Path(root)
+    paths = DataRoot.resolve(root)
+    started = time.perf_counter()
+    items = synthetic_items(n_items, seed=seed)
+    generated = time.perf_counter()
+    if progress:
+        progress(f"generated {n_items:,} items; embedding ({embed})")
+    if embed == "model":
+        vectors, model_id = _embed_texts(items["content"].to_list(), progress)
+    else:
+        vectors, model_id = _random_vectors(n_items, seed), f"random:unit-{RANDOM_DIM}"
+    items = items.with_columns(embedding_model=pl.lit(model_id))
+    embedded = time.perf_counter()
+    written = publish.write_items(paths, items, vectors, BENCH_NOW)
+    publish.publish(paths, written)
+    done = time.perf_counter()
+    manifest = {
+        "items": n_items, "seed": seed, "embed": embed, "generator": GENERATOR_VERSION,
+        "embedding_model": model_id, "active": int((items["status"] == "active").sum()),
+        "untrusted": int((items["source_trust"] == "untrusted").sum()),
+        "build_seconds": round(done - started, 1), "generate_seconds": round(generated - started, 1),
+        "embed_seconds": round(embedded - generated, 1), "write_and_index_seconds": round(done - embedded, 1),
+        "index": describe_indexes(root), "built_at": datetime.now(timezone.utc).isoformat(),
+    }
+    (root / MANIFEST).write_text(json.dumps(manifest, indent=2))
+    return root
+
+
+def cached_root(n_items: int, *, seed: int = 0, embed: str = "model", cache_dir: Path | None = None,
+                progress: Progress | None = None) -> tuple[Path, bool]:
+    """The cached root for (n_items, seed, embed), built on first use. Returns (root, reused).
+
+    Built under a temporary name and renamed into place, so an interrupted build never
+    leaves a half-built root that looks cached.
+    """
+    cache_dir = Path(cache_dir or default_cache_dir())
+    final = root_dir(cache_dir, n_items, seed, embed)
+    if (final / MANIFEST).exists():
+        return final, True
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=cache_dir))
+    try:
+        build_synthetic_root(building / "root", n_items, seed=seed, embed=embed, progress=progress)
+        if final.exists():
+            shutil.rmtree(final)
+        os.replace(building / "root", final)
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    return final, False
+
+
+def describe_indexes(root: Path) -> str:
+    """The published items table's indexes, e.g. ``IVF_HNSW_SQ(vector) + FTS(content)``."""
+    from retrieval.store import ItemStore
+
+    table = ItemStore(DataRoot.resolve(root)).table()
+    if table is None:
+        raise BenchError(f"{root}: nothing published")
+    found = [f"{'FTS' if 'FTS' in str(i.index_type).upper() else i.index_type}({', '.join(i.columns)})"
+             for i in table.list_indices()]
+    if not any("vector" in f for f in found):
+        found.insert(0, "brute force(vector)")
+    return " + ".join(sorted(found, key=lambda f: "FTS" in f))
+
+
+# --- timing -----------------------------------------------------------------------------
+
+def latency_stats(seconds: Sequence[float]) -> dict[str, float]:
+    """p50, p95, mean and max in milliseconds."""
+    ms = np.asarray(seconds, dtype=np.float64) * 1000.0
+    return {"p50": round(float(np.percentile(ms, 50)), 2), "p95": round(float(np.percentile(ms, 95)), 2),
+            "mean": round(float(ms.mean()), 2), "max": round(float(ms.max()), 2)}
+
+
+def machine() -> dict[str, Any]:
+    import lancedb
+
+    info: dict[str, Any] = {"cpus": os.cpu_count(), "platform": platform.platform(),
+                            "python": platform.python_version(), "lancedb": lancedb.__version__}
+    try:
+        import torch
+
+        info["torch_threads"] = torch.get_num_threads()
+    except ImportError:
+        pass
+    if hasattr(os, "getloadavg"):
+        # The numbers are only as good as the machine was idle: record how busy it was.
+        info["load_avg_1m"] = round(os.getloadavg()[0], 2)
+    return info
+
+
+def _timed(call: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    call()
+    return time.perf_counter() - start
+
+
+def _search_call(client: Any) -> Callable[[str], Any]:
+    if "now" in inspect.signature(client.search).parameters:
+        return lambda q: client.search(q, k=10, now=BENCH_NOW)
+    return lambda q: client.search(q, k=10)
+
+
+def run_bench(n_items: int, *, queries: int = 200, warmup: int = 20, seed: int = 0, embed: str = "model",
+              cache_dir: Path | None = None, progress: Progress | None = None) -> dict[str, Any]:
+    """Time ``inject``, ``search`` and the query embedding over ``n_items`` synthetic items.
+
+    Args:
+        n_items: items in the data root (built once, then reused from ``cache_dir``).
+        queries: timed calls of each kind.
+        warmup: untimed calls first (model load, table open, index caches).
+        seed: the generator's seed for items and questions.
+        embed: how item vectors were made: ``model`` or ``random``.
+        cache_dir: where built roots are kept (default: a folder in the system temp dir).
+        progress: called with a line of text as the run goes.
+    Returns:
+        a JSON-able report; ``inject_ms`` is None (and ``inject_error`` set) when inject fails.
+    """
+    from retrieval import MemoryClient
+
+    root, reused = cached_root(n_items, seed=seed, embed=embed, cache_dir=cache_dir, progress=progress)
+    built = json.loads((root / MANIFEST).read_text())
+    client = MemoryClient(root)
+    client.embedder.embed_one("load the model")  # excluded: a long-lived agent loads it once
+    search = _search_call(client)
+    contexts = synthetic_queries(warmup + queries, seed=seed)
+    warm, timed = contexts[:warmup], contexts[warmup:]
+    if progress:
+        progress(f"{n_items:,} items ({'cached' if reused else 'built'}: {root}); timing {queries} queries")
+
+    inject_error = None
+    for context in warm:
+        client.embedder.embed_one(query_text(context))
+        search(query_text(context))
+        if inject_error is None:
+            try:
+                client.inject(context, now=BENCH_NOW)
+            except Exception as exc:  # the client is being rewritten: measure search, report why
+                inject_error = f"{type(exc).__name__}: {exc}"
+    embed_s, search_s, inject_s, injected, tokens = [], [], [], 0, []
+    for context in timed:
+        text = query_text(context)
+        embed_s.append(_timed(lambda: client.embedder.embed_one(text)))
+        search_s.append(_timed(lambda: search(text)))
+        if inject_error is None:
+            start = time.perf_counter()
+            injection = client.inject(context, now=BENCH_NOW)
+            inject_s.append(time.perf_counter() - start)
+            injected += len(injection.items)
+            tokens.append(injection.tokens)
+    # inject appends an ``injected`` event per call; the bench's root is not a real memory.
+    shutil.rmtree(client.paths.events, ignore_errors=True)
+    report: dict[str, Any] = {
+        "items": n_items, "queries": queries, "warmup": warmup,
+        "inject_ms": latency_stats(inject_s) if inject_s else None,
+        "search_ms": latency_stats(search_s), "embed_ms": latency_stats(embed_s),
+        "build_seconds": built["build_seconds"], "cache": "reused" if reused else "built",
+        "index": built["index"], "embedding": embed, "embedding_model": built["embedding_model"],
+        "items_per_inject": round(injected / len(inject_s), 2) if inject_s else None,
+        "tokens_per_inject": round(float(np.mean(tokens)), 1) if tokens else None,
+        "root": str(root), "machine": machine(),
+    }
+    if inject_error:
+        report["inject_error"] = inject_error
+    return report
+
+
+# --- the index study --------------------------------------------------------------------
+
+def _ms_and_results(calls: Sequence[Callable[[], list[dict[str, Any]]]], repeat_warm: int = 5) -> tuple[dict[str, float], list[list[dict[str, Any]]]]:
+    for call in calls[:repeat_warm]:
+        call()
+    seconds, results = [], []
+    for call in calls:
+        start = time.perf_counter()
+        results.append(call())
+        seconds.append(time.perf_counter() - start)
+    return latency_stats(seconds), results
+
+
+def index_study(n_items: int, *, queries: int = 100, seed: int = 0, embed: str = "model",
+                cache_dir: Path | None = None, progress: Progress | None = None) -> dict[str, Any]:
+    """Vector index types and parameters, full-text search and table-open cost, measured.
+
+    On a copy of the cached root's items table: brute force, IVF_HNSW_SQ (what
+    ``publish.write_items`` builds) and IVF_PQ, each with recall@10 against exact cosine
+    (numpy) over active items, with the production prefilter ``status = 'active'``.
+    """
+    import lancedb
+
+    from retrieval.store import ItemStore
+
+    root, _ = cached_root(n_items, seed=seed, embed=embed, cache_dir=cache_dir, progress=progress)
+    paths = DataRoot.resolve(root)
+    store = ItemStore(paths)
+    published = store.table()
+    data = published.to_arrow()
+    vectors = data.column("vector").combine_chunks().flatten().to_numpy().reshape(data.num_rows, -1)
+    active = np.asarray([s == "active" for s in data.column("status").to_pylist()])
+    ids = np.asarray(data.column("id").to_pylist())
+
+    from retrieval.embeddings import Embedder
+
+    embedder = Embedder(load_config())
+    texts = [query_text(c) for c in synthetic_queries(queries, seed=seed + 1)]
+    qvecs = embedder.embed(texts)
+    sims = np.where(active[None, :], qvecs @ vectors.T, -np.inf)
+    truth = [set(ids[np.argsort(-row)[:10]]) for row in sims]
+    where = "status = 'active'"
+    report: dict[str, Any] = {"items": n_items, "queries": queries, "embedding": embed, "vector": {},
+                              "fts": {}, "open": {}, "machine": machine()}
+
+    def vector_case(table: Any, name: str, **params: Any) -> None:
+        def call(q: np.ndarray) -> Callable[[], list[dict[str, Any]]]:
+            def run() -> list[dict[str, Any]]:
+                s = table.search(q, vector_column_name="vector").distance_type("cosine").limit(10)
+                if params.get("bypass"):
+                    s = s.bypass_vector_index()
+                for key in ("nprobes", "refine_factor", "ef"):
+                    if params.get(key):
+                        s = getattr(s, key)(params[key])
+                return s.where(where, prefilter=True).select(["id"]).to_list()
+            return run
+
+        stats, results = _ms_and_results([call(q) for q in qvecs])
+        recall = np.mean([len(truth[i] & {r["id"] for r in res}) / 10 for i, res in enumerate(results)])
+        report["vector"][name] = {**stats, "recall_at_10": round(float(recall), 3)}
+        if progress:
+            progress(f"vector {name}: p50 {stats['p50']} ms, p95 {stats['p95']} ms, recall@10 {recall:.3f}")
+
+    with tempfile.TemporaryDirectory(dir=cache_dir or default_cache_dir()) as tmp:
+        table = lancedb.connect(tmp).create_table("items", data=data)
+        vector_case(table, "none (brute force)", bypass=True)
+        for index_type, grid in (
+            ("IVF_HNSW_SQ", [{}, {"nprobes": 5}, {"nprobes": 10}, {"nprobes": 40}, {"ef": 100}]),
+            ("IVF_PQ", [{}, {"nprobes": 40}, {"refine_factor": 5}, {"refine_factor": 10},
+                        {"nprobes": 40, "refine_factor": 10}]),
+            ("IVF_FLAT", [{}, {"nprobes": 40}]),
+        ):
+            start = time.perf_counter()
+            table.create_index(metric="cosine", vector_column_name="vector", index_type=index_type, replace=True)
+            report["vector"][f"{index_type} build_seconds"] = round(time.perf_counter() - start, 1)
+            for params in grid:
+                label = index_type + ("" if not params else " " + ",".join(f"{k}={v}" for k, v in params.items()))
+                vector_case(table, label, **params)
+
+        fts_calls = [lambda t=t: published.search(t, query_type="fts").limit(50).select(["id"]).to_list()
+                     for t in texts]
+        report["fts"]["no filter"] = _ms_and_results(fts_calls)[0]
+        fts_where = [lambda t=t: published.search(t, query_type="fts").limit(50).where(where, prefilter=True)
+                     .select(["id"]).to_list() for t in texts]
+        report["fts"]["prefilter status"] = _ms_and_results(fts_where)[0]
+        table.create_scalar_index("status", index_type="BITMAP")
+        for name, indexed in (("prefilter status, BITMAP index", table),):
+            indexed.create_fts_index("content", replace=True, with_position=False)
+            calls = [lambda t=t: indexed.search(t, query_type="fts").limit(50).where(where, prefilter=True)
+                     .select(["id"]).to_list() for t in texts]
+            report["fts"][name] = _ms_and_results(calls)[0]
+        vector_case(table, "IVF_FLAT + BITMAP(status)")
+
+    report["open"]["ItemStore.table()"] = _ms_and_results([lambda: [store.table()]] * 50)[0]
+    return report
+
+
+# --- the shell --------------------------------------------------------------------------
+
+def _items_arg(values: Sequence[str]) -> list[int]:
+    out = []
+    for value in values:
+        for part in value.split(","):
+            part = part.strip().replace("_", "").lower()
+            if part:
+                out.append(int(float(part[:-1]) * 1000) if part.endswith("k") else int(part))
+    return out
+
+
+def format_report(report: dict[str, Any]) -> str:
+    def row(name: str, stats: dict[str, float] | None) -> str:
+        if not stats:
+            return f"  {name:<8} —"
+        return f"  {name:<8} p50 {stats['p50']:>7.2f} ms   p95 {stats['p95']:>7.2f} ms   mean {stats['mean']:>7.2f}   max {stats['max']:>7.2f}"
+
+    m = report["machine"]
+    lines = [f"{report['items']:,} items · {report['queries']} queries · embedding: {report['embedding']} "
+             f"({report['embedding_model']}) · index: {report['index']}",
+             row("inject", report["inject_ms"]), row("search", report["search_ms"]), row("embed", report["embed_ms"]),
+             f"  build {report['build_seconds']} s ({report['cache']}) · {m['cpus']} CPUs · load {m.get('load_avg_1m', '?')}"]
+    if report.get("inject_error"):
+        lines.append(f"  inject failed: {report['inject_error']}")
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="memory bench retrieval", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--items", action="append", required=True, metavar="N",
+                        help="items in the store; repeat or comma-separate (10000,100000 or 10k,100k)")
+    parser.add_argument("--queries", type=int, default=200, help="timed queries (default 200)")
+    parser.add_argument("--warmup", type=int, default=20, help="untimed queries first (default 20)")
+    parser.add_argument("--embed", choices=EMBED_MODES, default="model",
+                        help="item vectors: the real model (default; 100k ≈ 8 min once) or random unit vectors")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cache-dir", type=Path, default=None,
+                        help=f"where built data roots are kept (default {default_cache_dir()})")
+    parser.add_argument("--study", action="store_true",
+                        help="also compare vector index types, full-text search and table-open cost")
+    parser.add_argument("--json", action="store_true", help="print a JSON list of reports")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+
+    def progress(message: str) -> None:
+        print(f"[bench retrieval] {message}", file=sys.stderr, flush=True)
+
+    try:
+        sizes = _items_arg(args.items)
+        reports = []
+        for n in sizes:
+            report = run_bench(n, queries=args.queries, warmup=args.warmup, seed=args.seed, embed=args.embed,
+                               cache_dir=args.cache_dir, progress=progress)
+            if args.study:
+                report["study"] = index_study(n, seed=args.seed, embed=args.embed, cache_dir=args.cache_dir,
+                                              progress=progress)
+            reports.append(report)
+            if not args.json:
+                print(format_report(report), flush=True)
+    except (BenchError, ValueError) as exc:
+        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(reports, indent=2, ensure_ascii=False))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,77 @@
+"""The retrieval benchmark: a small run reports latencies over a root built like production's."""
+
+from __future__ import annotations
+
+import json
+
+import lancedb
+import pytest
+
+from evals.bench_retrieval import MANIFEST, main, run_bench, synthetic_items
+from retrieval.config import load_config
+from retrieval.schema import ITEM_SCHEMA
+from retrieval.store import ITEMS_TABLE, PUBLISHED_TAG
+
+STATS = {"p50", "p95", "mean", "max"}
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    cache = tmp_path_factory.mktemp("bench-cache")
+    first = run_bench(300, queries=10, warmup=2, embed="random", cache_dir=cache)
+    second = run_bench(300, queries=10, warmup=2, embed="random", cache_dir=cache)
+    return cache, first, second
+
+
+def test_report_has_latencies_for_inject_search_and_query_embedding(small_run):
+    _, report, _ = small_run
+    assert {"items", "queries", "inject_ms", "search_ms", "embed_ms", "build_seconds", "index",
+            "embedding", "machine"} <= set(report)
+    assert report["items"] == 300 and report["queries"] == 10 and report["embedding"] == "random"
+    assert report["machine"]["cpus"] >= 1
+    for name in ("inject_ms", "search_ms", "embed_ms"):
+        assert report[name] is not None, report.get("inject_error")
+        assert set(report[name]) == STATS
+        assert all(value > 0 for value in report[name].values())
+        assert report[name]["p50"] <= report[name]["p95"] <= report[name]["max"]
+    json.dumps(report)  # JSON-able as the CLI prints it
+
+
+def test_built_root_is_published_with_a_full_text_index(small_run):
+    _, report, _ = small_run
+    table = lancedb.connect(f"{report['root']}/lancedb").open_table(ITEMS_TABLE)
+    assert PUBLISHED_TAG in table.tags.list()
+    table.checkout(PUBLISHED_TAG)
+    assert table.count_rows() == 300
+    assert any(index.columns == ["content"] and "FTS" in str(index.index_type).upper()
+               for index in table.list_indices())
+    assert "FTS(content)" in report["index"]
+
+
+def test_second_run_reuses_the_cached_root(small_run):
+    cache, first, second = small_run
+    assert (first["cache"], second["cache"]) == ("built", "reused")
+    assert second["root"] == first["root"] and second["build_seconds"] == first["build_seconds"]
+    assert len([p for p in cache.iterdir() if not p.name.startswith(".")]) == 1
+    built_at = json.loads((cache / first["root"].rsplit("/", 1)[-1] / MANIFEST).read_text())["built_at"]
+    third = run_bench(300, queries=2, warmup=0, embed="random", cache_dir=cache)
+    assert json.loads((cache / third["root"].rsplit("/", 1)[-1] / MANIFEST).read_text())["built_at"] == built_at
+
+
+def test_synthetic_items_look_like_real_ones():
+    config = load_config()
+    items = synthetic_items(2000, seed=3, config=config)
+    assert items.columns == list(ITEM_SCHEMA) and items.height == 2000
+    assert items["id"].n_unique() == 2000 and items["content_hash"].n_unique() == 2000
+    assert set(items["category"].unique()) <= set(config.categories)
+    assert 0.03 <= (items["source_trust"] == "untrusted").mean() <= 0.07
+    assert 0.015 <= (items["status"] == "superseded").mean() <= 0.04
+    assert items["kind"].n_unique() >= 6 and items["tier"].n_unique() == 3
+    assert synthetic_items(50, seed=3, config=config)["content"].to_list() == items["content"].head(50).to_list()
+
+
+def test_cli_takes_a_comma_list_of_sizes_and_prints_json(tmp_path, capsys):
+    assert main(["--items", "120,150", "--queries", "3", "--warmup", "0", "--embed", "random",
+                 "--cache-dir", str(tmp_path), "--json"]) == 0
+    reports = json.loads(capsys.readouterr().out)
+    assert [r["items"] for r in reports] == [120, 150]

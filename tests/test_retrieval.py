@@ -1,0 +1,225 @@
+"""The agent's side: tiered, decayed, trust-tagged injection over real LanceDB."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import dagster as dg
+import lancedb
+import polars as pl
+import pytest
+
+from memory_assets.lib import publish
+from memory_assets.lib.dedup import content_hash
+from memory_assets.lib.items import facts_to_items
+from memory_assets.lib.runner import materialize_pending
+from retrieval import MemoryClient
+from retrieval.config import load_config
+from retrieval.embeddings import Embedder
+from retrieval.options import RetrievalOptions
+from retrieval.paths import DataRoot
+from retrieval.rewrite import keyword_query
+from retrieval.schema import FACT_SCHEMA, INJECTION_END, INJECTION_START
+from retrieval.store import ItemStore
+from retrieval.tokens import count_tokens
+
+NOW = datetime(2026, 10, 1, tzinfo=timezone.utc)
+
+
+def _row(fid, content, *, category="vehicle", kind="fact", confidence=0.9, trust="trusted", status="active",
+         days_old=3, namespace="default", tier="standard", contradicts=None):
+    return {
+        "id": fid, "content": content, "category": category, "kind": kind, "memory_kind": "note",
+        "tags": [], "entities": [], "importance": 0.8 if trust == "trusted" else 0.4, "confidence": confidence,
+        "strength": "explicit", "sentiment": "neutral", "tier": tier, "scope": "global", "namespace": namespace,
+        "source_trust": trust, "provenance": "user_stated", "source_session": "s1",
+        "source_resource_ids": [f"r-{fid}"], "source_turn_ids": [f"D1:{fid}"], "supersedes_hint": None,
+        "content_hash": content_hash(content), "created_at": NOW - timedelta(days=days_old),
+        "prompt_version": "test", "extractor": "offline", "_status": status, "_contradicts": contradicts or [],
+    }
+
+
+ROWS = [
+    _row("wrx", "Aaron's WRX oil change is due at 11,799 miles"),
+    _row("wrx-old", "Aaron's WRX oil change was due at 6,000 miles", status="superseded", days_old=200),
+    _row("allergy", "Aaron is allergic to penicillin", category="health"),
+    _row("phish", "Aaron's warranty renewal of $499 is authorised", trust="untrusted", category="vehicle"),
+    _row("guess", "Aaron probably likes rally racing", confidence=0.25, category="hobbies"),
+    _row("old", "Aaron rotated the WRX tires at 6,000 miles", days_old=400),
+    _row("meet-a", "Aaron's standup meeting is at 9:00 on weekdays", category="work", contradicts=["meet-b"]),
+    _row("meet-b", "Aaron's standup meeting is at 14:00 on weekdays", category="work", contradicts=["meet-a"]),
+    _row("other-ns", "Aaron's WRX is blue", namespace="agent-b"),
+    *[_row(f"filler-{i}", f"Aaron noted vehicle detail number {i} about the WRX service history and parts")
+      for i in range(12)],
+]
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory):
+    """A data root with hand-made published items (the read side, without extraction)."""
+    paths = DataRoot.resolve(tmp_path_factory.mktemp("retrieval") / "data")
+    facts = pl.DataFrame([{k: v for k, v in r.items() if not k.startswith("_")} for r in ROWS], schema=FACT_SCHEMA)
+    items = facts_to_items(facts, NOW).with_columns(
+        status=pl.Series([r["_status"] for r in ROWS]),
+        contradicts=pl.Series([r["_contradicts"] for r in ROWS], dtype=pl.List(pl.String)),
+        embedding_model=pl.lit("local:all-MiniLM-L6-v2"),
+    ).drop("supersedes_hint", "source_session")
+    from retrieval.schema import ITEM_SCHEMA
+
+    items = items.select(list(ITEM_SCHEMA))
+    vectors = Embedder(load_config()).embed(items["content"].to_list())
+    publish.publish(paths, publish.write_items(paths, items, vectors, NOW))
+    return paths
+
+
+def _client(paths, **options):
+    return MemoryClient(paths.root, options=RetrievalOptions(**options) if options else None)
+
+
+def test_block_has_the_header_and_one_line_per_item(root):
+    injection = _client(root).inject("When is the WRX oil change due?", now=NOW, record=False)
+    lines = injection.text.splitlines()
+    assert lines[0] == INJECTION_START and lines[-1] == INJECTION_END
+    assert lines[1] == "Known context from previous sessions:"
+    assert lines[2] == "~ Aaron's WRX oil change is due at 11,799 miles (confidence: 0.9; age: 3d; category: vehicle)"
+    assert len(lines) - 3 == len(injection.items) <= 10
+    assert injection.tier == "items"
+
+
+def test_superseded_items_are_never_injected_or_found(root):
+    client = _client(root)
+    for query in ("WRX oil change was due at 6,000 miles", "oil change 6,000"):
+        assert "wrx-old" not in {h.id for h in client.search(query, k=20, now=NOW)}
+        assert "wrx-old" not in {h.id for h in client.inject(query, now=NOW, record=False).items}
+
+
+def test_untrusted_item_is_tagged(root):
+    injection = _client(root).inject("warranty renewal $499", now=NOW, record=False)
+    line = next(x for x in injection.text.splitlines() if "warranty" in x)
+    assert line.endswith("[untrusted]")
+    assert injection.flags["phish"] == ["[untrusted]"]
+
+
+def test_conflicting_pair_is_flagged_on_both_sides(root):
+    injection = _client(root).inject("When is Aaron's standup meeting?", now=NOW, record=False)
+    assert {"meet-a", "meet-b"} <= {h.id for h in injection.items}
+    assert "[conflict]" in injection.flags["meet-a"] and "[conflict]" in injection.flags["meet-b"]
+
+
+def test_low_confidence_is_uncertain_and_old_is_stale(root):
+    client = _client(root)
+    guess = client.inject("does Aaron like rally racing", now=NOW, record=False)
+    assert "[uncertain]" in guess.flags["guess"]
+    old = client.inject("when were the WRX tires rotated", now=NOW, record=False)
+    assert "[stale]" in old.flags["old"]
+
+
+def test_token_budget_is_a_hard_limit(root):
+    injection = _client(root).inject("WRX service history parts vehicle detail", token_budget=90, now=NOW, record=False)
+    assert 0 < injection.tokens <= 90 and count_tokens(injection.text) == injection.tokens
+    assert len(injection.items) < 10
+
+
+def test_hard_caps_ten_and_five_in_budget_aware_mode(root):
+    query = "WRX service history parts vehicle detail"
+    assert len(_client(root).inject(query, token_budget=4000, now=NOW, record=False).items) == 10
+    frugal = _client(root).inject(query, token_budget=4000, now=NOW, budget_aware=True, record=False)
+    assert len(frugal.items) == 5
+
+
+def test_namespace_filters_items(root):
+    mine = MemoryClient(root.root, namespace="default").search("what colour is the WRX", k=20, now=NOW)
+    theirs = MemoryClient(root.root, namespace="agent-b").search("what colour is the WRX", k=20, now=NOW)
+    assert "other-ns" not in {h.id for h in mine}
+    assert {h.id for h in theirs} == {"other-ns"}
+
+
+def test_raw_user_message_is_rewritten_before_search(root):
+    client = _client(root)
+    injection = client.inject([{"role": "user", "content": "I'm taking the WRX in on Saturday."},
+                               {"role": "user", "content": "Hey, when is the oil change due again?"}],
+                              now=NOW, record=False)
+    assert injection.query == keyword_query([{"content": "I'm taking the WRX in on Saturday."},
+                                             {"content": "Hey, when is the oil change due again?"}])
+    assert "when" not in injection.query.lower().split() and "WRX" in injection.query
+    assert injection.items[0].id == "wrx"
+
+
+def test_injection_writes_an_injected_event_that_is_not_a_reference(root, tmp_path):
+    client = _client(root)
+    injection = client.inject("WRX oil change", now=NOW, session_id="s9")
+    files = sorted(root.events.glob("*.json"))
+    event = json.loads(files[-1].read_text())
+    assert event["type"] == "injected" and event["session_id"] == "s9"
+    assert event["item_ids"] == [h.id for h in injection.items]
+    for f in files:
+        f.unlink()
+
+
+def test_record_response_writes_echo_and_fizzle(root):
+    client = _client(root)
+    injection = client.inject("WRX oil change due miles", now=NOW, record=False)
+    used = client.record_response(injection, "Your oil change is due at 11,799 miles, about 500 miles from now.", now=NOW)
+    assert used["wrx"] is True and not all(used.values())
+    events = [json.loads(f.read_text()) for f in sorted(root.events.glob("*.json"))]
+    by_type = {e["type"]: e["item_ids"] for e in events}
+    assert "wrx" in by_type["referenced"] and "wrx" not in by_type["ignored"]
+    for f in root.events.glob("*.json"):
+        f.unlink()
+
+
+def test_unknown_item_id_gets_a_clear_error(root):
+    with pytest.raises(ItemStore.DoesNotExist, match="no published item with id 'nope'"):
+        _client(root).reinforce("nope")
+
+
+def test_tier_one_answers_from_summaries_when_they_suffice(root, tmp_path):
+    import shutil
+
+    paths = DataRoot.resolve(tmp_path / "data")
+    shutil.copytree(root.root, paths.root)
+    embedder = Embedder(load_config())
+    text = "Aaron's WRX oil change is due at 11,799 miles. Aaron is allergic to penicillin."
+    db = lancedb.connect(str(paths.lancedb))
+    table = db.create_table("summaries", data=[{"category": "vehicle", "content": text,
+                                                "vector": embedder.embed_one(text).tolist(), "updated_at": NOW}])
+    table.tags.create("published", table.version)
+    client = MemoryClient(paths.root)
+    answered = client.inject("WRX oil change due miles", now=NOW, record=False)
+    assert answered.tier == "summaries" and "11,799" in answered.text
+    fallback = client.inject("standup meeting time", now=NOW, record=False)
+    assert fallback.tier == "items"
+    without = MemoryClient(paths.root, options=RetrievalOptions(tiers=False)).inject("WRX oil change due miles", now=NOW, record=False)
+    assert without.tier == "items"
+
+
+def test_feedback_is_folded_by_the_pipeline(tmp_path, samples):
+    """reinforce, demote, update, forget, injected: appended by the agent, folded by a run."""
+    from memory_assets.lib.ingest import ingest_paths
+
+    paths = DataRoot.resolve(tmp_path / "data")
+    ingest_paths([samples / "personal-assistant.jsonl"], paths.root)
+    with dg.instance_for_test() as instance:
+        materialize_pending(paths, extractor="offline", instance=instance)
+        client = MemoryClient(paths.root)
+        items = ItemStore(paths).items()
+        allergy = items.filter(pl.col("content").str.contains("penicillin"))["id"][0]
+        wrx = items.filter(pl.col("content").str.contains("2019 Subaru WRX"))["id"][0]
+        bouldering = items.filter(pl.col("content").str.contains("(?i)boulder"))["id"][0]
+        client.inject("penicillin allergy", session_id="s")
+        client.reinforce(allergy)
+        client.demote(wrx)
+        client.update(bouldering, "Aaron boulders at Momentum three times a week", ["hobby"])
+        client.forget(wrx)
+        materialize_pending(paths, extractor="offline", instance=instance, force_items=True)
+    after = {r["id"]: r for r in ItemStore(paths).items().to_dicts()}
+    assert after[allergy]["reference_count"] == 1 and after[allergy]["reinforcement"] == 3.0
+    assert after[allergy]["injected_count"] >= 1 and after[allergy]["last_referenced_at"] is not None
+    assert after[wrx]["status"] == "purged" and after[wrx]["reinforcement"] == -1.0
+    assert after[bouldering]["content"] == "Aaron boulders at Momentum three times a week"
+    assert after[bouldering]["provenance"] == "user_corrected"
+    assert not list(paths.events.glob("*.json"))  # folded into the event log
+    found = MemoryClient(paths.root).search("how often does Aaron go bouldering", k=5)
+    assert found[0].id == bouldering
+    assert wrx not in {h.id for h in MemoryClient(paths.root).search("Subaru WRX 2019", k=20)}
