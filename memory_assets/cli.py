@@ -89,6 +89,20 @@ def cmd_inject(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval(args: argparse.Namespace) -> int:
+    if args.what == "retrieval":
+        from evals.retrieval_eval import main as run
+    else:
+        from evals.extraction_eval import main as run
+    return int(run(args.rest) or 0)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    from evals.bench_retrieval import main as run
+
+    return int(run(args.rest) or 0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memory", description="Agent memory: ingest transcripts, build memory, search it.")
     parser.add_argument("--data-root", default=os.environ.get("MEMORY_DATA_ROOT", "data"),
@@ -124,6 +138,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--token-budget", type=int, default=None)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_inject)
+
+    p = sub.add_parser("eval", help="measure quality: `memory eval retrieval --dataset PATH... [--k 10] [--json]`")
+    p.add_argument("what", choices=["retrieval", "extraction"])
+    p.add_argument("rest", nargs=argparse.REMAINDER, help="options of that eval (see --help after it)")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("bench", help="measure speed: `memory bench retrieval --items N [--json]`")
+    p.add_argument("what", choices=["retrieval"])
+    p.add_argument("rest", nargs=argparse.REMAINDER, help="options of that benchmark (see --help after it)")
+    p.set_defaults(func=cmd_bench)
     return parser
 
 
