@@ -58,6 +58,10 @@ ABLATIONS: dict[str, RetrievalOptions] = {
 }
 
 
+# Config sections only retrieval reads; every other section can change what a build holds.
+QUERY_TIME_CONFIG = ("injection", "ranking", "source")
+
+
 class EvalError(RuntimeError):
     """The eval could not build or read a conversation's memory; the message says which."""
 
@@ -113,9 +117,9 @@ def build_key(conv: Conversation, extractor: str) -> dict[str, str]:
     from memory_assets.defs.items.assets import memory_items
 
     config = dataclasses.asdict(load_config())
-    # Injection settings are read at question time, not build time: tuning them reuses the build.
-    config.pop("injection", None)
-    config.pop("source", None)
+    # Read at question time, not build time: tuning them reuses the build.
+    for section in QUERY_TIME_CONFIG:
+        config.pop(section, None)
     if extractor != "llm":
         config.pop("llm", None)
     key = {
@@ -442,7 +446,9 @@ def format_table(report: dict[str, Any]) -> str:
     ]
     if not report["options_applied"]:
         out.append("note: MemoryClient takes no options= yet; every configuration ran with its defaults")
-    out += [head, line("full" if "ablations" not in report else "main", report)]
+    out.append(head)
+    if report["options"] not in [row["options"] for row in report.get("ablations", {}).values()]:
+        out.append(line("full" if report["options"] == dataclasses.asdict(RetrievalOptions()) else "main", report))
     for name, row in report.get("ablations", {}).items():
         out.append(line(name, row))
     for name, row in report.get("baselines", {}).items():

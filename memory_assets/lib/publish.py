@@ -1,15 +1,18 @@
-"""Write a new version of the item store, then publish it (DESIGN principle 4).
+"""Write–audit–publish for the item store (DESIGN principle 4).
 
 ``write_items`` writes a versioned Parquet file and a new LanceDB table version with its
-full-text index; nothing the agent reads has changed yet. ``publish`` moves the agent's
-pointers: the LanceDB ``published`` tag and the Parquet snapshot (atomic rename).
+full-text index, and ``stage`` records it as the version awaiting its checks; nothing
+the agent reads has changed yet. ``publish`` moves the agent's pointers — the LanceDB
+``published`` tag and the Parquet snapshot (atomic rename) — and appends to the publish
+history that ``rollback`` re-points along.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 
@@ -18,7 +21,7 @@ import numpy as np
 import polars as pl
 
 from retrieval.paths import DataRoot
-from retrieval.store import ITEMS_TABLE, PUBLISHED_TAG
+from retrieval.store import ITEMS_TABLE, PUBLISHED_TAG, ItemStore
 
 # Above this many rows brute-force vector search gets slow (~250 ms at 100k on 2 cores):
 # build an ANN index instead.
@@ -30,6 +33,19 @@ class ItemsVersion:
     version: int
     parquet: Path
     rows: int
+    written_at: str = ""
+    event_files: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return {**asdict(self), "parquet": str(self.parquet)}
+
+    @classmethod
+    def from_json(cls, raw: dict) -> "ItemsVersion":
+        return cls(**{**raw, "parquet": Path(raw["parquet"])})
+
+
+class RollbackError(LookupError):
+    """No earlier published version to go back to (or not the one asked for)."""
 
 
 def _stamp(now: datetime) -> str:
@@ -58,10 +74,43 @@ def write_items(paths: DataRoot, items: pl.DataFrame, vectors: np.ndarray, now: 
         table.create_fts_index("content", replace=True, with_position=False)
         if items.height >= VECTOR_INDEX_MIN_ROWS:
             table.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_HNSW_SQ")
-    return ItemsVersion(version=table.version, parquet=parquet, rows=items.height)
+    return ItemsVersion(version=table.version, parquet=parquet, rows=items.height, written_at=now.isoformat())
 
 
-def publish(paths: DataRoot, written: ItemsVersion) -> None:
+def _staged_file(paths: DataRoot) -> Path:
+    return paths.items_dir / "staged.json"
+
+
+def _history_file(paths: DataRoot) -> Path:
+    return paths.items_dir / "published_history.json"
+
+
+def stage(paths: DataRoot, written: ItemsVersion) -> None:
+    """Record ``written`` as the version the checks audit and ``published_items`` publishes."""
+    tmp = _staged_file(paths).with_suffix(".tmp")
+    tmp.write_text(json.dumps(written.to_json(), indent=1))
+    os.replace(tmp, _staged_file(paths))
+
+
+def staged(paths: DataRoot) -> ItemsVersion | None:
+    path = _staged_file(paths)
+    return ItemsVersion.from_json(json.loads(path.read_text())) if path.exists() else None
+
+
+def staged_table(paths: DataRoot, written: ItemsVersion):
+    """The LanceDB items table at the staged (not yet published) version."""
+    table = lancedb.connect(str(paths.lancedb)).open_table(ITEMS_TABLE)
+    table.checkout(written.version)
+    return table
+
+
+def history(paths: DataRoot) -> list[ItemsVersion]:
+    """Every version ever published, oldest first."""
+    path = _history_file(paths)
+    return [ItemsVersion.from_json(r) for r in json.loads(path.read_text())] if path.exists() else []
+
+
+def publish(paths: DataRoot, written: ItemsVersion, *, record: bool = True) -> None:
     """Point the agent at ``written``: LanceDB tag first, then the Parquet snapshot."""
     db = lancedb.connect(str(paths.lancedb))
     table = db.open_table(ITEMS_TABLE)
@@ -73,3 +122,34 @@ def publish(paths: DataRoot, written: ItemsVersion) -> None:
     tmp = paths.published_items.with_suffix(".parquet.tmp")
     shutil.copyfile(written.parquet, tmp)
     os.replace(tmp, paths.published_items)
+    if record:
+        entries = [v.to_json() for v in history(paths) if v.version != written.version] + [written.to_json()]
+        tmp_history = _history_file(paths).with_suffix(".tmp")
+        tmp_history.write_text(json.dumps(entries, indent=1))
+        os.replace(tmp_history, _history_file(paths))
+
+
+def current(paths: DataRoot) -> ItemsVersion | None:
+    """The version the agent reads now."""
+    table = ItemStore(paths).table()
+    if table is None:
+        return None
+    return next((v for v in reversed(history(paths)) if v.version == table.version), None)
+
+
+def rollback(paths: DataRoot, to_version: int | None = None) -> ItemsVersion:
+    """Re-point the agent at an earlier published version (default: the one before now)."""
+    versions = history(paths)
+    now = current(paths)
+    if to_version is not None:
+        target = next((v for v in versions if v.version == to_version), None)
+        if target is None:
+            known = ", ".join(str(v.version) for v in versions) or "none"
+            raise RollbackError(f"version {to_version} was never published; published versions: {known}")
+    else:
+        earlier = [v for v in versions if now is None or v.version < now.version]
+        if not earlier:
+            raise RollbackError("no earlier published version to roll back to")
+        target = earlier[-1]
+    publish(paths, target, record=False)
+    return target

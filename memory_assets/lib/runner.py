@@ -48,6 +48,8 @@ def _definitions(data_root: str, extractor: str | None) -> tuple[list, dict]:
     if extractor:
         resources["extractor"] = ExtractorResource(mode=extractor)
     assets = [a for a in loaded.assets or [] if isinstance(a, dg.AssetsDefinition)]
+    # Checks run with their assets: a failed blocking check stops the run before publish.
+    assets += list(loaded.asset_checks or [])
     return assets, resources
 
 
@@ -81,7 +83,7 @@ def materialize_pending(paths: DataRoot, *, extractor: str | None = None, instan
         (summary.sessions if result.success else summary.failed).append(session_id)
     summary.quarantined = quarantine.quarantined_sessions(paths)
     if summary.sessions or force_items or not paths.published_items.exists():
-        result = dg.materialize(assets, selection=["memory_items"], instance=instance, resources=resources,
+        result = dg.materialize(assets, selection=["memory_items", "published_items"], instance=instance, resources=resources,
                                 raise_on_error=False, tags={"memory/trigger": "cli"}, run_config=QUIET)
         summary.items_materialized = result.success
         if not result.success:

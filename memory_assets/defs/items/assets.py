@@ -40,8 +40,9 @@ def memory_items(context: dg.AssetExecutionContext, memory: MemoryRoot, embedder
     Exact and near-duplicate facts are merged into one item (the fresher wording wins,
     and it keeps every source); a fact that replaces an older one marks the older one
     superseded; the agent's feedback (reinforce, demote, update, forget, echo/fizzle)
-    is folded in. Published as a Parquet snapshot and the LanceDB ``items`` table
-    (vectors + full-text index) that retrieval searches.
+    is folded in. Written as a new Parquet version and a new LanceDB ``items`` version
+    (vectors + full-text index), staged for its checks; ``published_items`` makes it
+    what retrieval reads.
     """
     paths, config = memory.paths, memory.config
     now = datetime.now(timezone.utc)
@@ -54,14 +55,13 @@ def memory_items(context: dg.AssetExecutionContext, memory: MemoryRoot, embedder
     result = consolidate(facts, previous, store.vectors_by_hash(), embedder.build(config), config, now,
                          events=batch.events)
     written = publish.write_items(paths, result.items, result.vectors, now)
+    written = publish.ItemsVersion(**{**written.__dict__, "event_files": [f.name for f in batch.files]})
+    publish.stage(paths, written)
     if result.merges:
         paths.merges.mkdir(parents=True, exist_ok=True)
         log = paths.merges / f"merges-{now.strftime('%Y%m%dT%H%M%S%f')}.parquet"
         _merge_log(result.merges, now).write_parquet(log.with_suffix(".tmp"))
         os.replace(log.with_suffix(".tmp"), log)
-    publish.publish(paths, written)
-    # Only after the new version is live: the folded event files move into the event log.
-    compacted = feedback.compact(paths, batch, now.strftime("%Y%m%dT%H%M%S%f"))
 
     paths.duckdb.parent.mkdir(parents=True, exist_ok=True)
     with duckdb.get_connection() as conn:
@@ -82,12 +82,44 @@ def memory_items(context: dg.AssetExecutionContext, memory: MemoryRoot, embedder
         "embedded": result.embedded,
         "vectors_reused": result.reused_vectors,
         "events_folded": dict(sorted(result.events_folded.items())),
-        "event_files_compacted": compacted,
         "bad_event_files": len(batch.errors),
         "untrusted_items": int((active["source_trust"] == "untrusted").sum()),
-        "lancedb_version": written.version,
+        "staged_version": written.version,
         "by_category": {k: int(v) for k, v in by_category},
         "by_status": {k: int(v) for k, v in by_status},
         "embedding_model": result.items["embedding_model"][0] if result.items.height else "none",
         "sample": dg.MetadataValue.md("\n".join(f"- {c}" for c in active.sort("importance", descending=True)["content"].head(10).to_list()) or "none"),
+    })
+
+
+@dg.asset(
+    deps=["memory_items"],
+    group_name="items",
+    kinds={"lancedb", "parquet"},
+    code_version="published-items-v1",
+    automation_condition=dg.AutomationCondition.eager(),
+)
+def published_items(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg.MaterializeResult:
+    """The memory the agent reads: the last ``memory_items`` version that passed every
+    blocking check. Moving the LanceDB ``published`` tag and swapping the Parquet
+    snapshot by atomic rename is the only way a new version reaches an agent; a failed
+    check stops the run before this step, so the previous version stays published.
+    ``memory rollback`` re-points to an earlier version.
+    """
+    paths = memory.paths
+    written = publish.staged(paths)
+    if written is None:
+        raise dg.Failure("nothing staged: materialize memory_items first")
+    previous = publish.current(paths)
+    publish.publish(paths, written)
+    # Only once the new version is live do the folded event files move into the event log.
+    batch = feedback.read_events(paths)
+    batch.files = [f for f in batch.files if f.name in set(written.event_files)]
+    compacted = feedback.compact(paths, batch, datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f"))
+    return dg.MaterializeResult(metadata={
+        "published_version": written.version,
+        "previous_version": previous.version if previous else -1,
+        "items": written.rows,
+        "parquet": dg.MetadataValue.path(str(paths.published_items)),
+        "event_files_compacted": compacted,
     })

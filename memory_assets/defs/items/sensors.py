@@ -8,7 +8,7 @@ from memory_assets.defs.resources import MemoryRoot
 
 fold_feedback_job = dg.define_asset_job(
     "fold_feedback",
-    selection=dg.AssetSelection.assets("memory_items"),
+    selection=dg.AssetSelection.assets("memory_items", "published_items"),
     description="Rebuild memory_items with the agent's new feedback events folded in.",
 )
 

@@ -22,13 +22,16 @@ from retrieval.config import MemoryConfig
 from retrieval.schema import Candidate, Turn
 
 _ABBREV = re.compile(r"\b(" + "|".join(re.escape(a) for a in R.ABBREVIATIONS) + r")\.", re.IGNORECASE)
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+|(?<=[.!?])(?=[A-Z][a-z])")
+# "…amazing!Thanks" splits; "sqlalchemy.exc.TimeoutError" does not.
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+|(?<=[!?])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
 _VERB = re.compile(
     r"\b(?:i|i'm|i've|i'll|i'd|we|we're|we've|he|she|they|you|it)\s+\w|"
     r"\b(?:am|is|are|was|were|be|been|being|'m|'s|'re|'ve|'ll|'d|have|has|had|do|does|did|will|would|can|could|"
-    r"should|may|might|must|gonna|wanna|[a-z]{2,}ed|[a-z]{3,}(?:s|es)\s+(?:me|my|us|our|him|her|them|it|to|a|an|the))\b|"
+    r"should|may|might|must|gonna|wanna|[a-z]{2,}ed|[a-z]{3,}(?:s|es)\s+(?:me|my|us|our|him|her|them|it))\b|"
     r"\b(?!(?:for|to|with|at|of|from|about|like|than|by|on|in|behind|around|without|near|and|or|but)\b)[a-z]{3,}\s+(?:me|us)\b|"
+    r"\b(?:matters|means|helps|makes|keeps|gives|brings|takes|feels|seems|works|goes|comes|needs|wants|likes|loves|"
+    r"hates|says|plays|runs|lives|stays|reminds|lets)\b|"
     r"\b(?:" + "|".join(sorted(R.IRREGULAR_PAST)) + r")\b",
     re.IGNORECASE,
 )
@@ -111,9 +114,15 @@ def _split_joins(piece: str) -> list[str]:
 
 
 def split_label(clause: str) -> tuple[str, str]:
-    """Separate a short heading ("Change of plan on scheduling: …") from the statement."""
+    """Separate a heading ("Change of plan on scheduling: …", "Remember this: …") from the
+    statement; "Joanna got ideas from everywhere: …" is a statement, not a heading."""
     found = R.LABEL.match(clause)
-    return (found.group(1), clause[found.end():]) if found else ("", clause)
+    if not found:
+        return "", clause
+    head = found.group(1)
+    if len(head.split()) > 3 and R.FINITE_VERB.search(head) and not R.REMEMBER.search(head):
+        return "", clause
+    return head, clause[found.end():]
 
 
 def strip_filler(clause: str, names: tuple[str, ...]) -> str:
@@ -172,7 +181,11 @@ def is_specific(text: str) -> bool:
 def _finish(text: str) -> str:
     text = re.sub(r"\s+", " ", text).strip(" ,;:-")
     text = re.sub(r"[.!?]*$", "", text).rstrip(" ,;:-")
-    return (text[:1].upper() + text[1:] + ".") if text else ""
+    if not text:
+        return ""
+    # Capitalise a sentence, not an identifier ("sqlalchemy.exc.TimeoutError: …").
+    head = text.split()[0]
+    return (text if re.search(r"[._/]", head) else text[:1].upper() + text[1:]) + "."
 
 
 # --- Pronouns ------------------------------------------------------------------------
@@ -246,16 +259,20 @@ def rewrite_first_person(text: str, voice: _Voice) -> str:
     return text
 
 
-def _resolve(clause: str, antecedent: str) -> str:
-    """Put the antecedent in place of an opening he/she ("She just got into ceramics")."""
-    clause = re.sub(r"^(?:he|she)'s\b", antecedent + " is", clause, count=1, flags=re.IGNORECASE)
-    return re.sub(r"^(?:he|she)\b", antecedent, clause, count=1, flags=re.IGNORECASE)
+def _resolve(clause: str, antecedent: str, things: bool) -> str:
+    """Put the antecedent in place of an opening he/she ("She just got into ceramics"),
+    or "it" when the antecedent was named in the sentence before ("Star Wars! It's…")."""
+    pronoun = r"(?:he|she|it)" if things else r"(?:he|she)"
+    clause = re.sub(r"^" + pronoun + r"'s(?=\s+(?:been|got|gotten|[a-z]+ed)\b)", antecedent + " has", clause,
+                    count=1, flags=re.IGNORECASE)
+    clause = re.sub(r"^" + pronoun + r"'s\b", antecedent + " is", clause, count=1, flags=re.IGNORECASE)
+    return re.sub(r"^" + pronoun + r"\b", antecedent, clause, count=1, flags=re.IGNORECASE)
 
 
 def _antecedent(sentence: str, names: tuple[str, ...]) -> str | None:
     """A name opening a sentence ("Oliver's hilarious!") is who the next "he/she" is."""
     found = R.NAME_START.match(strip_filler(sentence, names).rstrip(" .!?")) or R.LABEL_NAME.match(sentence)
-    if not found or found.group(1) in names or found.group(1).lower() in R.NOT_ENTITIES:
+    if not found or found.group(1) in names or found.group(1).split()[0].lower() in R.NOT_ENTITIES:
         return None
     return found.group(1)
 
@@ -374,7 +391,7 @@ class OfflineExtractor:
     """
 
     name = "offline"
-    version = "rules-v2"
+    version = "rules-v1"
 
     def __init__(self, config: MemoryConfig):
         self.config = config
@@ -406,10 +423,10 @@ class OfflineExtractor:
                     name = speaker_name(turn)
                     if m := R.COMPANION.search(seg.text):
                         companions[name] = (index, m.group(1).lower())
-                    companion = _recent(companions.get(name), index)
-                    person = _recent(people.get(name), index)
                     if m := R.PERSON.search(seg.text):
                         people[name] = (index, m.group(1) or m.group(2))
+                    companion = _recent(companions.get(name), index)
+                    person = _recent(people.get(name), index)
                     voice = _Voice(name, "the assistant" if agent else _addressee(ordered, index), companion)
                     found += self._stated(seg, voice, names, agent, person)
             for cand in found:
@@ -424,13 +441,14 @@ class OfflineExtractor:
         text, caption = split_caption(seg.text)
         found: list[Candidate] = []
         all_names = tuple(dict.fromkeys(names + ((voice.addressee,) if voice.addressee else ())))
-        antecedent = person
+        antecedent, things = person, False
         for sentence in sentences(text):
             for raw in clauses(sentence):
-                cand = self._clause(raw, sentence, seg.turn, voice, all_names, agent, antecedent)
+                cand = self._clause(raw, sentence, seg.turn, voice, all_names, agent, antecedent, things)
                 if cand is not None:
                     found.append(cand)
-            antecedent = _antecedent(sentence, all_names) or antecedent
+            named = _antecedent(sentence, all_names)
+            antecedent, things = (named, True) if named else (person, False)
         if caption and R.REFERS_TO_IMAGE.search(text):
             what = R.CAPTION_LEAD.sub("", caption.strip().rstrip("."))
             if len(content_words(what)) >= 2:
@@ -439,9 +457,9 @@ class OfflineExtractor:
         return found
 
     def _clause(self, raw: str, sentence: str, turn: Turn, voice: _Voice, names: tuple[str, ...],
-                agent: bool, antecedent: str | None) -> Candidate | None:
+                agent: bool, antecedent: str | None, things: bool = False) -> Candidate | None:
         raw = R.CHATTER_TAIL.sub("", raw.strip())
-        if is_chatter(raw):
+        if R.CHATTER_OPENERS.match(raw):
             return None
         label, body = split_label(raw)
         remember = bool(R.REMEMBER.search(raw))
@@ -457,10 +475,11 @@ class OfflineExtractor:
             request = self._request(clause, cue, sentence, turn, voice, remember)
             if request is not None:
                 return request or None
-        if R.SECOND_PERSON_SUBJECT.match(clause) or R.SOCIAL_IMPERATIVE.match(clause) or R.GENERIC_WE.search(clause):
+        if R.SECOND_PERSON_SUBJECT.match(clause) or R.SOCIAL_IMPERATIVE.match(clause) or R.GENERIC_WE.search(clause) \
+                or R.LETS.match(clause):
             return None
-        clause = R.EVALUATIVE_TAIL.sub("", clause).strip()
-        resolved = _resolve(clause, antecedent) if antecedent else clause
+        clause = R.DANGLING_END.sub("", R.EVALUATIVE_TAIL.sub("", clause).strip())
+        resolved = _resolve(clause, antecedent, things) if antecedent else clause
         text = resolved
         if (intro := R.SELF_INTRO.match(text)) and intro.group(1) == voice.name:
             text = "I'm " + text[intro.end():]
@@ -468,7 +487,9 @@ class OfflineExtractor:
             if pattern.match(text) and not (unless and unless.search(text)):
                 text = pattern.sub(lead, text[:1].lower() + text[1:], count=1)
                 break
-        about_someone = resolved != clause  # "Maya just got into ceramics"
+        # "She just got into ceramics" about "my sister Maya" is a fact; "he never gives up"
+        # about a name that merely opened the last sentence is too often a character or a verdict.
+        about_someone = not things and resolved != clause and re.match(r"(?:he|she)\b", clause, re.IGNORECASE)
         if not (R.FIRST_PERSON.search(text) or about_someone
                 or agent and (is_specific(text) or self._domain_fact(text, names))):
             return None
@@ -482,10 +503,11 @@ class OfflineExtractor:
         if not has_verb(text) and not (agent and is_specific(text)):
             return None
         content = _finish(rewrite_first_person(text, voice))
-        if not _informative(content, clause, voice, names):
+        kind = kind_of(cue)
+        if not _informative(content, clause, voice, names, kind):
             return None
-        extra = (antecedent,) if about_someone and antecedent else ()
-        return self._candidate(content, clause, sentence, turn, voice, kind_of(cue), remember, extra=extra)
+        extra = (antecedent,) if antecedent and resolved != clause else ()
+        return self._candidate(content, clause, sentence, turn, voice, kind, remember, extra=extra)
 
     def _request(self, clause: str, cue: str, sentence: str, turn: Turn, voice: _Voice,
                  remember: bool) -> Candidate | None | bool:
@@ -506,8 +528,8 @@ class OfflineExtractor:
             return self._candidate(content, clause, sentence, turn, voice, kind, remember)
         if R.REMIND_ME.match(clause):
             body = R.REMIND_ME.sub("", clause)
-            if R.DATE.match(body) or re.match(r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", body, re.I):
-                body = "on " + body
+            if R.DATE.match(body) or R.WEEKDAY.match(body):
+                body = "on " + body  # "remind me October 1" → "a reminder on October 1"
             content = _finish(f"{n} wants a reminder {rewrite_first_person(body, voice)}")
             return self._candidate(content, clause, sentence, turn, voice, "commitment", True)
         if R.LETS.match(clause):
@@ -555,7 +577,7 @@ class OfflineExtractor:
             provenance="user_corrected" if kind == "correction" and provenance == "user_stated" else provenance,
             remember=remember,
             action_required=bool(R.ACTION.search(clause)),
-            supersedes=supersedes_of(clause) if kind == "correction" or R.SUPERSEDES[1].search(clause) and kind == "decision" else None,
+            supersedes=supersedes_of(clause) if kind == "correction" or kind == "decision" and R.REPLACES.search(clause) else None,
         )
 
     # An assistant statement the user confirmed.
@@ -593,7 +615,7 @@ class OfflineExtractor:
             if not firm and not R.ABOUT_YOU.match(guess):
                 continue
             if (not guess or R.ASSISTANT_CHATTER.search(guess) or is_chatter(guess) or is_question(guess)
-                    or re.search(r"\b(?:i|i'm|i'll|i've|me|my|let me)\b", guess, re.IGNORECASE)):
+                    or R.ASSISTANT_SELF.search(guess)):
                 continue  # chatter, a question, or the assistant talking about itself
             if not has_verb(guess) or len(content_words(guess)) < 2:
                 continue
@@ -608,7 +630,7 @@ class OfflineExtractor:
             return []  # a source that tries to steer the model is not a source of facts
         found = []
         voice = _Voice(speaker_name(seg.turn), None)
-        prose = "\n".join(line for line in seg.text.splitlines() if not R.TOOL_NOISE.search(line))
+        prose = "\n".join(R.LOG_PREFIX.sub("", line) for line in seg.text.splitlines() if not R.TOOL_NOISE.search(line))
         for sentence in sentences(prose):
             for clause in clauses(sentence):
                 clause = clause.strip()
@@ -626,18 +648,19 @@ class OfflineExtractor:
         return found
 
 
-def _informative(content: str, clause: str, voice: _Voice, names: tuple[str, ...]) -> bool:
-    """Enough substance to be worth remembering: two concrete words, or one when the
-    speaker is the subject ("Jon is doing kickboxing") — but not a bare verb ("Maria sat
-    with her")."""
+def _informative(content: str, clause: str, voice: _Voice, names: tuple[str, ...], kind: str) -> bool:
+    """Enough substance to be worth remembering: two concrete words, or one when a liking
+    or a choice is stated ("Aaron is into jazz") or the speaker is the subject ("Jon is
+    doing kickboxing") — but not a bare verb ("Maria sat with her")."""
     substance = content_words(content, names + (voice.name,))
     if len(content.split()) < 3 or not substance:
         return False
     if len(substance) >= 2 or is_specific(clause) or R.TIME_ANCHOR.search(clause):
         return True
+    if kind in ("preference", "negative", "decision", "correction"):
+        return True
     solo = substance[0]
-    return (content.startswith(voice.name + " ") and not content.startswith(f"{voice.name} and others")
-            and len(solo) >= 5 and not R.PAST_TENSE.fullmatch(solo))
+    return content.startswith(voice.name + " ") and len(solo) >= 5 and not R.PAST_TENSE.fullmatch(solo)
 
 
 def _recent(memo: tuple[int, str] | None, index: int, within: int = 4) -> str | None:
@@ -653,7 +676,8 @@ def _confirms(reply: Turn) -> bool:
 def _addressee(ordered: list[Turn], index: int) -> str | None:
     """In a conversation between people, "you" is whoever spoke last (or speaks next)."""
     me = ordered[index].speaker
-    for other in list(reversed(ordered[:index])) + ordered[index + 1:]:
+    for i in [*range(index - 1, -1, -1), *range(index + 1, len(ordered))]:
+        other = ordered[i]
         if other.role == "user" and other.speaker and other.speaker != me:
             return other.speaker
     return None

@@ -25,7 +25,7 @@ JOIN = re.compile(
     r",?\s+(?:and|but|so|plus|because|cause|cuz)\s+(?=(?:i|i'm|i've|i'll|i'd|we|we're|we've|my|our)\b)|"
     r",\s+(?:and|but|so)\s+(?=(?:you|you're|he|she|they|it|it's|that|that's|this)\b)|"
     r",\s+so\s+(?=(?:the|a|an|his|her|their|mornings|evenings|food|no)\b)|"
-    r",\s+(?=(?:please\s+)?(?:keep|always|never|don't|do not|make sure|let's)\b)", _I)
+    r",\s+(?:so\s+)?(?=(?:please\s+)?(?:keep|always|never|don't|do not|make sure|let's)\b)", _I)
 # ", I think it was…" is a hedge on the same statement, not a new one.
 COMMA_SUBJECT = re.compile(
     r",\s+(?=(?:i|i'm|i've|i'll|i'd|we're|we've)\s)(?!i (?:think|guess|believe|mean|suppose|reckon|hope|bet)\b)", _I)
@@ -62,6 +62,11 @@ LEADING_FILLER = re.compile(
 
 # A clause that is only social glue: greeting, thanks, acknowledgement, sympathy,
 # praise for the other person, or "let me try that" filler.
+# Checked on the clause as said, before interjections are peeled off.
+CHATTER_OPENERS = re.compile(r"^(?:hi|hey|hello|yo|good (?:morning|evening|afternoon|night)|long time no see|"
+                             r"bye|goodbye|see (?:ya|you)|talk (?:to you )?(?:soon|later)|take care|catch you later|"
+                             r"ttyl|cheers|thanks|thank you|thx|ty|much appreciated|appreciate it|congrats|"
+                             r"congratulations)\b", _I)
 CHATTER = re.compile("|".join(f"(?:{p})" for p in (
         r"^(?:hi|hey|hello|good (?:morning|evening|afternoon|night)|long time no see)\b",
         r"^(?:bye|goodbye|see (?:ya|you)|talk (?:to you )?(?:soon|later)|take care|catch you later|ttyl|cheers)\b",
@@ -125,7 +130,12 @@ CHATTER = re.compile("|".join(f"(?:{p})" for p in (
         r"\bgot (?:your|ya|you) back\b",
         r"\bsorry (?:i|for|about|that|to)\b",
         r"\b(?:news|something|anything|stuff) to (?:share|tell)\b|\bshare (?:some|the|my) (?:good |great |exciting |big )?news\b",
-        r"\bi'?m sure (?:it|its|it's|that|you|they|he|she)\b",
+        r"\bi'?m sure (?:it|its|it's|that|you|your|they|he|she|with)\b",
+        r"\b(?:glad|happy|lucky|blessed|grateful|thankful) to have (?:you|ya|such|a friend)\b",
+        r"\b(?:happy|glad|thrilled) to see (?:you|your|my words|it)\b",
+        r"\bmake sure to have a (?:safe|great|good|fun)\b",
+        r"\bhope (?:they|you|she|he) (?:love|like|enjoy)s? (?:it|them)\b",
+        r"\bhelp in any way\b",
         r"^i mean\b",
         r"\b(?:will|'ll|gonna|going to) (?:definitely |totally |for sure )?(?:do that|try that|look into it|think about it|keep that in mind)\b",
         # praise for the listener: "your life path can be quite inspirational"
@@ -204,7 +214,9 @@ EVALUATIVE = frozenset(
     "wild cute perfect huge blessed grateful thankful lucky super totally so really such feel feels "
     "curious pumped psyched fine ok okay clear annoyed frustrated tired exhausted bored stressed "
     "nervous worried scared upset angry sick felt feeling love loved lovin inspiring inspired "
-    "exciting busy sad emotional touched moved hectic funny nuts blast".split()
+    "exciting busy sad emotional touched moved hectic funny nuts blast powerful fulfilling "
+    "rewarding meaningful satisfying relaxing peaceful intense surreal magical unreal validating "
+    "empowering therapeutic freeing calming refreshing inspirational".split()
 )
 # ", let me know what you think!" / ", thanks!" closing a statement.
 CHATTER_TAIL = re.compile(r",\s*(?:let me know|lmk|thanks|thank you|lol|haha|hope (?:you|that)|what do you think|"
@@ -214,11 +226,13 @@ _TAIL_WORDS = sorted(EVALUATIVE - {"so", "really", "such", "super", "totally", "
 # ", which is pretty exciting!" / "and it was so powerful": a verdict tacked onto a fact.
 EVALUATIVE_TAIL = re.compile(
     r",\s+(?:sounds|looks|seems)\b.*$|"
-    r",?\s+(?:which|and (?:it|that)|it|that)(?:'s| is| was| has been| feels| felt| looks| looked)\s+"
+    r"(?:,\s+(?:which|and (?:it|that)|it|that)|\s+(?:which|and (?:it|that)))(?:'s| is| was| has been| feels| felt| looks| looked)\s+"
     r"(?:" + _INTENSIFIERS + r"\s+)*(?:" + "|".join(_TAIL_WORDS) + r")"
     r"(?:\s+(?:feeling|experience|time|day|thing|moment|one|ride))?(?:\s+(?:too|as well|though|tbh))?[.!]*$",
     _I,
 )
+# What a removed verdict can leave dangling: "…, but overall", "…painted it because".
+DANGLING_END = re.compile(r"(?:,?\s+(?:but|and|so|because|though|although|overall|but overall|which))+\s*$", _I)
 # "I went hiking yesterday, have you been?" keeps the statement and drops the question.
 TAIL_QUESTION = re.compile(
     r"^(.*?\w.*?),\s+(?:(?:so |and |but )?(?:what|how|who|where|when|why|which|do|did|does|have|has|are|is|was|were|"
@@ -235,7 +249,7 @@ PERSON = re.compile(
     r"\b(?:Dr|Mr|Mrs|Ms)\. (?:(?-i:[A-Z][a-z]+) )?((?-i:[A-Z][a-z]+))\b", _I)
 
 # A generic remark about everyone rather than a fact about the speaker.
-GENERIC_WE = _any(r"we all", r"we're all", r"we are all", r"we're both", r"we are both", r"all of us", r"let'?s", r"us all", r"each of us", r"we both", r"both of us", r"we can all")
+GENERIC_WE = _any(r"we all", r"we're all", r"we are all", r"we're both", r"we are both", r"all of us", r"us all", r"each of us", r"we both", r"both of us", r"we can all")
 
 # --- Who the clause is about ------------------------------------------------------
 
@@ -251,14 +265,15 @@ ADVERBS = frozenset(
     "totally absolutely truly finally recently even only already kinda sorta now currently "
     "mostly generally personally genuinely honestly seriously certainly particularly "
     "especially simply rarely hardly occasionally constantly regularly typically normally "
-    "literally basically probably maybe def officially sometime".split()
+    "literally basically probably maybe def officially sometime first once then later ever again "
+    "eventually immediately quickly slowly secretly proudly happily".split()
 ) | {"no longer", "kind of", "sort of"}
 
 # Verb forms after "I" that stay as they are for a third-person subject.
 INVARIANT_AFTER_I = frozenset(
     "can could will would shall should must might may had was did didn't can't couldn't "
     "won't wouldn't shouldn't mustn't wasn't used ought need' read put set cut hit let quit "
-    "hurt cost spread shut bet".split()
+    "hurt cost spread shut bet been gone done seen".split()
 )
 # Irregular past tenses: no agreement change needed after the rewrite.
 IRREGULAR_PAST = frozenset(
@@ -269,6 +284,8 @@ IRREGULAR_PAST = frozenset(
     "began shook stuck struck swore tore won lit hung dug slid spun forgave overcame "
     "mistook undertook withdrew rebuilt".split()
 )
+# A verb that makes a colon-ended lead a statement rather than a heading.
+FINITE_VERB = re.compile(r"\b(?:is|are|was|were|has|have|had|do|does|did|[a-z]{3,}ed|" + "|".join(sorted(IRREGULAR_PAST)) + r")\b", _I)
 # "We raised…", "we had…": something that happened to the speaker's group, not a motto.
 WE_DID = re.compile(r"\b(?:we|us)\b\s+(?:\w+\s+)?(?:had|did|got|went|[a-z]{2,}ed|" + "|".join(sorted(IRREGULAR_PAST)) + r")\b", _I)
 # Present-tense verbs that merely end in "-ed".
@@ -312,6 +329,7 @@ PRO_DROP: list[tuple[re.Pattern[str], str, re.Pattern[str] | None]] = [
     (re.compile(r"^(?:gotta|have to|got to)\s+", _I), "I have to ", None),
     (re.compile(r"^(?:can't|cannot) wait\b", _I), "I can't wait", None),
     (re.compile(r"^been\s+", _I), "I've been ", re.compile(r"\bfor me\b", _I)),  # "been hectic for me": it has
+    (re.compile(r"^never\s+(?=been\b)", _I), "I've never ", None),
     (re.compile(r"^(?=(?:didn't|did not|couldn't|can't|won't|haven't|wasn't|never)\s+[a-z]+)", _I), "I ", None),
     # "It's awesome seeing my vision happen": the speaker's own verdict on their own life
     # (without an I/me/my it is a maxim, and OPINION_OPENER drops it).
@@ -323,14 +341,15 @@ PRO_DROP: list[tuple[re.Pattern[str], str, re.Pattern[str] | None]] = [
     (re.compile(r"^(?:it was|it's been|it has been)\s+(?=(?:so |really |super |pretty )*(?:great|nice|awesome|fun|amazing|good|"
                 r"wonderful|lovely|hard|tough|scary|exciting|relaxing|freeing|special|rewarding)\s+to\s)", _I), "I found it ", None),
     # "Here's a self-portrait I made": showing something is sharing it.
-    (re.compile(r"^(?:here's|here is|here are)\s+(?=(?:a|an|my|one|some|the|our|this|that|what)\b)", _I), "I shared ",
+    (re.compile(r"^(?:here's|here is|here are)\s+(?=(?:a|an|my|one|some|the|our|this|that|what|another|two|three|a few)\b)", _I), "I shared ",
      re.compile(r"^here(?:'s| is| are)\s+\S+(?:\s+\S+)?[\s.!:]*$", _I)),
     (re.compile(r"^(?=(?:so |really |super |very )?(?:glad|happy|excited|thrilled|stoked|proud|grateful|thankful|"
                 r"lucky|blessed|keen|determined|ready|eager|nervous|sad) (?:to|that|about|for|of|with)\b)", _I), "I'm ", None),
     (re.compile(r"^(?=(?:just|recently|finally|also|since|still|now)\s+(?:got|went|had|made|took|came|did|found|"
                 r"met|ran|won|hit|built|wrote|read|saw|bought|sold|spent|gave|[a-z]{3,}ed)\b)", _I), "I ", None),
     (re.compile(r"^(?=(?:started|stopped|finished|kept|quit|tried|began|loved|enjoyed)\s+[a-z]+ing\b)", _I), "I ", None),
-    (re.compile(r"^(?=(?:got|went|had|made|took|found|met|spent|ran|won|wrote|saw|gave|bought)\s+"
+    # "put" is past tense here; in a chat with an assistant it is a request, caught earlier.
+    (re.compile(r"^(?=(?:got|went|had|made|took|found|met|spent|ran|won|wrote|saw|gave|bought|put)\s+"
                 r"(?!(?:is|are|was|were|can|could)\b))", _I), "I ", None),
     (re.compile(r"^(?=[a-z]{3,}ed\s+(?:with|to|at|for|up|out|my|a|an|the|some|this|that|our|back|in|on|off|"
                 r"by|around|over|through|when|as|after|before|last)\b)", _I), "I ", re.compile(r"^(?:red|bed|need|seed|feed|speed|weed)\b", _I)),
@@ -367,12 +386,12 @@ KIND_RULES: list[tuple[str, re.Pattern[str]]] = [
     # Weaker signs of a reversal, checked after a decision ("decided on X instead of Y").
     ("correction", re.compile(r"\b(?:instead of|rather than)\b|\b(?:is|are|was|be)\b[^,]*,\s*not (?:the )?\w+(?: \w+)?[.!]*$", _I)),
     ("commitment", re.compile(
-        r"\b(?:will|going to(?!\s+(?:the|a|an|my|our|his|her|their|this|that|these|those|school|work|church|bed|"
+        r"\b(?:will|gonna|wanna|going to(?!\s+(?:the|a|an|my|our|his|her|their|this|that|these|those|school|work|church|bed|"
         r"be\s+(?:in|at|on|out|away|off))\b)|plan(?:s|ning)? to|need(?:s)? to|have to|has to|intend(?:s)? to|"
         r"promised?|about to|next (?:week|month|year|weekend|time)|tomorrow|this (?:weekend|summer|fall|winter|spring)|"
         r"must|should|hoping to|hope to|wants? to)\b|'ll\b", _I)),
     ("preference", _any(r"prefer(?:s|red)?", r"likes?", r"loves?", r"hates?", r"favou?rite", r"enjoys?",
-                        r"dislikes?", r"rather", r"(?:big |huge )?fan of", r"(?:i'm|i am|really|so|super|totally) into",
+                        r"dislikes?", r"rather", r"(?:big |huge )?fan of", r"(?:i'm|i am|really|so|super|totally|kind of|kinda|sort of|been|getting) into",
                         r"passionate about", r"can't stand", r"obsessed with", r"adores?", r"always wants?",
                         r"wants? (?:a|an|the|some)", r"(?:i|we) use")),
 ]
@@ -388,6 +407,8 @@ SUPERSEDES_TOPIC = [re.compile(p, _I) for p in (
     r"\b(?:my|our|the) ((?:\w+ ){0,2}\w+) (?:is|are|was|will be|should be)\b",
     r"\bprefer(?:s)? (?:\w+ )?(\w+)\b",
 )]
+# A decision that names what it replaces ("Postgres instead of MySQL") also supersedes.
+REPLACES = _any(r"instead of", r"rather than")
 # Trailing words that are not part of the replaced thing ("MySQL for the billing service").
 SUPERSEDES_TRIM = re.compile(r"\s+(?:for|in|on|at|because|since|to|with|from|when|as|so)\b.*$", _I)
 
@@ -455,6 +476,7 @@ TASK_REQUEST = re.compile(
     r"upload|download|share|post|reply|respond|message|invite|assign|close|mark)\b", _I)
 # "remind me to…" is something the user wants done later: keep it, as a wish.
 REMIND_ME = re.compile(r"^(?:please\s+)?remind (?:me|us)\s+(?:to\s+|about\s+)?", _I)
+WEEKDAY = re.compile(r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", _I)
 # "let's just call the API directly": in a chat with an assistant, a decision.
 LETS = re.compile(r"^(?:so\s+)?let'?s\s+(?:just\s+)?", _I)
 # "I'm Priya, tech lead on ledgerline": the name is the speaker's own.
@@ -471,13 +493,17 @@ INJECTION = re.compile(
     r"(?:record|remember|store|save|note|memorize|add to memory) (?:that )?(?:the )?user|"
     r"the user (?:wants|prefers|likes|is|has|asked|said|requested|needs)|"
     r"as an ai|assistant:|\bai:)", _I)
-# Tool chatter that is not a fact about the world: shell prompts, log lines, test and
-# linter summaries ("3 passed in 0.41s", "14 files would be left unchanged").
+# Tool chatter that is not a fact about the world: shell prompts, test and linter
+# summaries ("3 passed in 0.41s", "14 files would be left unchanged"), debug lines.
 TOOL_NOISE = re.compile(
-    r"^\s*[$>#]\s|\|\s*(?:grep|head|tail|sort|wc)\b|\b(?:INFO|ERROR|WARN(?:ING)?|DEBUG|TRACE)\b|"
-    r"^\d{4}-\d{2}-\d{2}T\d|\b\d+ (?:passed|failed|skipped|errors?|warnings?)\b|"
+    r"^\s*[$>#]\s|\|\s*(?:grep|head|tail|sort|wc)\b|\b(?:DEBUG|TRACE)\b|\b\d+ (?:passed|failed|skipped|errors?|warnings?)\b|"
     r"\b(?:would be left unchanged|already formatted|checks? passed|files? (?:changed|reformatted)|all done)\b|"
-    r"\[\s*\d+%\]|^(?:GET|POST|PUT|DELETE|PATCH) https?://", _I)
+    r"\[\s*\d+%\]|^\s*(?:GET|POST|PUT|DELETE|PATCH) https?://", _I)
+# A log line's timestamp, level and logger name; what follows may still be a fact
+# ("too many connections for role billing").
+LOG_PREFIX = re.compile(
+    r"^\s*(?:\d{4}-\d{2}-\d{2}[T ][\d:.,]+Z?\s+)?(?:\[?(?:INFO|ERROR|WARN(?:ING)?|CRITICAL|FATAL)\]?\s+)"
+    r"(?:\[[\w.:-]+\]\s+)?")
 # An untrusted sentence that opens with a command is aimed at the reader, not a fact.
 IMPERATIVE = re.compile(
     r"^(?:please\s+)?(?:ignore|disregard|forget|remember|record|store|save|note|add|update|delete|"
@@ -517,6 +543,8 @@ STRONG_CONFIRM = re.compile(r"^(?:(?:yes|yeah|yep),?\s+)?(?:exactly|correct|that
                             r"spot on|you got it|right)\b", _I)
 # A statement about the user: its subject is "you"/"your".
 ABOUT_YOU = re.compile(r"^(?:so,?\s+|and\s+)?(?:you|your|you're|you've)\b", _I)
+# The assistant talking about itself ("I'll add it", "let me check"): not a fact about the user.
+ASSISTANT_SELF = _any(r"i", r"i'm", r"i'll", r"i've", r"me", r"my", r"let me")
 ASSISTANT_CHATTER = _any(r"happy to help", r"let me know", r"hope (?:this|that) helps", r"great question",
                          r"feel free", r"i can help", r"i'?m (?:an? )?(?:ai|assistant|language model)", r"glad")
 
@@ -549,7 +577,6 @@ STOPWORDS = frozenset(
 
 MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
           "october", "november", "december")
-WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 UNITS = (r"miles?|mi|km|kilometers?|kg|lbs?|pounds?|%|percent|years?|months?|weeks?|days?|hours?|"
          r"hrs?|minutes?|mins?|points?|dollars?|usd|euros?|gb|mb|tb|ms|seconds?|feet|ft|meters?|m|"
          r"inches|cm|mph|kph|degrees|k|people|times|books?|games?|kids|children|dogs?|cats?")
