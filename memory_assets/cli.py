@@ -89,6 +89,26 @@ def cmd_inject(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_rollback(args: argparse.Namespace) -> int:
+    from memory_assets.lib.publish import RollbackError, current, history, rollback
+    from retrieval.paths import DataRoot
+
+    paths = DataRoot.resolve(args.data_root)
+    if args.list:
+        now = current(paths)
+        for v in history(paths):
+            mark = "*" if now and v.version == now.version else " "
+            print(f"{mark} version {v.version}: {v.rows} items, written {v.written_at}")
+        return 0
+    try:
+        target = rollback(paths, args.to)
+    except RollbackError as exc:
+        print(f"RollbackError: {exc}", file=sys.stderr)
+        return 1
+    print(f"published version is now {target.version} ({target.rows} items, written {target.written_at})")
+    return 0
+
+
 def cmd_eval(args: argparse.Namespace) -> int:
     if args.what == "retrieval":
         from evals.retrieval_eval import main as run
@@ -138,6 +158,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--token-budget", type=int, default=None)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_inject)
+
+    p = sub.add_parser("rollback", help="re-point the agent at an earlier published version")
+    p.add_argument("--to", type=int, default=None, help="a version from --list (default: the one before)")
+    p.add_argument("--list", action="store_true", help="list published versions")
+    p.set_defaults(func=cmd_rollback)
 
     p = sub.add_parser("eval", help="measure quality: `memory eval retrieval --dataset PATH... [--k 10] [--json]`")
     p.add_argument("what", choices=["retrieval", "extraction"])
