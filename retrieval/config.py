@@ -46,6 +46,9 @@ class MemoryConfig:
     ingest: dict[str, Any]
     pipeline: dict[str, Any]
     jobs: dict[str, float]
+    lifecycle: dict[str, Any]
+    summaries: dict[str, Any]
+    archive: dict[str, Any]
     source: tuple[str, ...] = field(default=())
 
     def category(self, name: str) -> Category:
@@ -118,6 +121,9 @@ def _load(path: str | None) -> MemoryConfig:
         ingest=raw["ingest"],
         pipeline=raw["pipeline"],
         jobs=raw["jobs"],
+        lifecycle=raw["lifecycle"],
+        summaries=raw["summaries"],
+        archive=raw["archive"],
         source=tuple(sources),
     )
 
