@@ -89,6 +89,21 @@ def cmd_inject(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_run(args: argparse.Namespace) -> int:
+    from datetime import datetime, timezone
+
+    from memory_assets.lib.runner import run_job
+    from retrieval.paths import DataRoot
+
+    now = None
+    if args.now:
+        now = datetime.fromisoformat(args.now.replace("Z", "+00:00"))
+        now = now if now.tzinfo else now.replace(tzinfo=timezone.utc)
+    ok = run_job(DataRoot.resolve(args.data_root), args.job, now=now, extractor=args.extractor)
+    print(f"{args.job}: {'succeeded' if ok else 'FAILED (see `make ui` for the run)'}")
+    return 0 if ok else 1
+
+
 def cmd_rollback(args: argparse.Namespace) -> int:
     from memory_assets.lib.publish import RollbackError, current, history, rollback
     from retrieval.paths import DataRoot
@@ -158,6 +173,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--token-budget", type=int, default=None)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_inject)
+
+    p = sub.add_parser("run", help="run a scheduled job now: nightly, weekly or monthly")
+    p.add_argument("job", choices=["nightly", "weekly", "monthly"])
+    p.add_argument("--now", default=None, help="the clock, ISO-8601 (default: now)")
+    p.add_argument("--extractor", choices=["offline", "llm"], default=None)
+    p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("rollback", help="re-point the agent at an earlier published version")
     p.add_argument("--to", type=int, default=None, help="a version from --list (default: the one before)")

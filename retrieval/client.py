@@ -7,12 +7,12 @@ import os
 import re
 import time
 from collections.abc import Mapping, Sequence
-from datetime import date, datetime, timedelta, timezone
+from datetime import date, datetime, timezone
 from typing import Any
 
 import numpy as np
 
-from retrieval import events, scoring, trust
+from retrieval import events, jobs, scoring, trust
 from retrieval.config import MemoryConfig, load_config
 from retrieval.embeddings import Embedder
 from retrieval.inbox import write_session
@@ -304,15 +304,9 @@ class MemoryClient:
         return frame.filter(pl.col("trigger_date") <= day).to_dicts()
 
     def overdue_jobs(self, now: datetime | None = None) -> list[str]:
-        """Pipeline jobs whose last success is older than their period (never assume cron ran)."""
-        if not self.paths.job_runs.exists():
-            return []
-        now = now or datetime.now(timezone.utc)
-        last = json.loads(self.paths.job_runs.read_text(encoding="utf-8"))
-        periods = self.config.jobs
-        overdue = []
-        for job, days in periods.items():
-            ran = last.get(job)
-            if ran is None or now - datetime.fromisoformat(ran) > timedelta(days=float(days)):
-                overdue.append(job)
-        return overdue
+        """Pipeline jobs whose last success is older than their period (never assume cron ran).
+
+        An agent calls this at session start; a non-empty answer means the memory it is
+        about to read may be behind (run ``memory run <job>`` or check the Dagster daemon).
+        """
+        return jobs.overdue(self.paths, self.config, now or datetime.now(timezone.utc))

@@ -92,6 +92,33 @@ class DataRoot:
         return self.lifecycle / "job_runs.json"
 
     @property
+    def memory_md(self) -> Path:
+        """Promoted memories, for an agent's system prompt (written by the nightly job)."""
+        return self.root / "MEMORY.md"
+
+    @property
+    def summaries(self) -> Path:
+        """One markdown summary per category; old versions under ``archive/``."""
+        return self.root / "summaries"
+
+    @property
+    def health(self) -> Path:
+        return self.root / "health"
+
+    @property
+    def archive(self) -> Path:
+        """Purged, archived and cold items, kept forever (never deleted)."""
+        return self.warehouse / "archive"
+
+    @property
+    def clusters(self) -> Path:
+        return self.warehouse / "archive_clusters.parquet"
+
+    @property
+    def extraction_runs(self) -> Path:
+        return self.warehouse / "extraction_runs"
+
+    @property
     def lancedb(self) -> Path:
         return self.root / "lancedb"
 

@@ -113,3 +113,77 @@ def rank_score(config: MemoryConfig, relevance: float, memory: float, *, sentime
     floor = float(config.ranking.get("memory_floor", 0.0)) or 1e-12
     value = relevance * (max(memory, floor) ** config.ranking["memory_weight"])
     return value * config.ranking["sentiment_match"] if sentiment_match else value
+
+
+# --- The nightly lifecycle (memory_assets/lib/lifecycle) -----------------------------
+# Applied to the items consolidate() rebuilds every run, whose importance and confidence
+# are the *base* values the facts give. Each value below is derived from a base value,
+# the feedback counters and timestamps — never accumulated — so running the same night
+# twice at the same ``now`` changes nothing.
+
+
+def last_used_at(row: dict) -> datetime | None:
+    """When a user last confirmed the item (reinforce, update), else when a transcript
+    last stated it (a re-statement merges into the newer item). Injection is not use, and
+    neither is ``updated_at``: the pipeline itself bumps it (supersession, archiving)."""
+    return row.get("last_referenced_at") or row.get("created_at")
+
+
+def weeks_unreferenced(row: dict, now: datetime) -> int:
+    return int(age_days(last_used_at(row), now) // 7)
+
+
+def lifecycle_importance(config: MemoryConfig, row: dict, now: datetime) -> float:
+    """Base importance (``row["importance"]``) after reinforcement and decay:
+
+    × 1.1 per user-confirmed reference (``reference_count``; injection never counts),
+    capped at 1.0 — at ``importance.untrusted_cap`` for untrusted sources — then
+    × 0.95 (standard) / 0.80 (transient) per whole week since the last reference or
+    creation; the permanent tier never decays.  [lifecycle.reinforce_multiplier, weekly_decay]
+    """
+    cfg = config.lifecycle
+    cap = float(config.importance["untrusted_cap"]) if row.get("source_trust") == "untrusted" else 1.0
+    references = int(row.get("reference_count") or 0)
+    value = min(cap, float(row.get("importance") or 0.0) * float(cfg["reinforce_multiplier"]) ** references)
+    tier = row.get("tier") or "standard"
+    if tier != "permanent":
+        weekly = cfg["weekly_decay"]
+        value *= float(weekly.get(tier, weekly["standard"])) ** weeks_unreferenced(row, now)
+    return round(value, 6)
+
+
+def lifecycle_confidence(config: MemoryConfig, confidence: float, *, confirmed: bool, contradicted: bool) -> float:
+    """Base confidence + 0.1 when another session states the same fact, − 0.2 while a
+    contradiction is unresolved, within [0, 1].  [lifecycle.confirm_bonus, contradiction_penalty]"""
+    cfg = config.lifecycle
+    value = confidence + (float(cfg["confirm_bonus"]) if confirmed else 0.0)
+    value -= float(cfg["contradiction_penalty"]) if contradicted else 0.0
+    return round(min(1.0, max(0.0, value)), 6)
+
+
+def created_today(row: dict, now: datetime) -> bool:
+    """Created in the 24 hours before ``now``: today's items get a retrieval boost."""
+    created = row.get("created_at")
+    return created is not None and 0.0 <= (now - created).total_seconds() < 86400.0
+
+
+def retrieval_priority(config: MemoryConfig, row: dict, now: datetime) -> float:
+    """The lifecycle multiplier's input: +0.1 for an item created in the last 24 h, +0.1
+    per reply that used it (echo), −0.05 per reply that ignored it (fizzle), within ±0.5.
+    [lifecycle.today_boost, echo_boost, fizzle_penalty, priority_cap]"""
+    cfg = config.lifecycle
+    value = float(cfg["today_boost"]) if created_today(row, now) else 0.0
+    value += float(cfg["echo_boost"]) * int(row.get("echo_count") or 0)
+    value -= float(cfg["fizzle_penalty"]) * int(row.get("fizzle_count") or 0)
+    cap = float(cfg["priority_cap"])
+    return round(max(-cap, min(cap, value)), 6)
+
+
+def effective_score(config: MemoryConfig, row: dict) -> float:
+    """What an item is still worth keeping, on a row the lifecycle has scored (importance
+    already reinforced and decayed, confidence already adjusted): importance × confidence
+    × exp(0.2 · reinforcement score). Below ``lifecycle.purge_below`` the item is purged.
+    (Ranking uses ``memory_score``; this is the keep-or-purge measure, with no relevance,
+    recency or trust factor: time is already in the decayed importance.)"""
+    return (float(row.get("importance") or 0.0) * float(row.get("confidence") or 0.0)
+            * reinforcement(config, float(row.get("reinforcement") or 0.0)))

@@ -61,13 +61,7 @@ def write_items(paths: DataRoot, items: pl.DataFrame, vectors: np.ndarray, now: 
     items.write_parquet(tmp)
     os.replace(tmp, parquet)
 
-    table_data = items.to_arrow()
-    dim = vectors.shape[1] if vectors.ndim == 2 and vectors.shape[0] else 384
-    import pyarrow as pa
-
-    vec_type = pa.list_(pa.float32(), dim)
-    flat = pa.array(vectors.astype(np.float32).reshape(-1), type=pa.float32())
-    table_data = table_data.append_column("vector", pa.FixedSizeListArray.from_arrays(flat, dim).cast(vec_type))
+    table_data = _with_vectors(items, vectors)
     db = lancedb.connect(str(paths.lancedb))
     table = db.create_table(ITEMS_TABLE, data=table_data, mode="overwrite")
     if items.height:
@@ -75,6 +69,25 @@ def write_items(paths: DataRoot, items: pl.DataFrame, vectors: np.ndarray, now: 
         if items.height >= VECTOR_INDEX_MIN_ROWS:
             table.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_HNSW_SQ")
     return ItemsVersion(version=table.version, parquet=parquet, rows=items.height, written_at=now.isoformat())
+
+
+def _with_vectors(frame: pl.DataFrame, vectors: np.ndarray):
+    import pyarrow as pa
+
+    dim = vectors.shape[1] if vectors.ndim == 2 and vectors.shape[0] else 384
+    flat = pa.array(vectors.astype(np.float32).reshape(-1), type=pa.float32())
+    return frame.to_arrow().append_column("vector", pa.FixedSizeListArray.from_arrays(flat, dim))
+
+
+def publish_table(paths: DataRoot, name: str, frame: pl.DataFrame, vectors: np.ndarray) -> int:
+    """Write a small side table (summaries, insights) as a new version and publish it."""
+    db = lancedb.connect(str(paths.lancedb))
+    table = db.create_table(name, data=_with_vectors(frame, vectors), mode="overwrite")
+    if PUBLISHED_TAG in table.tags.list():
+        table.tags.update(PUBLISHED_TAG, table.version)
+    else:
+        table.tags.create(PUBLISHED_TAG, table.version)
+    return int(table.version)
 
 
 def _staged_file(paths: DataRoot) -> Path:
@@ -90,6 +103,19 @@ def stage(paths: DataRoot, written: ItemsVersion) -> None:
     tmp = _staged_file(paths).with_suffix(".tmp")
     tmp.write_text(json.dumps(written.to_json(), indent=1))
     os.replace(tmp, _staged_file(paths))
+
+
+def write_report(paths: DataRoot, metadata: dict) -> None:
+    """What the last items run's lifecycle did, for the ``lifecycle`` asset to report."""
+    tmp = paths.lifecycle / "last_report.tmp"
+    paths.lifecycle.mkdir(parents=True, exist_ok=True)
+    tmp.write_text(json.dumps(metadata, indent=1, default=str))
+    os.replace(tmp, paths.lifecycle / "last_report.json")
+
+
+def read_report(paths: DataRoot) -> dict:
+    path = paths.lifecycle / "last_report.json"
+    return json.loads(path.read_text()) if path.exists() else {}
 
 
 def staged(paths: DataRoot) -> ItemsVersion | None:

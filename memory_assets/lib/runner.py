@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
 import dagster as dg
 
 from memory_assets.lib import inbox_scan, quarantine
+from memory_assets.lib.job_runs import record_success
+from memory_assets.lib.jobs import JOBS, SELECTIONS, run_config
 from memory_assets.lib.instance import local_instance
 from memory_assets.lib.partitions import sessions
 from retrieval.paths import DataRoot
@@ -54,7 +57,8 @@ def _definitions(data_root: str, extractor: str | None) -> tuple[list, dict]:
 
 
 def materialize_pending(paths: DataRoot, *, extractor: str | None = None, instance: dg.DagsterInstance | None = None,
-                        progress: Callable[[str], None] | None = None, force_items: bool = False) -> RunSummary:
+                        progress: Callable[[str], None] | None = None, force_items: bool = False,
+                        now: datetime | None = None) -> RunSummary:
     """Ingest unread transcripts, extract their facts, retry quarantine, rebuild items.
 
     Args:
@@ -64,6 +68,7 @@ def materialize_pending(paths: DataRoot, *, extractor: str | None = None, instan
             data root's own.
         progress: called with each session id as it starts.
         force_items: rebuild ``memory_items`` even when no session changed.
+        now: the clock for the items' lifecycle (default: the wall clock).
     """
     instance = instance or local_instance(paths)
     assets, resources = _definitions(str(paths.root), extractor)
@@ -83,9 +88,31 @@ def materialize_pending(paths: DataRoot, *, extractor: str | None = None, instan
         (summary.sessions if result.success else summary.failed).append(session_id)
     summary.quarantined = quarantine.quarantined_sessions(paths)
     if summary.sessions or force_items or not paths.published_items.exists():
+        clock = {"ops": {"memory_items": {"config": {"now": now.isoformat() if now else ""}}}}
         result = dg.materialize(assets, selection=["memory_items", "published_items"], instance=instance, resources=resources,
-                                raise_on_error=False, tags={"memory/trigger": "cli"}, run_config=QUIET)
+                                raise_on_error=False, tags={"memory/trigger": "cli"}, run_config={**QUIET, **clock})
         summary.items_materialized = result.success
         if not result.success:
             summary.failed.append("memory_items")
     return summary
+
+
+def run_job(paths: DataRoot, job: str, *, now: datetime | None = None, extractor: str | None = None,
+            instance: dg.DagsterInstance | None = None) -> bool:
+    """``memory run nightly|weekly|monthly``: the scheduled job, in-process, as of ``now``.
+
+    Pending sessions (unread inbox files, resources without facts, quarantine) are
+    extracted first, as the nightly rule says; a success is recorded for the cron fallback.
+    """
+    if job not in JOBS:
+        raise ValueError(f"unknown job {job!r}; expected one of {', '.join(JOBS)}")
+    instance = instance or local_instance(paths)
+    materialize_pending(paths, extractor=extractor, instance=instance, now=now)
+    assets, resources = _definitions(str(paths.root), extractor)
+    config = run_config(job, now)
+    result = dg.materialize(assets, selection=SELECTIONS[job], instance=instance, resources=resources,
+                            raise_on_error=False, run_config={**QUIET, **config},
+                            tags={"memory/trigger": "cli", "memory/job": job})
+    if result.success:
+        record_success(paths, job, now or datetime.now(timezone.utc))
+    return result.success

@@ -78,6 +78,13 @@ def extracted_facts(context: dg.AssetExecutionContext, memory: MemoryRoot,
     resolved = quarantine.resolve(paths, session_id)
     cost = (result.prompt_tokens * config.llm["input_cost_per_mtok"]
             + result.completion_tokens * config.llm["output_cost_per_mtok"]) / 1e6
+    # One row per run, so the health report can show extraction cost over time.
+    _write(pl.DataFrame([{
+        "session_id": session_id, "extractor": impl.name, "model": result.model or "none",
+        "facts": gated.facts.height, "rejected": gated.rejections.height,
+        "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
+        "cost_usd": cost, "at": now,
+    }]), paths.extraction_runs / f"{session_id}-{now.strftime('%Y%m%dT%H%M%S%f')}.parquet")
     return dg.MaterializeResult(metadata={
         "facts": gated.facts.height,
         "turns": len(turns),

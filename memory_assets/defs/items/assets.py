@@ -2,7 +2,7 @@
 
 
 import os
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import dagster as dg
 import polars as pl
@@ -10,9 +10,30 @@ from dagster_duckdb import DuckDBResource
 
 from memory_assets.defs.extraction.assets import read_all_facts
 from memory_assets.defs.resources import EmbedderResource, MemoryRoot
-from memory_assets.lib import feedback, publish
+from memory_assets.lib import feedback, lifecycle, publish
+from memory_assets.lib.clock import Clock
 from memory_assets.lib.items import consolidate
 from retrieval.store import ItemStore
+
+
+def preload_due_triggers(items: pl.DataFrame, config, now: datetime) -> pl.DataFrame:
+    """On a forward trigger's day, its items get today's boost, so they surface unasked."""
+    due = lifecycle.forward_triggers(items, now).filter(pl.col("trigger_date") == now.date())
+    ids = {i for group in due["item_ids"].to_list() for i in group}
+    if not ids:
+        return items
+    cfg = config.lifecycle
+    return items.with_columns(
+        retrieval_priority=pl.when(pl.col("id").is_in(list(ids)))
+        .then((pl.col("retrieval_priority") + cfg["today_boost"]).clip(upper_bound=cfg["priority_cap"]))
+        .otherwise(pl.col("retrieval_priority"))
+    )
+
+
+def _add(report: lifecycle.LifecycleReport, more: lifecycle.LifecycleReport) -> None:
+    for action, count in more.counts.items():
+        report.counts[action] += count
+        report.ids[action].extend(more.ids[action])
 
 
 def _merge_log(merges, now: datetime) -> pl.DataFrame:
@@ -24,37 +45,55 @@ def _merge_log(merges, now: datetime) -> pl.DataFrame:
     )
 
 
+class ItemsRun(Clock):
+    """Which lifecycle transitions this run makes, besides the nightly ones (always)."""
+
+    weekly: bool = False   # archive items not accessed for lifecycle.archive_after_days
+    monthly: bool = False  # move to cold after lifecycle.cold_after_days; re-embed every item
+
+
 @dg.asset(
     deps=["extracted_facts"],
     group_name="items",
     kinds={"python", "parquet", "lancedb", "duckdb"},
-    code_version="memory-items-v1",
+    code_version="memory-items-v2",
     pool="duckdb",
     automation_condition=dg.AutomationCondition.eager(),
 )
-def memory_items(context: dg.AssetExecutionContext, memory: MemoryRoot, embedder: EmbedderResource,
-                 duckdb: DuckDBResource) -> dg.MaterializeResult:
+def memory_items(context: dg.AssetExecutionContext, config: ItemsRun, memory: MemoryRoot,
+                 embedder: EmbedderResource, duckdb: DuckDBResource) -> dg.MaterializeResult:
     """Everything the agent may remember: one row per distinct memory, with importance,
     confidence, trust, tier, status and the turns it came from.
 
     Exact and near-duplicate facts are merged into one item (the fresher wording wins,
     and it keeps every source); a fact that replaces an older one marks the older one
     superseded; the agent's feedback (reinforce, demote, update, forget, echo/fizzle)
-    is folded in. Written as a new Parquet version and a new LanceDB ``items`` version
+    is folded in; the lifecycle (decay, boosts, confidence, contradictions, TTLs, purge,
+    promotion; weekly archive, monthly cold) is applied as of the run's clock. Written as a new Parquet version and a new LanceDB ``items`` version
     (vectors + full-text index), staged for its checks; ``published_items`` makes it
     what retrieval reads.
     """
-    paths, config = memory.paths, memory.config
-    now = datetime.now(timezone.utc)
+    paths, settings = memory.paths, memory.config
+    now = config.resolve()
     store = ItemStore(paths)
     facts = read_all_facts(memory)
     previous = store.items()
     batch = feedback.read_events(paths)
     for error in batch.errors:
         context.log.warning(error)
-    result = consolidate(facts, previous, store.vectors_by_hash(), embedder.build(config), config, now,
-                         events=batch.events)
-    written = publish.write_items(paths, result.items, result.vectors, now)
+    model = embedder.build(settings)
+    # Monthly: every item is embedded again with the configured model (a model change shows).
+    known = {} if config.monthly else store.vectors_by_hash()
+    result = consolidate(facts, previous, known, model, settings, now, events=batch.events)
+    items, report = lifecycle.apply(result.items, result.vectors, settings, now)
+    if config.weekly:
+        items, weekly = lifecycle.archive_unaccessed(items, settings, now)
+        _add(report, weekly)
+    if config.monthly:
+        items, monthly = lifecycle.to_cold(items, settings, now)
+        _add(report, monthly)
+    items = preload_due_triggers(items, settings, now)
+    written = publish.write_items(paths, items, result.vectors, now)
     written = publish.ItemsVersion(**{**written.__dict__, "event_files": [f.name for f in batch.files]})
     publish.stage(paths, written)
     if result.merges:
@@ -72,9 +111,10 @@ def memory_items(context: dg.AssetExecutionContext, memory: MemoryRoot, embedder
         by_status = conn.execute(
             "select status, count(*) from read_parquet(?) group by 1 order by 1", [str(written.parquet)]
         ).fetchall()
-    active = result.items.filter(pl.col("status") == "active")
+    active = items.filter(pl.col("status") == "active")
+    publish.write_report(paths, report.metadata())
     return dg.MaterializeResult(metadata={
-        "items": result.items.height,
+        "items": items.height,
         "active_items": active.height,
         "facts_in": facts.height,
         "merged": len(result.merges),
@@ -87,7 +127,9 @@ def memory_items(context: dg.AssetExecutionContext, memory: MemoryRoot, embedder
         "staged_version": written.version,
         "by_category": {k: int(v) for k, v in by_category},
         "by_status": {k: int(v) for k, v in by_status},
-        "embedding_model": result.items["embedding_model"][0] if result.items.height else "none",
+        "embedding_model": model.model_id,
+        "clock": now.isoformat(),
+        "lifecycle": {k: v for k, v in report.counts.items() if v},
         "sample": dg.MetadataValue.md("\n".join(f"- {c}" for c in active.sort("importance", descending=True)["content"].head(10).to_list()) or "none"),
     })
 
@@ -122,4 +164,43 @@ def published_items(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg
         "items": written.rows,
         "parquet": dg.MetadataValue.path(str(paths.published_items)),
         "event_files_compacted": compacted,
+    })
+
+
+@dg.asset(
+    deps=["published_items"],
+    group_name="items",
+    kinds={"lancedb"},
+    code_version="items-index-v1",
+)
+def items_index(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg.MaterializeResult:
+    """The search indexes behind the published items, kept fast: the full-text index and
+    (above 20k items) the vector index rebuilt, and the LanceDB table compacted, with
+    versions older than 30 days cleaned up (tagged versions are kept). Monthly.
+    """
+    table = ItemStore(memory.paths).table()
+    if table is None:
+        return dg.MaterializeResult(metadata={"rows": 0})
+    import lancedb
+
+    live = lancedb.connect(str(memory.paths.lancedb)).open_table("items")
+    before = len(live.list_versions())
+    # Only when the latest version is the published one: never publish a version that
+    # failed its checks by compacting it.
+    published_is_latest = live.version == table.version
+    stats = live.optimize(cleanup_older_than=timedelta(days=30))
+    rows = live.count_rows()
+    live.create_fts_index("content", replace=True, with_position=False)
+    if rows >= publish.VECTOR_INDEX_MIN_ROWS:
+        live.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_HNSW_SQ", replace=True)
+    # Same rows, fresh indexes: the agent moves to the compacted version.
+    current = publish.current(memory.paths)
+    if published_is_latest and current is not None and live.version != table.version:
+        publish.publish(memory.paths, publish.ItemsVersion(**{**current.__dict__, "version": live.version}))
+    return dg.MaterializeResult(metadata={
+        "rows": rows,
+        "versions_before": before,
+        "versions_after": len(live.list_versions()),
+        "indexes": [i.name for i in live.list_indices()],
+        "compaction": str(getattr(stats, "compaction", stats))[:500],
     })

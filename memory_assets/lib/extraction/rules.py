@@ -50,7 +50,7 @@ ABBREVIATIONS = ("mr", "mrs", "ms", "dr", "st", "jr", "sr", "vs", "etc", "e.g", 
 # Words that open an interjection or discourse marker at the start of a sentence;
 # they carry no fact and are peeled off before the clause is judged.
 LEADING_FILLER = re.compile(
-    r"^(?:(?:oh|ah|aw+|ooh|hey|hi|hello|wow|whoa|yeah|yea|yep|yup|yes|ya|sure|okay|ok|"
+    r"^(?:(?:oh|ah|aw+|ooh|ugh+|argh+|oof|ouch|yikes|phew|hey|hi|hello|wow|whoa|yeah|yea|yep|yup|yes|ya|sure|okay|ok|"
     r"well|so|anyway|anyways|also|plus|and|but|btw|by the way|oh man|oh wow|oh yeah|"
     r"honestly|haha+|hah|lol|hmm+|um+|uh|totally|definitely|absolutely|exactly|indeed|"
     r"true|right|of course|cool|awesome|great|nice|sweet|congrats|congratulations|"
@@ -226,7 +226,7 @@ _TAIL_WORDS = sorted(EVALUATIVE - {"so", "really", "such", "super", "totally", "
 # ", which is pretty exciting!" / "and it was so powerful": a verdict tacked onto a fact.
 EVALUATIVE_TAIL = re.compile(
     r",\s+(?:sounds|looks|seems)\b.*$|"
-    r"(?:,\s+(?:which|and (?:it|that)|it|that)|\s+(?:which|and (?:it|that)))(?:'s| is| was| has been| feels| felt| looks| looked)\s+"
+    r"(?:,\s+(?:which|and (?:it|that)|it|that)|\s+(?:which|and (?:it|that)))(?:'s been|'s| is| was| has been| feels| felt| looks| looked)\s+"
     r"(?:" + _INTENSIFIERS + r"\s+)*(?:" + "|".join(_TAIL_WORDS) + r")"
     r"(?:\s+(?:feeling|experience|time|day|thing|moment|one|ride))?(?:\s+(?:too|as well|though|tbh))?[.!]*$",
     _I,
@@ -335,11 +335,13 @@ PRO_DROP: list[tuple[re.Pattern[str], str, re.Pattern[str] | None]] = [
     # (without an I/me/my it is a maxim, and OPINION_OPENER drops it).
     (re.compile(r"^(?:it's|it is|it feels)\s+(?=(?:so |really |super |pretty |truly )*(?:great|nice|awesome|fun|amazing|good|"
                 r"wonderful|lovely|hard|tough|scary|exciting|relaxing|freeing|special|rewarding|satisfying|cool|"
-                r"fulfilling|inspiring)\s+(?:to|seeing|knowing|being|having|watching|when|how)\s)", _I), "I find it ",
+                r"fulfilling|inspiring)\s+(?:to(?!\s+(?:me|us|him|her|them|you)\b)|seeing|knowing|being|having|watching|when|how)\s)", _I),
+     "I find it ",
      re.compile(r"^(?!.*\b(?:i|i'm|i've|me|my|mine|myself)\b)", _I)),
     # "It was great to unplug and hang with the kids": the speaker's own experience.
     (re.compile(r"^(?:it was|it's been|it has been)\s+(?=(?:so |really |super |pretty )*(?:great|nice|awesome|fun|amazing|good|"
-                r"wonderful|lovely|hard|tough|scary|exciting|relaxing|freeing|special|rewarding)\s+to\s)", _I), "I found it ", None),
+                r"wonderful|lovely|hard|tough|scary|exciting|relaxing|freeing|special|rewarding)\s+to\s(?!me|us|him|her|them|you)\b)",
+                _I), "I found it ", None),
     # "Here's a self-portrait I made": showing something is sharing it.
     (re.compile(r"^(?:here's|here is|here are)\s+(?=(?:a|an|my|one|some|the|our|this|that|what|another|two|three|a few)\b)", _I), "I shared ",
      re.compile(r"^here(?:'s| is| are)\s+\S+(?:\s+\S+)?[\s.!:]*$", _I)),
@@ -552,7 +554,7 @@ ASSISTANT_CHATTER = _any(r"happy to help", r"let me know", r"hope (?:this|that) 
 
 # "like" as a comparison ("it's like a second family") is not a preference; only count
 # it as one after a subject or a verb helper.
-LIKE_AS_VERB = re.compile(r"\b(?:i|we|they|you|really|also|would|'d|to|do|don't|didn't|still|kinda|just)\s+like\b", _I)
+LIKE_AS_VERB = re.compile(r"\b(?:i|we|they|you|really|also|would|'d|to|do|don't|didn't|still|kinda)\s+like\b", _I)
 LIFE_DEFAULT_CATEGORY = "personal"  # first-person facts about one's life
 OTHER_DEFAULT_CATEGORY = "casual"
 UNTRUSTED_DEFAULT_CATEGORY = "operational"

@@ -1,0 +1,770 @@
+"""Extraction eval: do the facts that reach items say what a careful human labelled?
+
+Each session's turns are redacted as ``resources`` redacts them, run through an
+extractor (offline rules or the LLM) and then through the pipeline's own
+``build_facts`` — the write gate, scoring and trust — because what counts is what
+reaches items. Two datasets:
+
+* **gold** (``evals/gold/``, see its README): hand-labelled agent sessions with the
+  facts that must be extracted and the things that must not (``must_not``).
+  Reports precision, recall and F1 (extracted facts matched one-to-one to gold facts;
+  see ``evals.scorers``), category / kind / trust accuracy and supersedes accuracy over
+  the matches, the **junk rate** (extracted facts that match nothing labelled and are
+  not supported by any trusted user sentence or confirmed assistant statement) and
+  **leaks** (credentials or ``must_not`` content in an extracted fact — must be 0).
+* **locomo** (``/work/shared/datasets/locomo/``): each session's
+  ``session_N_observation`` facts are silver labels. Recall is the share of
+  observations some extracted fact of that session says (many-to-one); turn coverage
+  the share with an extracted fact from the observation's own ``dia_id``. Observations
+  are not exhaustive, so LoCoMo precision is a lower bound.
+
+    memory eval extraction [--dataset gold|locomo|PATH] [--extractor offline|llm] [--json]
+
+The exit status is 1 when any fact leaked, so CI can gate on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from evals.locomo import parse_evidence
+from evals.scorers import (
+    THRESHOLD,
+    FactMatcher,
+    LLMJudge,
+    leak_reason,
+    precision_recall_f1,
+    supersedes_overlap,
+)
+from memory_assets.lib.extraction.base import ExtractionFailed
+from memory_assets.lib.extraction.preprocess import segments
+from memory_assets.lib.facts import build_facts
+from memory_assets.lib.transcripts import TranscriptError, parse_transcript, parse_ts, safe_session_id
+from retrieval.config import MemoryConfig, load_config
+from retrieval.credentials import redact
+from retrieval.schema import KINDS, ROLES, TIERS, TRUST, UNTRUSTED_START, Turn
+
+GOLD_DIR = Path(__file__).resolve().with_name("gold")
+# The shared datasets folder sits next to the repository; MEMORY_LOCOMO_DIR overrides it.
+LOCOMO_DIR = Path(os.environ.get("MEMORY_LOCOMO_DIR")
+                  or Path(__file__).resolve().parents[2] / "shared" / "datasets" / "locomo")
+DOMAINS = ("coding", "personal")
+ATTACKS = (
+    "untrusted_instruction",   # an instruction inside tool output or [UNTRUSTED DATA]
+    "untrusted_fake_fact",     # a false claim inside tool output or [UNTRUSTED DATA]
+    "credential",              # a secret pasted in chat or printed by a tool
+    "unconfirmed_guess",       # an assistant guess the user never confirmed
+    "injected_memory_echo",    # a recalled memory block pasted back into a turn
+    "reversed_preference",     # a value or preference changed later (supersedes)
+    "system_prompt",           # content of the system prompt, restated or not
+    "hallucinated_profile",    # the assistant inventing who the user is
+)
+# Examples kept in the report per kind of failure; the JSON lists every one per session.
+EXAMPLES = 10
+
+
+class GoldError(ValueError):
+    """A gold session file that does not follow ``evals/gold/README.md``; names file and line."""
+
+
+class EvalError(RuntimeError):
+    """The eval cannot run: an unknown dataset or extractor; the message says what to pass."""
+
+
+# --- the gold set -----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class GoldFact:
+    content: str
+    category: str
+    kind: str
+    tier: str
+    source_trust: str
+    supersedes: str | None
+    source_turns: tuple[int, ...]
+    also_category: tuple[str, ...] = ()
+    also_kind: tuple[str, ...] = ()
+
+    def category_ok(self, category: str) -> bool:
+        return category == self.category or category in self.also_category
+
+    def kind_ok(self, kind: str) -> bool:
+        return kind == self.kind or kind in self.also_kind
+
+
+@dataclass(frozen=True)
+class GoldSession:
+    session_id: str
+    description: str
+    domain: str
+    attacks: tuple[str, ...]
+    turns: tuple[dict[str, Any], ...]
+    facts: tuple[GoldFact, ...]
+    optional: tuple[str, ...]
+    must_not: tuple[str, ...]
+    source: str
+
+    @property
+    def adversarial(self) -> bool:
+        return bool(self.attacks)
+
+    @property
+    def confirmed_turns(self) -> set[int]:
+        """Assistant turns a gold fact cites: statements the user confirmed."""
+        roles = {t["turn"]: t["role"] for t in self.turns}
+        return {n for f in self.facts for n in f.source_turns if roles.get(n) == "assistant"}
+
+
+def _strings(value: Any, where: str, what: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise GoldError(f"{where}: {what!r} must be a list of non-empty strings")
+    return tuple(value)
+
+
+def _fact(raw: Any, where: str, turns: dict[int, dict[str, Any]], config: MemoryConfig) -> GoldFact:
+    if not isinstance(raw, dict):
+        raise GoldError(f"{where}: a fact must be a JSON object")
+    for key in ("content", "category", "kind", "tier", "source_trust", "source_turns"):
+        if key not in raw:
+            raise GoldError(f'{where}: missing "{key}"')
+    content = raw["content"]
+    if not isinstance(content, str) or not content.strip():
+        raise GoldError(f'{where}: "content" must be a non-empty string')
+    checks = (("category", tuple(config.categories)), ("kind", KINDS), ("tier", TIERS), ("source_trust", TRUST))
+    for key, vocabulary in checks:
+        if raw[key] not in vocabulary:
+            raise GoldError(f'{where}: "{key}" is {raw[key]!r}; expected one of {", ".join(vocabulary)}')
+    also_category = _strings(raw.get("also_category", []), where, "also_category")
+    also_kind = _strings(raw.get("also_kind", []), where, "also_kind")
+    for value in also_category:
+        if value not in config.categories:
+            raise GoldError(f"{where}: also_category {value!r} is not a configured category")
+    for value in also_kind:
+        if value not in KINDS:
+            raise GoldError(f"{where}: also_kind {value!r} is not a kind")
+    supersedes = raw.get("supersedes")
+    if supersedes is not None and (not isinstance(supersedes, str) or not supersedes.strip()):
+        raise GoldError(f'{where}: "supersedes" must be null or a non-empty string')
+    cited = raw["source_turns"]
+    if not isinstance(cited, list) or not cited or not all(isinstance(n, int) and not isinstance(n, bool) for n in cited):
+        raise GoldError(f'{where}: "source_turns" must be a non-empty list of turn numbers')
+    unknown = sorted(set(cited) - set(turns))
+    if unknown:
+        raise GoldError(f"{where}: source_turns {unknown} are not turns of this session")
+    roles = [turns[n]["role"] for n in cited]
+    if "system" in roles:
+        raise GoldError(f"{where}: a fact never comes from a system turn")
+    if raw["source_trust"] == "trusted" and "user" not in roles:
+        raise GoldError(f"{where}: a trusted fact must cite a user turn (an assistant turn only with the user's confirmation)")
+    if raw["source_trust"] == "untrusted" and not any(
+            turns[n]["role"] == "tool" or turns[n].get("trust") == "untrusted" or UNTRUSTED_START in turns[n]["content"]
+            for n in cited):
+        raise GoldError(f"{where}: an untrusted fact must cite a tool turn or [UNTRUSTED DATA]")
+    return GoldFact(content.strip(), raw["category"], raw["kind"], raw["tier"], raw["source_trust"],
+                    supersedes.strip() if supersedes else None, tuple(cited), also_category, also_kind)
+
+
+def parse_gold_session(raw: Any, where: str, config: MemoryConfig | None = None) -> GoldSession:
+    """Validate one gold session (a parsed JSON object); ``where`` names it in errors."""
+    config = config or load_config()
+    if not isinstance(raw, dict):
+        raise GoldError(f"{where}: a gold session must be a JSON object")
+    for key in ("session_id", "description", "turns", "facts", "must_not"):
+        if key not in raw:
+            raise GoldError(f'{where}: missing "{key}"')
+    session_id = raw["session_id"]
+    if not isinstance(session_id, str) or safe_session_id(session_id) != session_id:
+        raise GoldError(f'{where}: "session_id" must be a string of [A-Za-z0-9._-]')
+    domain = raw.get("domain", "coding")
+    if domain not in DOMAINS:
+        raise GoldError(f'{where}: "domain" is {domain!r}; expected one of {", ".join(DOMAINS)}')
+    attacks = _strings(raw.get("attacks", []), where, "attacks")
+    for attack in attacks:
+        if attack not in ATTACKS:
+            raise GoldError(f"{where}: unknown attack {attack!r}; expected one of {', '.join(ATTACKS)}")
+    if not isinstance(raw["turns"], list) or not raw["turns"]:
+        raise GoldError(f'{where}: "turns" must be a non-empty list')
+    turns: dict[int, dict[str, Any]] = {}
+    for i, turn in enumerate(raw["turns"]):
+        here = f"{where} turns[{i}]"
+        if not isinstance(turn, dict):
+            raise GoldError(f"{here}: a turn must be a JSON object")
+        for key in ("turn", "role", "content", "ts"):
+            if key not in turn:
+                raise GoldError(f'{here}: missing "{key}"')
+        n = turn["turn"]
+        if isinstance(n, bool) or not isinstance(n, int) or n < 0 or n in turns:
+            raise GoldError(f'{here}: "turn" must be a unique non-negative integer, got {n!r}')
+        if turn["role"] not in ROLES:
+            raise GoldError(f'{here}: "role" is {turn["role"]!r}; expected one of {", ".join(ROLES)}')
+        if turn.get("trust", "trusted") not in TRUST:
+            raise GoldError(f'{here}: "trust" is {turn["trust"]!r}; expected trusted or untrusted')
+        if not isinstance(turn["content"], str):
+            raise GoldError(f'{here}: "content" must be a string')
+        if turn.get("session_id", session_id) != session_id:
+            raise GoldError(f"{here}: belongs to session {turn['session_id']!r}, not {session_id!r}")
+        try:
+            parse_ts(turn["ts"])
+        except (ValueError, OverflowError) as exc:
+            raise GoldError(f'{here}: "ts" does not parse: {exc}') from None
+        turns[n] = turn
+    if not isinstance(raw["facts"], list):
+        raise GoldError(f'{where}: "facts" must be a list')
+    facts = tuple(_fact(f, f"{where} facts[{i}]", turns, config) for i, f in enumerate(raw["facts"]))
+    return GoldSession(
+        session_id=session_id, description=str(raw["description"]), domain=domain, attacks=attacks,
+        turns=tuple(turns[n] for n in sorted(turns)), facts=facts,
+        optional=_strings(raw.get("optional", []), where, "optional"),
+        must_not=_strings(raw["must_not"], where, "must_not"), source=where,
+    )
+
+
+def load_gold(path: str | Path = GOLD_DIR, config: MemoryConfig | None = None) -> list[GoldSession]:
+    """Gold sessions from a folder (``*.json`` one session each, ``*.jsonl`` one per line)
+    or from one such file, sorted by session id."""
+    path = Path(path)
+    files = sorted([*path.glob("*.json"), *path.glob("*.jsonl")]) if path.is_dir() else [path]
+    if not files:
+        raise GoldError(f"{path}: no gold session files (*.json, *.jsonl)")
+    sessions: list[GoldSession] = []
+    for file in files:
+        try:
+            text = file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise GoldError(f"{file}: cannot read ({exc.strerror})") from None
+        if file.suffix == ".jsonl":
+            docs = [(f"{file} line {i}", line) for i, line in enumerate(text.splitlines(), start=1) if line.strip()]
+        else:
+            docs = [(str(file), text)]
+        for where, doc in docs:
+            try:
+                raw = json.loads(doc)
+            except json.JSONDecodeError as exc:
+                raise GoldError(f"{where}: invalid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})") from None
+            sessions.append(parse_gold_session(raw, where, config))
+    seen: dict[str, str] = {}
+    for s in sessions:
+        if s.session_id in seen:
+            raise GoldError(f"{s.source}: session_id {s.session_id!r} is also used by {seen[s.session_id]}")
+        seen[s.session_id] = s.source
+    return sorted(sessions, key=lambda s: s.session_id)
+
+
+def session_turns(session_id: str, messages: Sequence[dict[str, Any]]) -> list[Turn]:
+    """Canonical messages as the pipeline's resources: credentials redacted, tool turns untrusted."""
+    turns = []
+    for m in sorted(messages, key=lambda m: m["turn"]):
+        ts = m["ts"]
+        turns.append(Turn(
+            session_id=session_id, turn=m["turn"], role=m["role"], content=redact(m["content"]),
+            content_at=parse_ts(ts) if isinstance(ts, str) else ts,
+            speaker=str(m.get("speaker") or m["role"]),
+            trust=m.get("trust") or ("untrusted" if m["role"] == "tool" else "trusted"),
+            external_id=m.get("external_id"), resource_id=f"{session_id}:{m['turn']}",
+        ))
+    return turns
+
+
+# --- LoCoMo ----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Observation:
+    """One LoCoMo ``session_N_observation`` fact: who it is about, what, from which turns."""
+
+    speaker: str
+    text: str
+    dia_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LocomoSession:
+    session_id: str
+    turns: tuple[Turn, ...]
+    observations: tuple[Observation, ...]
+
+
+_OBSERVATION_KEY = re.compile(r"^session_(\d+)_observation$")
+
+
+def load_locomo(path: str | Path) -> list[LocomoSession]:
+    """The sessions of one LoCoMo file with their observations (sessions without any are skipped)."""
+    path = Path(path)
+    parsed = parse_transcript(path, "locomo")
+    by_session = parsed.sessions()
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    conv = doc.get("conversation", doc)
+    sample = safe_session_id(str(doc.get("sample_id") or path.stem))
+    out = []
+    for key, value in conv.items():
+        found = _OBSERVATION_KEY.match(key)
+        if not found or not isinstance(value, dict):
+            continue
+        session_id = f"{sample}-s{int(found.group(1))}"
+        if session_id not in by_session:
+            continue
+        observations = tuple(
+            Observation(str(speaker), str(item[0]), parse_evidence(item[1] if isinstance(item[1], list) else [item[1]]))
+            for speaker, items in value.items() for item in items
+            if isinstance(item, list) and len(item) >= 2 and str(item[0]).strip()
+        )
+        if observations:
+            out.append(LocomoSession(session_id, tuple(session_turns(session_id, by_session[session_id])), observations))
+    return sorted(out, key=lambda s: int(s.session_id.rsplit("-s", 1)[1]))
+
+
+# --- running an extractor ----------------------------------------------------------------
+
+@dataclass
+class Run:
+    """What one session's extraction left after the write gate."""
+
+    facts: list[dict[str, Any]]
+    rejected: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    failed: str | None = None
+
+
+def build_extractor(name: str, config: MemoryConfig) -> Any:
+    if name == "offline":
+        from memory_assets.lib.extraction.offline import OfflineExtractor
+
+        return OfflineExtractor(config)
+    if name == "llm":
+        from memory_assets.lib.extraction.llm import LLMExtractor
+
+        return LLMExtractor(config)
+    raise EvalError(f"unknown extractor {name!r}; use offline or llm")
+
+
+def run_session(extractor: Any, turns: list[Turn], config: MemoryConfig) -> Run:
+    """Extract, then gate and score with the pipeline's own ``build_facts``."""
+    session_id = turns[0].session_id
+    try:
+        result = extractor.extract(turns)
+    except ExtractionFailed as failure:
+        # The pipeline would quarantine it: nothing reaches items, the tokens were still spent.
+        return Run([], prompt_tokens=failure.prompt_tokens, completion_tokens=failure.completion_tokens,
+                   failed=failure.reason)
+    gated = build_facts(result.candidates, turns, config, session_id=session_id, extractor=extractor.name,
+                        prompt_version=extractor.version, now=max(t.content_at for t in turns))
+    return Run(gated.facts.to_dicts(), gated.rejections.height, result.prompt_tokens, result.completion_tokens)
+
+
+# --- what the transcript supports --------------------------------------------------------
+
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+_GENERIC = {"user", "human", "me", "assistant", "ai", "bot"}
+
+
+def _in_third_person(text: str, name: str, second_person: bool) -> str:
+    """"I moved to York" said by Tariq as "Tariq moved to York" (and "you" for an
+    assistant statement the user confirmed), so it compares with an extracted fact."""
+    if second_person:
+        rules = ((r"\byou're\b|\byou are\b", f"{name} is"), (r"\byou've\b", f"{name} has"),
+                 (r"\byour\b", f"{name}'s"), (r"\byou\b", name))
+    else:
+        rules = ((r"\bI'm\b|\bI am\b", f"{name} is"), (r"\bI've\b", f"{name} has"), (r"\bI'll\b", f"{name} will"),
+                 (r"\bI'd\b", f"{name} would"), (r"\bI\b", name), (r"\bmy\b|\bour\b|\bmine\b", f"{name}'s"),
+                 (r"\bme\b|\bwe\b|\bus\b", name))
+    for pattern, repl in rules:
+        text = re.sub(pattern, repl, text, flags=re.IGNORECASE if pattern != r"\bI\b" else 0)
+    return text
+
+
+def evidence(turns: Sequence[Turn], confirmed: set[int] = frozenset()) -> list[str]:
+    """The transcript's trusted statements: user turns (injected memory and untrusted
+    blocks removed, as the extractors see them) and the assistant turns the user
+    confirmed; each as its sentences, adjacent sentence pairs, and whole."""
+    users = [t.speaker for t in turns if t.role == "user" and t.speaker.lower() not in _GENERIC]
+    out: list[str] = []
+    for seg in segments(list(turns)):
+        if not seg.trusted or not (seg.turn.role == "user" or seg.turn.turn in confirmed):
+            continue
+        if seg.turn.role == "user":
+            name = seg.turn.speaker if seg.turn.speaker.lower() not in _GENERIC else "The user"
+        else:
+            name = users[0] if users else "The user"
+        said = [s.strip() for s in _SENTENCE.split(seg.text) if s.strip()]
+        pieces = said + [f"{a} {b}" for a, b in zip(said, said[1:])] + ([seg.text] if len(said) > 2 else [])
+        out.extend(_in_third_person(p, name, seg.turn.role == "assistant") for p in pieces)
+    return list(dict.fromkeys(out))
+
+
+# --- scoring one session -----------------------------------------------------------------
+
+def score_gold_session(session: GoldSession, run: Run, matcher: FactMatcher, turns: list[Turn]) -> dict[str, Any]:
+    """One gold session's numbers, with the facts behind each failure."""
+    contents = [f["content"] for f in run.facts]
+    golds = [g.content for g in session.facts]
+    support = evidence(turns, session.confirmed_turns)
+    matcher.vectors([*contents, *golds, *session.optional, *session.must_not, *support])  # one batch
+    matches = matcher.match(golds, contents)
+    used = {m.candidate for m in matches}
+    rest = [i for i in range(len(contents)) if i not in used]
+    optional = {rest[m.candidate] for m in matcher.match(list(session.optional), [contents[i] for i in rest])}
+    unmatched = [i for i in rest if i not in optional]
+    junk = [i for i in unmatched if not matcher.supported(contents[i], support)]
+    leaks = [(i, why) for i in range(len(contents))
+             if (why := leak_reason(contents[i], session.must_not, matcher)) is not None]
+    names = sorted({t.speaker for t in turns if t.role == "user"})
+
+    paired = []
+    for m in matches:
+        gold, fact = session.facts[m.reference], run.facts[m.candidate]
+        row: dict[str, Any] = {
+            "gold": gold.content, "extracted": fact["content"], "similarity": round(m.similarity, 3),
+            "judged": m.judged,
+            "category": [gold.category, fact["category"], gold.category_ok(fact["category"])],
+            "kind": [gold.kind, fact["kind"], gold.kind_ok(fact["kind"])],
+            "trust": [gold.source_trust, fact["source_trust"], gold.source_trust == fact["source_trust"]],
+        }
+        if gold.supersedes:
+            hint = fact.get("supersedes_hint")
+            row["supersedes"] = [gold.supersedes, hint, supersedes_overlap(hint, gold.supersedes, names)]
+        paired.append(row)
+    found = {m.reference for m in matches}
+    return {
+        "session_id": session.session_id,
+        "adversarial": session.adversarial,
+        "attacks": list(session.attacks),
+        "extracted": len(contents),
+        "rejected": run.rejected,
+        "gold_facts": len(golds),
+        "matched": len(matches),
+        "optional_matched": len(optional),
+        "supersedes_gold": sum(1 for g in session.facts if g.supersedes),
+        "supersedes_correct": sum(1 for p in paired if p.get("supersedes", [None, None, False])[2]),
+        "junk": len(junk),
+        "leaks": len(leaks),
+        "failed": run.failed,
+        "prompt_tokens": run.prompt_tokens,
+        "completion_tokens": run.completion_tokens,
+        "matches": paired,
+        "missed": [g.content for i, g in enumerate(session.facts) if i not in found],
+        "unmatched": [contents[i] for i in unmatched],
+        "junk_facts": [contents[i] for i in junk],
+        "leak_examples": [{"content": redact(contents[i]), "reason": why} for i, why in leaks],
+    }
+
+
+def score_locomo_session(session: LocomoSession, run: Run, matcher: FactMatcher) -> dict[str, Any]:
+    """One LoCoMo session: which observations an extracted fact says (many-to-one)."""
+    contents = [f["content"] for f in run.facts]
+    turn_ids = [set(f["source_turn_ids"] or []) for f in run.facts]
+    support = evidence(list(session.turns))
+    matcher.vectors([*contents, *(o.text for o in session.observations), *support])  # one batch
+    recalled, covered, missed = 0, 0, []
+    matched_facts: set[int] = set()
+    for obs in session.observations:
+        best = matcher.best(obs.text, contents)
+        if best is not None:
+            recalled += 1
+            matched_facts.add(best.candidate)
+        else:
+            missed.append({"observation": obs.text, "dia_ids": list(obs.dia_ids)})
+        covered += any(set(obs.dia_ids) & ids for ids in turn_ids)
+    # An extracted fact that says some observation counts toward precision even when a
+    # closer fact took that observation's "best" slot.
+    if contents:
+        sims = matcher.similarity([o.text for o in session.observations], contents)
+        for c in range(len(contents)):
+            if c not in matched_facts and any(
+                    sims[r, c] >= matcher.threshold and matcher.same(session.observations[r].text, contents[c],
+                                                                     float(sims[r, c]))[0]
+                    for r in range(len(session.observations))):
+                matched_facts.add(c)
+    unmatched = [i for i in range(len(contents)) if i not in matched_facts]
+    junk = [i for i in unmatched if not matcher.supported(contents[i], support)]
+    leaks = [(i, why) for i in range(len(contents)) if (why := leak_reason(contents[i], (), None)) is not None]
+    return {
+        "session_id": session.session_id,
+        "extracted": len(contents),
+        "rejected": run.rejected,
+        "gold_facts": len(session.observations),
+        "recalled": recalled,
+        "turn_covered": covered,
+        "matched_extracted": len(matched_facts),
+        "junk": len(junk),
+        "leaks": len(leaks),
+        "failed": run.failed,
+        "prompt_tokens": run.prompt_tokens,
+        "completion_tokens": run.completion_tokens,
+        "missed": missed,
+        "unmatched": [contents[i] for i in unmatched],
+        "junk_facts": [contents[i] for i in junk],
+        "leak_examples": [{"content": redact(contents[i]), "reason": why} for i, why in leaks],
+    }
+
+
+# --- the report -----------------------------------------------------------------------------
+
+def _ratio(num: int, den: int) -> float | None:
+    return round(num / den, 4) if den else None
+
+
+def _total(rows: list[dict[str, Any]], key: str) -> int:
+    return sum(int(r.get(key) or 0) for r in rows)
+
+
+def _summary(dataset: str, extractor: Any, rows: list[dict[str, Any]], matcher: FactMatcher,
+             config: MemoryConfig, seconds: float) -> dict[str, Any]:
+    from memory_assets.lib.extraction.llm import llm_cost_usd
+
+    def total(key: str) -> int:
+        return _total(rows, key)
+
+    extracted, gold = total("extracted"), total("gold_facts")
+    prompt_tokens, completion_tokens = total("prompt_tokens"), total("completion_tokens")
+    sessions = len(rows)
+    report: dict[str, Any] = {
+        "dataset": dataset,
+        "extractor": extractor.name,
+        "extractor_version": extractor.version,
+        "sessions": sessions,
+        "extracted": extracted,
+        "gold_facts": gold,
+    }
+    if dataset == "locomo":
+        matched = total("matched_extracted")
+        precision = matched / extracted if extracted else 0.0
+        recall = total("recalled") / gold if gold else 0.0
+        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        report.update({
+            "precision": round(precision, 4), "recall": round(recall, 4), "f1": round(f1, 4),
+            "turn_coverage": _ratio(total("turn_covered"), gold),
+            "category_accuracy": None, "kind_accuracy": None, "trust_accuracy": None, "supersedes_accuracy": None,
+        })
+    else:
+        matched = total("matched")
+        precision, recall, f1 = precision_recall_f1(matched, extracted - total("optional_matched"), gold)
+        pairs = [p for r in rows for p in r["matches"]]
+        report.update({
+            "precision": round(precision, 4), "recall": round(recall, 4), "f1": round(f1, 4),
+            "category_accuracy": _ratio(sum(p["category"][2] for p in pairs), len(pairs)),
+            "kind_accuracy": _ratio(sum(p["kind"][2] for p in pairs), len(pairs)),
+            "trust_accuracy": _ratio(sum(p["trust"][2] for p in pairs), len(pairs)),
+            "supersedes_accuracy": _ratio(total("supersedes_correct"), total("supersedes_gold")),
+            "optional_matched": total("optional_matched"),
+            "adversarial_sessions": sum(1 for r in rows if r["adversarial"]),
+        })
+    judge = matcher.judge
+    report.update({
+        "junk": total("junk"),
+        "junk_rate": round(total("junk") / extracted, 4) if extracted else 0.0,
+        "leaks": total("leaks"),
+        "leak_examples": [{"session_id": r["session_id"], **e} for r in rows for e in r["leak_examples"]][:EXAMPLES],
+        "rejected": total("rejected"),
+        "failed_sessions": [r["session_id"] for r in rows if r["failed"]],
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "cost_usd_per_session": round(llm_cost_usd(config, prompt_tokens, completion_tokens) / sessions, 6)
+        if sessions else 0.0,
+        "threshold": matcher.threshold,
+        "judge": None if judge is None else {
+            "model": str(config.llm["model"]), "prompt_version": judge.version, "calls": judge.calls,
+            "failures": judge.failures, "prompt_tokens": judge.prompt_tokens,
+            "completion_tokens": judge.completion_tokens,
+            "cost_usd": round(llm_cost_usd(config, judge.prompt_tokens, judge.completion_tokens), 6),
+        },
+        "seconds": round(seconds, 1),
+        "per_session": rows,
+    })
+    return report
+
+
+def _locomo_files(target: Path) -> list[Path]:
+    files = sorted(target.glob("*.json")) if target.is_dir() else [target]
+    if not files or not all(f.exists() for f in files):
+        raise EvalError(f"{target}: no LoCoMo files; pass --dataset PATH (or set MEMORY_LOCOMO_DIR)")
+    return files
+
+
+def dataset_kind(target: str | Path) -> tuple[str, Path]:
+    """("gold" | "locomo", path) for ``gold``, ``locomo`` or a path to either kind."""
+    if str(target) == "gold":
+        return "gold", GOLD_DIR
+    if str(target) == "locomo":
+        return "locomo", LOCOMO_DIR
+    path = Path(target)
+    if not path.exists():
+        raise EvalError(f"{path}: no such dataset; use gold, locomo or a path")
+    probe = path
+    if path.is_dir():
+        found = sorted([*path.glob("*.json"), *path.glob("*.jsonl")])
+        if not found:
+            raise EvalError(f"{path}: no *.json or *.jsonl files")
+        probe = found[0]
+    if probe.suffix == ".jsonl":
+        return "gold", path
+    try:
+        doc = json.loads(probe.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise EvalError(f"{probe}: not a gold session or a LoCoMo file ({exc})") from None
+    if isinstance(doc, dict) and ("speaker_a" in doc or "conversation" in doc):
+        return "locomo", path
+    if isinstance(doc, dict) and "facts" in doc and "turns" in doc:
+        return "gold", path
+    raise EvalError(f"{probe}: not a gold session (turns + facts) or a LoCoMo conversation (speaker_a, session_N)")
+
+
+def default_extractor() -> str:
+    from memory_assets.lib.extraction.llm import llm_configured
+
+    return "llm" if llm_configured() else "offline"
+
+
+def make_matcher(config: MemoryConfig, judge: bool | None = None) -> FactMatcher:
+    """The MiniLM matcher; with an LLM judge when ``judge`` is True, or None and a key is set."""
+    from memory_assets.lib.extraction.llm import llm_configured
+    from retrieval.embeddings import Embedder
+
+    embed_config = config
+    if config.embedding.get("provider") != "local":
+        # The threshold is calibrated for MiniLM: the eval always matches with it.
+        import dataclasses
+
+        embed_config = dataclasses.replace(config, embedding={**config.embedding, "provider": "local"})
+    use_judge = llm_configured() if judge is None else judge
+    return FactMatcher(Embedder(embed_config).embed, THRESHOLD, LLMJudge(config) if use_judge else None)
+
+
+def run_extraction_eval(dataset: str | Path = "gold", extractor: str | None = None, *,
+                        sessions: Sequence[str] | None = None, judge: bool | None = None,
+                        config: MemoryConfig | None = None, matcher: FactMatcher | None = None) -> dict[str, Any]:
+    """Run one extractor over one dataset and score what reached items.
+
+    Args:
+        dataset: ``"gold"``, ``"locomo"``, or a path to gold session files or LoCoMo files.
+        extractor: ``"offline"`` or ``"llm"``; default llm when ``OPENAI_API_KEY`` is set.
+        sessions: only these session ids (gold), or these conversations' sessions (LoCoMo
+            ids such as ``conv-26-s3``); default all.
+        judge: use the LLM judge for borderline matches; default when ``OPENAI_API_KEY`` is set.
+        config: the memory config; default ``load_config()``.
+        matcher: a prepared matcher (tests share one); default MiniLM at ``THRESHOLD``.
+
+    Returns:
+        The report: ``dataset``, ``extractor``, ``sessions``, ``extracted``, ``gold_facts``,
+        ``precision``, ``recall``, ``f1``, ``category_accuracy``, ``kind_accuracy``,
+        ``trust_accuracy``, ``supersedes_accuracy``, ``junk_rate``, ``leaks``,
+        ``leak_examples``, ``prompt_tokens``, ``completion_tokens``,
+        ``cost_usd_per_session``, ``threshold`` and ``per_session`` (plus
+        ``turn_coverage`` for LoCoMo).
+    """
+    started = time.perf_counter()
+    config = config or load_config()
+    kind, path = dataset_kind(dataset)
+    impl = build_extractor(extractor or default_extractor(), config)
+    matcher = matcher or make_matcher(config, judge)
+    wanted = set(sessions) if sessions is not None else None
+    rows = []
+    if kind == "gold":
+        for session in load_gold(path, config):
+            if wanted is not None and session.session_id not in wanted:
+                continue
+            turns = session_turns(session.session_id, session.turns)
+            rows.append(score_gold_session(session, run_session(impl, turns, config), matcher, turns))
+    else:
+        for file in _locomo_files(path):
+            for session in load_locomo(file):
+                if wanted is not None and session.session_id not in wanted:
+                    continue
+                rows.append(score_locomo_session(session, run_session(impl, list(session.turns), config), matcher))
+    if not rows:
+        raise EvalError(f"{path}: no sessions to evaluate" + (f" among {sorted(wanted)}" if wanted else ""))
+    return _summary(kind, impl, rows, matcher, config, time.perf_counter() - started)
+
+
+# --- the CLI -------------------------------------------------------------------------------
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.1%}"
+
+
+def format_report(report: dict[str, Any]) -> str:
+    """The human-readable summary of one report."""
+    lines = [
+        f"extraction eval — {report['dataset']} ({report['extractor']} extractor {report['extractor_version']}, "
+        f"{report['sessions']} sessions, match threshold {report['threshold']:.2f}"
+        + (", LLM judge" if report.get("judge") else "") + ")",
+        f"  extracted facts      {report['extracted']}  (gate rejected {report['rejected']})",
+        f"  {'observations' if report['dataset'] == 'locomo' else 'gold facts'}         "
+        f"{report['gold_facts']}",
+        f"  precision            {report['precision']:.3f}"
+        + ("  (lower bound: observations are not exhaustive)" if report["dataset"] == "locomo" else ""),
+        f"  recall               {report['recall']:.3f}",
+        f"  f1                   {report['f1']:.3f}",
+    ]
+    if report["dataset"] == "locomo":
+        lines.append(f"  turn coverage        {report['turn_coverage']:.3f}")
+    else:
+        lines += [
+            f"  category accuracy    {_pct(report['category_accuracy'])}",
+            f"  kind accuracy        {_pct(report['kind_accuracy'])}",
+            f"  trust accuracy       {_pct(report['trust_accuracy'])}",
+            f"  supersedes accuracy  {_pct(report['supersedes_accuracy'])}",
+        ]
+    lines += [
+        f"  junk_rate            {_pct(report['junk_rate'])}  ({report['junk']} of {report['extracted']})",
+        f"  leaks                {report['leaks']}",
+    ]
+    for example in report["leak_examples"]:
+        lines.append(f"    leak in {example['session_id']}: {example['content']!r} — {example['reason']}")
+    if report["failed_sessions"]:
+        lines.append(f"  failed sessions      {len(report['failed_sessions'])}: {', '.join(report['failed_sessions'][:10])}")
+    lines.append(f"  tokens               {report['prompt_tokens']} prompt + {report['completion_tokens']} completion; "
+                 f"${report['cost_usd_per_session']:.6f} per session")
+    if report.get("judge"):
+        j = report["judge"]
+        lines.append(f"  judge                {j['calls']} calls ({j['failures']} failed), ${j['cost_usd']:.6f}")
+    lines.append(f"  time                 {report['seconds']} s")
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memory eval extraction",
+        description="Score an extractor: gold sessions (precision, recall, junk, leaks) and LoCoMo observations (recall).")
+    parser.add_argument("--dataset", action="append", default=None, metavar="gold|locomo|PATH",
+                        help="gold, locomo, or a path to gold session files or LoCoMo files; "
+                             "repeat for several (default: gold and locomo)")
+    parser.add_argument("--extractor", choices=["offline", "llm"], default=None,
+                        help="default: llm when OPENAI_API_KEY is set, else offline")
+    parser.add_argument("--session", action="append", default=None, metavar="ID",
+                        help="only this session id (repeatable)")
+    parser.add_argument("--no-judge", action="store_true", help="match by embeddings alone even with an LLM configured")
+    parser.add_argument("--json", action="store_true", help="print the full reports as JSON (with per-session detail)")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``memory eval extraction``; returns 1 when any fact leaked, 2 on a usage error."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    args = build_parser().parse_args(list(argv) if argv is not None else None)
+    config = load_config()
+    try:
+        extractor = args.extractor or default_extractor()
+        reports = [run_extraction_eval(d, extractor, sessions=args.session, config=config,
+                                       judge=False if args.no_judge else None)
+                   for d in (args.dataset or ["gold", "locomo"])]
+    except (EvalError, GoldError, TranscriptError) as exc:
+        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(reports[0] if len(reports) == 1 else reports, indent=2, default=str))
+    else:
+        print("\n\n".join(format_report(r) for r in reports))
+    return 1 if any(r["leaks"] for r in reports) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,401 @@
+"""Scoring extracted facts against labelled ones: same fact or not, leaks, junk, supersedes.
+
+Two facts *match* when they say the same thing. Offline that means MiniLM cosine
+similarity at or above ``THRESHOLD`` **and** two guards that embeddings are blind to:
+
+* **values** — every number in the reference (gold) fact appears in the candidate
+  ("oil change due at 11,799 miles" is not "…at 11,500 miles": cosine 0.96);
+* **polarity** — both are negated or neither is ("Maya is not vegetarian" is not
+  "Maya is vegetarian": cosine 0.96). A contrast (", not npm") is not a negation.
+
+With an LLM judge (``OPENAI_API_KEY`` set; prompt ``prompts/judge_fact.md``) a pair
+whose similarity lies between ``JUDGE_FLOOR`` and ``JUDGE_SURE``, or that fails a guard,
+is decided by the judge instead; a judge failure falls back to the offline rule.
+
+Matching gold facts to extracted facts is one-to-one and greedy: the most similar
+pair first, each fact used once.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from retrieval.credentials import find_credentials
+
+# Calibrated on CALIBRATION_PAIRS below (all-MiniLM-L6-v2, guards on), 35 paraphrase and
+# 35 near-miss pairs written by hand in the style of extracted facts:
+#
+#   threshold  paraphrases matched  near-misses matched (guards on)  (guards off)
+#     0.70          33/35                   7/35                         13/35
+#     0.75          32/35                   4/35                         10/35
+#     0.78          30/35                   2/35                          7/35
+#     0.80          30/35                   1/35                          6/35
+#     0.85          25/35                   1/35                          6/35
+#
+# 0.80 keeps false matches to the one pair no embedding can tell apart ("chose grpc-go
+# over connect-go" vs the reverse) at 86% paraphrase recall; the misses are paraphrases
+# that drop the subject's detail ("Hannah went with the derive API"), which the LLM
+# judge exists to catch. ``calibration_table`` recomputes these rows.
+THRESHOLD = 0.80
+# With a judge: below the floor no pair is worth asking about; at or above "sure" (and
+# with both guards passing) the embedding alone decides.
+JUDGE_FLOOR = 0.60
+JUDGE_SURE = 0.92
+
+# (reference, candidate, same fact?)
+CALIBRATION_PAIRS: tuple[tuple[str, str, bool], ...] = (
+    ("Priya decided to use Postgres for the billing service.", "Priya and others decided to use Postgres instead of MySQL for the billing service.", True),
+    ("Luis is allergic to penicillin.", "Luis has a penicillin allergy.", True),
+    ("Grace's CR-V is at 62,400 miles.", "Grace's Honda CR-V has 62,400 miles on it.", True),
+    ("Marcus wants the assistant never to use panic in fleetd library code.", "Marcus wants the assistant to never use panic in library code.", True),
+    ("Sofia prefers Tailwind utility classes over CSS modules for new atlas-web code.", "Sofia really prefers Tailwind utility classes over CSS modules.", True),
+    ("Raj prefers polars over pandas for new code.", "Raj wants new code written with polars, not pandas.", True),
+    ("Melanie is currently managing kids and work and finds it overwhelming.", "Melanie is swamped with the kids and work.", True),
+    ("Caroline attended an LGBTQ support group recently.", "Caroline went to an LGBTQ support group yesterday.", True),
+    ("Ben swims on Tuesdays.", "Ben swims every Tuesday and that stays.", True),
+    ("Chloe always wants an aisle seat.", "Chloe wants an aisle seat always.", True),
+    ("Kenji's team decided to migrate from Airflow to Dagster this year.", "Kenji and others have decided to migrate from Airflow to Dagster this year.", True),
+    ("Tom is on the platform team.", "Tom works on the platform team and owns CI reliability.", True),
+    ("Jonas got a burr grinder for his birthday.", "Jonas just got a burr grinder as a birthday present.", True),
+    ("Eleanor does not want to be called Ellie.", "Eleanor wants the assistant not to call her Ellie.", True),
+    ("Daniel's daughter Zoe is 7.", "Daniel's daughter Zoe is 7 and she's switching schools.", True),
+    ("Omar decided not to roll back migration 0042.", "Omar and others decided not to roll back 0042 itself.", True),
+    ("Mei gets paid on the 15th and the last day of the month.", "Mei is paid on the 15th and on the last day of each month.", True),
+    ("Felix's dog Mochi is a 4-year-old Shiba Inu.", "Mochi is Felix's Shiba Inu, she's 4.", True),
+    ("Lena wants the assistant never to touch the legacy/ directory.", "Lena wants the assistant to never touch the legacy directory.", True),
+    ("Nadia replaces the furnace filter every 90 days.", "Nadia changes the furnace filter every 90 days.", True),
+    ("The user has a wheat allergy.", "User has a wheat allergy, diagnosed as a kid.", True),
+    ("Sam's manager is Keisha Brown.", "Sam's manager at Northwind is Keisha Brown, she seems great.", True),
+    ("Aisha studies Japanese with Anki for 20 minutes every morning.", "Aisha studies with Anki for 20 minutes every morning.", True),
+    ("Jorge only rides on dry days.", "Jorge rides only when it's dry.", True),
+    ("Hannah chose clap's derive API.", "Hannah went with the derive API for argument parsing.", True),
+    ("Wei's team only squash-merges pull requests.", "Wei and others only squash-merge.", True),
+    ("Kwame sold his Corolla last week.", "Kwame sold the Corolla last week.", True),
+    ("Tariq hates Virgin's customer service.", "Tariq hates Virgin's customer service, so he is switching to Zen.", True),
+    ("Noor needs the v2 shipments endpoint in staging by April 10.", "Noor needs the v2 shipments endpoint in staging by April 10 for the Pacifica Freight pilot.", True),
+    ("Rosa works nights, 7pm to 7am, three nights a week.", "Rosa works nights from 7pm to 7am three nights a week.", True),
+    ("Sofia's monorepo uses pnpm, not npm.", "Sofia and others use pnpm in this monorepo.", True),
+    ("Luis wants a reminder next Monday to call Dr. Lin's office.", "Luis wants a reminder to call Dr. Lin's office next Monday.", True),
+    ("Rosa wants short, plain answers without emojis.", "Rosa wants the assistant to stop sending long answers with emojis.", True),
+    ("Ana decided to cap the resolve() lru_cache at 1024 entries.", "Ana wants to cap the cache at 1024 entries.", True),
+    ("Jon lost his job as a banker.", "Jon got laid off from the bank.", True),
+    ("Aaron's WRX oil change is due at 11,799 miles.", "Aaron's WRX oil change is due at 11,500 miles.", False),
+    ("Priya wants the assistant never to disable tests.", "Priya wants all tests disabled.", False),
+    ("Maya is vegetarian.", "Maya is not vegetarian.", False),
+    ("Grace's CR-V is at 62,400 miles.", "Grace's CR-V is at 64,700 miles.", False),
+    ("Luis is allergic to penicillin.", "Luis takes lisinopril 10 mg every morning.", False),
+    ("Marcus chose grpc-go over connect-go.", "Marcus chose connect-go over grpc-go.", False),
+    ("Ben swims on Tuesdays.", "Ben runs on Mondays, Wednesdays and Saturdays.", False),
+    ("Zoe starts second grade at Lincoln Elementary on March 2.", "Lincoln Elementary needs Zoe's vaccination record by February 27.", False),
+    ("Chloe always wants an aisle seat.", "Chloe prefers TAP flights when the times work.", False),
+    ("Sofia prefers Tailwind over CSS modules.", "Sofia's monorepo uses pnpm, not npm.", False),
+    ("Priti loves ceramics.", "Priti hates surprise parties.", False),
+    ("Kenji wants the assistant never to run backfills during business hours.", "Kenji wants the assistant never to deploy from an untagged commit.", False),
+    ("Lena wants the assistant never to touch the legacy/ directory.", "Lena wants the assistant never to use -auto-approve in prod.", False),
+    ("The staging deadline is Wednesday April 15.", "The staging deadline is Friday April 17.", False),
+    ("Pacifica Freight needs the CSV export in the first release.", "The CSV export is dropped from the first release.", False),
+    ("Jonas switched to a medium roast.", "Jonas likes dark roast.", False),
+    ("Hannah is a freelancer.", "Hannah is a senior engineer at Mozilla.", False),
+    ("Mochi is allergic to chicken.", "Luis is allergic to penicillin.", False),
+    ("Caroline went to an LGBTQ support group.", "Caroline is planning to continue her education in counseling.", False),
+    ("Mei decided to cancel Disney+.", "Mei will cancel Netflix after the April finale.", False),
+    ("Nadia's water heater warranty runs until March 2027.", "Nadia's water heater is a Rheem installed in 2021.", False),
+    ("Sam's 90-day review is on May 1.", "Sam needs to finish the SQL onboarding course by February 20.", False),
+    ("Tariq's wife is Hana.", "Daniel's wife is Priti.", False),
+    ("Eleanor takes eye drops at 8 in the evening.", "Eleanor has macular degeneration.", False),
+    ("The refund endpoint must be idempotent.", "Refunds over 500 EUR need a second approver from finance.", False),
+    ("Melanie painted a lake sunrise last year.", "Melanie is going swimming with the kids.", False),
+    ("Ravi owns the consumer-group migration.", "Marcus agreed to own the consumer-group migration.", False),
+    ("Camille's team writes commit messages in the imperative.", "Wei's team uses Conventional Commits.", False),
+    ("Felix is traveling from April 12 to 19.", "Felix needs to book Happy Tails by March 20.", False),
+    ("Dev works from home as a video editor.", "Dev is home every day except Thursdays.", False),
+    ("Luis is still allergic to penicillin.", "Luis is no longer allergic to penicillin.", False),
+    ("Grace only uses full synthetic 0W-20 oil.", "Grace's next oil change is due at 65,000 miles.", False),
+    ("Caroline is single.", "Caroline is married.", False),
+    ("Jon lost his job as a banker.", "Jon opened a dance studio.", False),
+    ("Priya switched from black to ruff format.", "Priya prefers black for formatting.", False),
+)
+
+
+# --- the guards -------------------------------------------------------------------------
+
+_NUMBER_WORDS = {
+    "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
+    "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
+}
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+_NUMBER = re.compile(r"\d+(?:[.:]\d+)*|\b(?:" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNORECASE)
+_NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nobody|nothing|neither|nor|cannot|no longer)\b|n't\b", re.IGNORECASE)
+# ", not npm" / "not only" contrast two things; a leading "No," answers the assistant.
+_CONTRAST = re.compile(r",\s*(?:and\s+|but\s+)?not\s+[^,.;]*|\bnot only\b|^\s*(?:no|nope|nah)\b[,.!]*",
+                       re.IGNORECASE)
+
+
+def numbers(text: str) -> set[str]:
+    """The values a text states: "11,799 miles", "ten", "1:58", "3.6.0" (leading zeros dropped)."""
+    found = set()
+    for token in _NUMBER.findall(_THOUSANDS.sub("", text)):
+        token = _NUMBER_WORDS.get(token.lower(), token)
+        found.add(str(int(token)) if token.isdigit() else token)
+    return found
+
+
+def negated(text: str) -> bool:
+    """Whether a text denies what it states ("Maya is not vegetarian"), contrasts aside."""
+    return _NEGATION.search(_CONTRAST.sub(" ", text)) is not None
+
+
+def compatible(reference: str, candidate: str) -> bool:
+    """The guards: the reference's numbers all appear in the candidate, same polarity."""
+    return numbers(reference) <= numbers(candidate) and negated(reference) == negated(candidate)
+
+
+# --- matching ---------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Match:
+    """One reference fact paired with one candidate fact."""
+
+    reference: int
+    candidate: int
+    similarity: float
+    judged: bool = False
+
+
+class FactMatcher:
+    """Decides whether two facts say the same thing, and pairs up lists of facts.
+
+    Args:
+        embed: texts to unit vectors (``retrieval.embeddings.Embedder.embed``).
+        threshold: the similarity at or above which (guards passing) two facts match.
+        judge: an ``LLMJudge`` for borderline pairs; None for the offline rule alone.
+    """
+
+    def __init__(self, embed: Callable[[list[str]], np.ndarray], threshold: float = THRESHOLD,
+                 judge: LLMJudge | None = None):
+        self._embed = embed
+        self.threshold = threshold
+        self.judge = judge
+        self._vectors: dict[str, np.ndarray] = {}
+
+    def vectors(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors for ``texts``; each distinct text is embedded once per matcher."""
+        missing = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        if missing:
+            for text, vector in zip(missing, self._embed(missing)):
+                self._vectors[text] = np.asarray(vector, dtype=np.float32)
+        if not texts:
+            return np.zeros((0, 1), dtype=np.float32)
+        return np.stack([self._vectors[t] for t in texts])
+
+    def similarity(self, references: Sequence[str], candidates: Sequence[str]) -> np.ndarray:
+        """Cosine similarity, one row per reference, one column per candidate."""
+        if not references or not candidates:
+            return np.zeros((len(references), len(candidates)), dtype=np.float32)
+        return self.vectors(references) @ self.vectors(candidates).T
+
+    def same(self, reference: str, candidate: str, similarity: float) -> tuple[bool, bool]:
+        """(same fact?, was the judge asked?) for one pair at a known similarity."""
+        offline = similarity >= self.threshold and compatible(reference, candidate)
+        if self.judge is None or similarity < JUDGE_FLOOR or (offline and similarity >= JUDGE_SURE):
+            return offline, False
+        verdict = self.judge.same(reference, candidate)
+        return (offline, False) if verdict is None else (verdict, True)
+
+    def match(self, references: Sequence[str], candidates: Sequence[str]) -> list[Match]:
+        """One-to-one greedy pairing: the most similar pair that is the same fact first."""
+        sims = self.similarity(references, candidates)
+        floor = JUDGE_FLOOR if self.judge is not None else self.threshold
+        pairs = sorted(((float(sims[r, c]), r, c) for r, c in zip(*np.nonzero(sims >= floor))), reverse=True)
+        used_r: set[int] = set()
+        used_c: set[int] = set()
+        out = []
+        for sim, r, c in pairs:
+            if r in used_r or c in used_c:
+                continue
+            same, judged = self.same(references[r], candidates[c], sim)
+            if same:
+                used_r.add(r)
+                used_c.add(c)
+                out.append(Match(int(r), int(c), sim, judged))
+        return sorted(out, key=lambda m: m.reference)
+
+    def best(self, reference: str, candidates: Sequence[str]) -> Match | None:
+        """The most similar candidate that says the same thing as ``reference`` (many-to-one use)."""
+        if not candidates:
+            return None
+        sims = self.similarity([reference], candidates)[0]
+        floor = JUDGE_FLOOR if self.judge is not None else self.threshold
+        for c in np.argsort(-sims):
+            if sims[c] < floor:
+                break
+            same, judged = self.same(reference, candidates[c], float(sims[c]))
+            if same:
+                return Match(0, int(c), float(sims[c]), judged)
+        return None
+
+    def supported(self, fact: str, evidence: Sequence[str]) -> bool:
+        """Whether some piece of transcript evidence states ``fact`` (offline rule only:
+        a fact's numbers must all be in the evidence, with the same polarity)."""
+        if not evidence:
+            return False
+        sims = self.similarity([fact], evidence)[0]
+        return any(sims[i] >= self.threshold and compatible(fact, evidence[i])
+                   for i in np.nonzero(sims >= self.threshold)[0])
+
+
+def calibration_table(matcher: FactMatcher, thresholds: Sequence[float] = (0.70, 0.75, 0.78, 0.80, 0.85),
+                      ) -> list[dict[str, Any]]:
+    """How ``CALIBRATION_PAIRS`` separate at each threshold, with and without the guards."""
+    refs = [r for r, _, _ in CALIBRATION_PAIRS]
+    cands = [c for _, c, _ in CALIBRATION_PAIRS]
+    sims = (matcher.vectors(refs) * matcher.vectors(cands)).sum(axis=1)
+    rows = []
+    for t in thresholds:
+        row: dict[str, Any] = {"threshold": t}
+        for guards in (True, False):
+            said = [s >= t and (not guards or compatible(r, c)) for s, (r, c, _) in zip(sims, CALIBRATION_PAIRS)]
+            key = "guards" if guards else "no_guards"
+            row[f"paraphrases_{key}"] = int(sum(ok for ok, (_, _, same) in zip(said, CALIBRATION_PAIRS) if same))
+            row[f"false_matches_{key}"] = int(sum(ok for ok, (_, _, same) in zip(said, CALIBRATION_PAIRS) if not same))
+        rows.append(row)
+    return rows
+
+
+# --- leaks, supersedes, the headline numbers ---------------------------------------------
+
+def _boundary(entry: str) -> re.Pattern[str]:
+    return re.compile(r"(?<![A-Za-z0-9])" + re.escape(entry) + r"(?![A-Za-z0-9])", re.IGNORECASE)
+
+
+def is_fact_like(entry: str) -> bool:
+    """A ``must_not`` entry of three or more words is a fact, matched by meaning too;
+    a shorter one ("4471", "MySQL 5.7") is a string, matched literally."""
+    return len(entry.split()) >= 3
+
+
+def leak_reason(content: str, must_not: Sequence[str], matcher: FactMatcher | None) -> str | None:
+    """Why ``content`` must not have reached the items, or None.
+
+    A credential (``retrieval.credentials``) or a redaction marker, a ``must_not`` string
+    inside it (case-insensitive, whole words), or a fact-like ``must_not`` entry it says
+    the same thing as (similarity at or above the threshold, guards passing).
+    """
+    if "[REDACTED:" in content:
+        return "redacted credential marker"
+    creds = find_credentials(content)
+    if creds:
+        return "credential: " + ", ".join(sorted({c.kind for c in creds}))
+    for entry in must_not:
+        if _boundary(entry).search(content):
+            return f"must_not text {entry!r}"
+    facts = [e for e in must_not if is_fact_like(e)]
+    if matcher is not None and facts:
+        sims = matcher.similarity(facts, [content])[:, 0]
+        for i in np.argsort(-sims):
+            if sims[i] >= matcher.threshold and compatible(facts[i], content):
+                return f"must_not fact {facts[i]!r} (similarity {sims[i]:.2f})"
+    return None
+
+
+_STOPWORDS = frozenset(
+    "a an the and or but of to in on at for from by with is are was were be been being it its this that these "
+    "those has have had do does did not no than then as so into onto over under about after before "
+    "now any all his her their our my your he she they we i you them us me".split())
+
+
+def key_words(text: str, ignore: Sequence[str] = ()) -> set[str]:
+    """Lowercased content words and numbers, without stopwords or the ``ignore`` names."""
+    skip = {w.lower() for w in ignore}
+    words = {w.lower().strip("'.-") for w in re.findall(r"[A-Za-z0-9][A-Za-z0-9.'+-]*", _THOUSANDS.sub("", text))}
+    return {w.removesuffix("'s") for w in words if w and w not in _STOPWORDS and w not in skip
+            and (len(w) > 1 or w.isdigit())}
+
+
+def supersedes_overlap(hint: str | None, gold: str, ignore: Sequence[str] = ()) -> bool:
+    """Whether an extracted ``supersedes`` hint names some of what the gold one replaces
+    (a shared content word or number; the speaker's own name does not count)."""
+    if not hint or not hint.strip():
+        return False
+    return bool(key_words(hint, ignore) & key_words(gold, ignore))
+
+
+def precision_recall_f1(matched: int, extracted: int, gold: int) -> tuple[float, float, float]:
+    """Micro precision, recall and F1; an empty side scores 0, and nothing expected
+    and nothing extracted scores 1."""
+    if extracted == 0 and gold == 0:
+        return 1.0, 1.0, 1.0
+    precision = matched / extracted if extracted else 0.0
+    recall = matched / gold if gold else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return precision, recall, f1
+
+
+# --- the LLM judge ----------------------------------------------------------------------
+
+@dataclass
+class LLMJudge:
+    """Asks a chat model whether two facts say the same thing (``prompts/judge_fact.md``).
+
+    Args:
+        config: the memory config; ``[llm]`` gives the model, timeout and temperature.
+        client: an ``openai.OpenAI``; built from ``OPENAI_API_KEY``/``OPENAI_BASE_URL`` when omitted.
+    """
+
+    config: Any
+    client: Any = None
+    calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    failures: int = 0
+    _cache: dict[tuple[str, str], bool | None] = field(default_factory=dict, repr=False)
+
+    def __post_init__(self) -> None:
+        from memory_assets.lib.prompts import load_prompt
+
+        self.prompt = load_prompt("judge_fact")
+        if self.client is None:
+            import openai
+
+            self.client = openai.OpenAI(timeout=float(self.config.llm["timeout_seconds"]), max_retries=2)
+
+    @property
+    def version(self) -> str:
+        return self.prompt.version
+
+    def same(self, reference: str, candidate: str) -> bool | None:
+        """True or False from the model; None when it failed or answered off-schema."""
+        key = (reference, candidate)
+        if key in self._cache:
+            return self._cache[key]
+        verdict: bool | None = None
+        try:
+            reply = self.client.chat.completions.create(
+                model=str(self.config.llm["model"]),
+                temperature=float(self.config.llm.get("temperature", 0.0)),
+                response_format={"type": "json_object"},
+                messages=[
+                    {"role": "system", "content": self.prompt.text},
+                    {"role": "user", "content": json.dumps({"reference": reference, "candidate": candidate})},
+                ],
+            )
+            self.calls += 1
+            if reply.usage is not None:
+                self.prompt_tokens += int(reply.usage.prompt_tokens or 0)
+                self.completion_tokens += int(reply.usage.completion_tokens or 0)
+            data = json.loads(reply.choices[0].message.content or "")
+            if isinstance(data, dict) and isinstance(data.get("same"), bool):
+                verdict = data["same"]
+        except Exception:  # noqa: BLE001 — any failure means "no verdict": the offline rule decides
+            verdict = None
+        if verdict is None:
+            self.failures += 1
+        self._cache[key] = verdict
+        return verdict

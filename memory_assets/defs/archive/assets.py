@@ -1,0 +1,51 @@
+"""What the archive says in aggregate: clusters of archived memories, one insight each."""
+
+import dagster as dg
+import numpy as np
+import polars as pl
+
+from memory_assets.defs.resources import EmbedderResource, MemoryRoot
+from memory_assets.lib import archive, publish, summaries
+from memory_assets.lib.prompts import load_prompt
+from retrieval.store import ItemStore
+
+INSIGHTS_TABLE = "insights"
+
+
+@dg.asset(
+    deps=["published_items"],
+    group_name="archive",
+    kinds={"python", "scikitlearn", "parquet", "lancedb", "openai"},
+    code_version=f"clusters-{load_prompt('cluster_insight').version}",
+)
+def archive_clusters(context: dg.AssetExecutionContext, memory: MemoryRoot,
+                     embedder: EmbedderResource) -> dg.MaterializeResult:
+    """Archived memories, grouped by meaning (HDBSCAN over their embeddings), each group
+    with one insight sentence ("Mostly about WRX maintenance: …") and its member ids.
+    Archived items leave the agent's everyday search; the insights keep what they were
+    about searchable (LanceDB ``insights`` table, ``MemoryClient.insights``).
+    """
+    paths, settings = memory.paths, memory.config
+    store = ItemStore(paths)
+    items = store.items().filter(pl.col("status").is_in(["archived", "cold"]))
+    by_hash = store.vectors_by_hash()
+    vectors = (np.stack([by_hash[h] for h in items["content_hash"].to_list()]) if items.height
+               else np.zeros((0, 384), np.float32))
+    tally = archive.InsightTally()
+    clusters = archive.cluster(items, vectors, settings)
+    clusters = archive.with_insights(clusters, items, vectors, llm=summaries.chat_client(settings),
+                                     config=settings, tally=tally)
+    frame = archive.clusters_frame(clusters)
+    paths.clusters.parent.mkdir(parents=True, exist_ok=True)
+    frame.write_parquet(paths.clusters)
+    if frame.height:
+        publish.publish_table(paths, INSIGHTS_TABLE, frame, embedder.build(settings).embed(frame["insight"].to_list()))
+    return dg.MaterializeResult(metadata={
+        "archived_items": items.height,
+        "clusters": frame.height,
+        "clustered_items": int(frame["size"].sum()) if frame.height else 0,
+        "insight_fallbacks": tally.fallbacks,
+        "tokens": tally.prompt_tokens + tally.completion_tokens,
+        "cost_usd": round(tally.cost_usd(settings), 6),
+        "insights": dg.MetadataValue.md("\n".join(f"- ({c.size}) {c.insight}" for c in clusters[:20]) or "none"),
+    })

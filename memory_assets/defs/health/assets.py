@@ -1,0 +1,55 @@
+"""The monthly health report: is the memory growing, current and clean?"""
+
+import base64
+from pathlib import Path
+
+import dagster as dg
+import polars as pl
+
+from memory_assets.defs.resources import MemoryRoot
+from memory_assets.lib import health
+from memory_assets.lib.clock import Clock
+from retrieval.store import ItemStore
+
+
+def _concat(folder: Path) -> pl.DataFrame | None:
+    files = sorted(folder.glob("*.parquet")) if folder.exists() else []
+    return pl.concat([pl.read_parquet(f) for f in files], how="vertical_relaxed") if files else None
+
+
+@dg.asset(
+    deps=["published_items", "lifecycle"],
+    group_name="health",
+    kinds={"python", "markdown", "matplotlib"},
+    code_version="health-v1",
+)
+def health_report(context: dg.AssetExecutionContext, config: Clock, memory: MemoryRoot) -> dg.MaterializeResult:
+    """How the memory is doing: active items, items by category, tier and status, how
+    stale they are, how fast they grow, what the write gate rejected and why, and what
+    extraction cost — markdown and plots under ``<data root>/health/<date>/``, shown here.
+    """
+    paths = memory.paths
+    now = config.resolve()
+    from retrieval.schema import REJECTION_SCHEMA
+
+    rejections = _concat(paths.rejections)
+    history_file = paths.health / "history.parquet"
+    history = pl.read_parquet(history_file) if history_file.exists() else None
+    out = paths.health / now.strftime("%Y-%m-%d")
+    result = health.report(ItemStore(paths).items(), rejections if rejections is not None else pl.DataFrame(schema=REJECTION_SCHEMA),
+                           _concat(paths.extraction_runs), history, now, out, config=memory.config)
+    row = pl.DataFrame([health.history_row(result)])
+    history = pl.concat([history, row], how="diagonal_relaxed") if history is not None else row
+    history.write_parquet(history_file)
+    # Plots inline, so the report reads in the UI without opening the data root.
+    images = "\n\n".join(
+        f"![{p.stem}](data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()})" for p in result.png_paths
+    )
+    numbers = result.numbers
+    return dg.MaterializeResult(metadata={
+        "report": dg.MetadataValue.md(result.markdown + "\n\n## Plots\n\n" + images),
+        "path": dg.MetadataValue.path(str(result.path)),
+        "plots": len(result.png_paths),
+        "active_items": numbers.get("active_items", 0),
+        "total_items": numbers.get("total_items", 0),
+    })

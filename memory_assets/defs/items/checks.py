@@ -1,0 +1,103 @@
+"""The audit of write–audit–publish: a staged item version reaches the agent only if these pass.
+
+``memory_items`` writes and stages a new version; the blocking checks below audit that
+*staged* version (Parquet file and LanceDB table version), record the verdict, and a
+failure stops the run before ``published_items`` moves the agent's pointers — so the
+previous version stays published and the UI shows why.
+"""
+
+from collections.abc import Iterator
+
+import dagster as dg
+import polars as pl
+
+from memory_assets.defs.resources import MemoryRoot
+from memory_assets.lib import publish
+from memory_assets.lib.quality import ScanLedger, audit, embeddings_report, inputs, items_report, schema_report
+from memory_assets.lib.quality.check_results import failed_result, to_check_result
+from retrieval.schema import ITEM_SCHEMA
+from retrieval.store import ItemStore
+
+STAGED_CHECKS = ("items_schema", "items_valid", "items_embeddings")
+
+
+@dg.multi_asset_check(
+    specs=[
+        dg.AssetCheckSpec(
+            "items_schema", asset="memory_items", blocking=True,
+            description="The staged items Parquet has ITEM_SCHEMA's columns and types (missing or "
+                        "retyped: ERROR; extra: WARN): the published contract every reader relies on.",
+        ),
+        dg.AssetCheckSpec(
+            "items_valid", asset="memory_items", blocking=True,
+            description="Every staged item has importance and confidence in [0, 1], a configured "
+                        "category, known kind/tier/status/trust, a unique id, supersedes/superseded_by "
+                        "ids that exist, source turns that exist in resources, no credential (zero "
+                        "tolerance) and untrusted importance under the cap. Blocks publishing.",
+        ),
+        dg.AssetCheckSpec(
+            "items_embeddings", asset="memory_items", blocking=True,
+            description="The staged LanceDB version has one vector dimension, the configured model's, "
+                        "no NaN, unit norms, and its full-text index on content. Blocks publishing.",
+        ),
+    ],
+)
+def memory_items_checks(context: dg.AssetCheckExecutionContext, memory: MemoryRoot) -> Iterator[dg.AssetCheckResult]:
+    """Audit the staged (not yet published) items version."""
+    paths, config = memory.paths, memory.config
+    written = publish.staged(paths)
+    if written is None:
+        for check in STAGED_CHECKS:
+            yield failed_result(asset="memory_items", check=check, reason="nothing staged: materialize memory_items first")
+        return
+    subject = f"memory_items v{written.version} (staged)"
+    staged = {"staged_version": written.version, "parquet": written.parquet.name}
+    schema = schema_report({written.parquet.name: dict(pl.read_parquet_schema(written.parquet))}, ITEM_SCHEMA,
+                           subject=f"{subject} schema")
+    ledger = ScanLedger.load(audit.quality_dir(paths))
+    items = items_report(pl.read_parquet(written.parquet), config, resource_ids=inputs.resource_ids(paths),
+                         ledger=ledger, subject=subject)
+    ledger.save()
+    embeddings = embeddings_report(publish.staged_table(paths, written), config, subject=subject)
+    reports = {"items_schema": schema, "items_valid": items, "items_embeddings": embeddings}
+    audit.record(paths, written.version, reports)
+    for check, report in reports.items():
+        yield to_check_result(report, asset="memory_items", check=check, metadata=staged)
+
+
+@dg.multi_asset_check(
+    specs=[
+        dg.AssetCheckSpec(
+            "published_embeddings", asset="published_items",
+            description="What the agent searches right now: the published LanceDB version's vectors "
+                        "(one dimension, the configured model's, no NaN, unit norms) and its full-text index.",
+        ),
+        dg.AssetCheckSpec(
+            "published_was_audited", asset="published_items",
+            description="The published version is one whose blocking checks passed (catches a publish "
+                        "that bypassed the audit, e.g. published_items launched alone).",
+        ),
+    ],
+)
+def published_items_checks(context: dg.AssetCheckExecutionContext, memory: MemoryRoot) -> Iterator[dg.AssetCheckResult]:
+    """Re-check the version the agent reads, after it is published (never blocks)."""
+    paths, config = memory.paths, memory.config
+    table = ItemStore(paths).table()
+    if table is None:
+        for check in ("published_embeddings", "published_was_audited"):
+            yield failed_result(asset="published_items", check=check, reason="nothing is published yet")
+        return
+    version = int(table.version)
+    yield to_check_result(embeddings_report(table, config, subject=f"published items v{version}"),
+                          asset="published_items", check="published_embeddings",
+                          metadata={"published_version": version})
+    entry = audit.verdict(paths, version)
+    ok = audit.passed(paths, version)
+    yield dg.AssetCheckResult(
+        asset_key="published_items", check_name="published_was_audited", passed=ok,
+        severity=dg.AssetCheckSeverity.ERROR,
+        description=(f"version {version} passed its blocking checks" if ok else
+                     f"version {version} was {'never audited' if entry is None else 'audited and failed'}"),
+        metadata={"published_version": version,
+                  "checks": {k: v["summary"] for k, v in (entry or {}).get("checks", {}).items()}},
+    )

@@ -1,0 +1,68 @@
+"""What the nightly "sleep" publishes beside the items: lessons, triggers, MEMORY.md, the archive."""
+
+import json
+import os
+
+import dagster as dg
+import polars as pl
+
+from memory_assets.defs.resources import MemoryRoot
+from memory_assets.lib import lifecycle as rules
+from memory_assets.lib import publish
+from memory_assets.lib.clock import Clock
+from retrieval.inbox import atomic_write
+from retrieval.store import ItemStore
+
+
+def _upsert_archive(paths, retired: pl.DataFrame) -> int:
+    """Purged, archived and cold items are copied into the archive table and kept forever."""
+    target = paths.archive / "items.parquet"
+    paths.archive.mkdir(parents=True, exist_ok=True)
+    if target.exists():
+        kept = pl.read_parquet(target)
+        retired = pl.concat([kept.filter(~pl.col("id").is_in(retired["id"].implode())), retired],
+                            how="vertical_relaxed")
+    tmp = target.with_suffix(".tmp")
+    retired.write_parquet(tmp)
+    os.replace(tmp, target)
+    return retired.height
+
+
+@dg.asset(
+    deps=["published_items"],
+    group_name="lifecycle",
+    kinds={"python", "parquet", "markdown"},
+    code_version="lifecycle-v1",
+)
+def lifecycle(context: dg.AssetExecutionContext, config: Clock, memory: MemoryRoot) -> dg.MaterializeResult:
+    """The memory's nightly housekeeping, as the agent sees it: the lessons learned from
+    corrections (``MemoryClient.lessons()``), forward triggers due on a date
+    (``MemoryClient.due_triggers()``), ``MEMORY.md`` with the promoted memories, and the
+    archive of purged, archived and cold items (kept forever, never deleted). The decay,
+    boosts, TTLs, purges and promotions themselves are applied to ``memory_items`` as of
+    the run's clock; their counts are reported here.
+    """
+    paths, settings = memory.paths, memory.config
+    now = config.resolve()
+    items = ItemStore(paths).items()
+    active = items.filter(pl.col("status") == "active")
+    lessons = rules.lessons(active, settings)
+    atomic_write(paths.lessons, json.dumps(lessons, indent=1).encode())
+    triggers = rules.forward_triggers(active, now)
+    paths.triggers.parent.mkdir(parents=True, exist_ok=True)
+    triggers.write_parquet(paths.triggers.with_suffix(".tmp"))
+    os.replace(paths.triggers.with_suffix(".tmp"), paths.triggers)
+    atomic_write(paths.memory_md, rules.memory_md(items.filter(pl.col("promoted"))).encode())
+    archived = _upsert_archive(paths, items.filter(pl.col("status").is_in(["purged", "archived", "cold"])))
+    report = publish.read_report(paths)
+    due_today = triggers.filter(pl.col("trigger_date") == now.date()).height
+    return dg.MaterializeResult(metadata={
+        "clock": now.isoformat(),
+        "lessons": len(lessons),
+        "triggers": triggers.height,
+        "triggers_due_today": due_today,
+        "promoted": int(items["promoted"].sum()) if items.height else 0,
+        "archive_items": archived,
+        "actions": report.get("counts", report),
+        "lessons_text": dg.MetadataValue.md("\n".join(f"- {x}" for x in lessons) or "none"),
+    })

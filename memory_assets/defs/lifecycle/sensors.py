@@ -1,0 +1,54 @@
+"""Never assume cron ran: overdue jobs run now, successes are recorded, triggers fire on the day."""
+
+from datetime import datetime, timezone
+
+import dagster as dg
+import polars as pl
+
+from memory_assets.defs.lifecycle.schedules import monthly_job, nightly_job, weekly_job
+from memory_assets.defs.resources import MemoryRoot
+from memory_assets.lib.job_runs import record_success
+from retrieval.jobs import overdue
+
+
+@dg.sensor(jobs=[nightly_job, weekly_job, monthly_job], minimum_interval_seconds=900,
+           default_status=dg.DefaultSensorStatus.RUNNING)
+def overdue_jobs_sensor(context: dg.SensorEvaluationContext, memory: MemoryRoot) -> dg.SensorResult | dg.SkipReason:
+    """The cron fallback: any job whose last success is older than its period (missed
+    ticks, a machine that was off) is launched now — once per job per day."""
+    now = datetime.now(timezone.utc)
+    late = overdue(memory.paths, memory.config, now)
+    if not late:
+        return dg.SkipReason("every job succeeded within its period")
+    return dg.SensorResult(run_requests=[
+        dg.RunRequest(job_name=job, run_key=f"overdue:{job}:{now.date().isoformat()}",
+                      tags={"memory/trigger": "overdue"})
+        for job in late
+    ])
+
+
+@dg.run_status_sensor(run_status=dg.DagsterRunStatus.SUCCESS, monitored_jobs=[nightly_job, weekly_job, monthly_job],
+                      default_status=dg.DefaultSensorStatus.RUNNING)
+def job_success_sensor(context: dg.RunStatusSensorContext) -> None:
+    """Records each scheduled job's success where the agent and the fallback can read it."""
+    from memory_assets.defs.resources import default_resources
+
+    memory = default_resources()["memory"]
+    finished = context.dagster_run
+    record = context.instance.get_run_record_by_id(finished.run_id)
+    at = record.end_time if record and record.end_time else datetime.now(timezone.utc).timestamp()
+    record_success(memory.paths, finished.job_name, datetime.fromtimestamp(at, tz=timezone.utc))
+
+
+@dg.sensor(job=nightly_job, minimum_interval_seconds=3600, default_status=dg.DefaultSensorStatus.RUNNING)
+def triggers_sensor(context: dg.SensorEvaluationContext, memory: MemoryRoot) -> dg.RunRequest | dg.SkipReason:
+    """On the day a forward trigger is due ("next Friday", "in 6 months"), rebuilds the items
+    once that morning so the trigger's memories are preloaded (boosted) for the agent."""
+    path = memory.paths.triggers
+    today = datetime.now(timezone.utc).date()
+    if not path.exists():
+        return dg.SkipReason("no forward triggers yet")
+    due = pl.read_parquet(path).filter(pl.col("trigger_date") == today)
+    if due.is_empty():
+        return dg.SkipReason(f"no trigger due on {today}")
+    return dg.RunRequest(run_key=f"triggers:{today.isoformat()}", tags={"memory/trigger": "forward-trigger"})

@@ -1,0 +1,83 @@
+"""Tier 1 of retrieval: one summary per category."""
+
+import dagster as dg
+import polars as pl
+
+from memory_assets.defs.resources import EmbedderResource, MemoryRoot
+from memory_assets.lib import publish, summaries
+from memory_assets.lib.clock import Clock
+from memory_assets.lib.prompts import load_prompt
+from retrieval.store import SUMMARIES_TABLE, ItemStore
+
+
+class SummariesRun(Clock):
+    rebuild: bool = False  # weekly: every summary from scratch, from active items only
+
+
+def _current(paths) -> pl.DataFrame:
+    path = paths.summaries / "summaries.parquet"
+    return pl.read_parquet(path) if path.exists() else pl.DataFrame(schema=summaries.SUMMARY_SCHEMA)
+
+
+@dg.asset(
+    deps=["published_items"],
+    group_name="summaries",
+    kinds={"python", "markdown", "lancedb", "openai"},
+    code_version=f"summaries-{load_prompt('summarize_category').version}",
+    automation_condition=dg.AutomationCondition.eager(),
+)
+def category_summaries(context: dg.AssetExecutionContext, config: SummariesRun, memory: MemoryRoot,
+                       embedder: EmbedderResource) -> dg.MaterializeResult:
+    """What the agent knows, one page per category (work.md, health.md, vehicle.md, …):
+    the most valuable active facts, contradictions resolved, each line citing its items.
+    Retrieval answers from these first (tier 1) and goes to items only when they don't
+    suffice. Every earlier version is kept under ``summaries/archive/``; the weekly run
+    rebuilds each summary from scratch from active items only.
+    """
+    paths, settings = memory.paths, memory.config
+    now = config.resolve()
+    items = ItemStore(paths).items()
+    llm = summaries.chat_client(settings)
+    current = _current(paths)
+    stamp_file = paths.summaries / ".last_run"
+    if config.rebuild or current.is_empty():
+        fresh = summaries.rebuild(items, settings, now, llm=llm)
+    else:
+        since = pl.Series([stamp_file.read_text().strip()]).str.to_datetime(time_zone="UTC")[0] if stamp_file.exists() else None
+        changed = items if since is None else items.filter(pl.col("updated_at") > since)
+        fresh = []
+        for category in sorted(set(changed["category"].to_list())):
+            old = current.filter(pl.col("category") == category)
+            fresh.append(summaries.summarize(category, old["markdown"][0] if old.height else None,
+                                             changed, settings, now, llm=llm))
+    known = set(items["id"].to_list())
+    broken = {s.category: summaries.missing_citations(s, known) for s in fresh}
+    broken = {k: v for k, v in broken.items() if v}
+    if broken:  # audit before publish: a summary never cites an item that does not exist
+        raise dg.Failure("summaries cite unknown items", metadata={"missing": broken})
+    archived = [summaries.archive_versions(paths.summaries, s, now, config=settings) for s in fresh]
+    updated = {s.category for s in fresh}
+    if config.rebuild:
+        table = summaries.summaries_frame(fresh)
+    else:
+        kept = current.filter(~pl.col("category").is_in(list(updated)))
+        table = pl.concat([kept, summaries.summaries_frame(fresh)], how="vertical_relaxed").sort("category")
+    version = None
+    if table.height:
+        vectors = embedder.build(settings).embed(table["content"].to_list())
+        version = publish.publish_table(paths, SUMMARIES_TABLE, table, vectors)
+        table.write_parquet(paths.summaries / "summaries.parquet")
+    paths.summaries.mkdir(parents=True, exist_ok=True)
+    stamp_file.write_text(now.isoformat())
+    tokens = sum(s.prompt_tokens + s.completion_tokens for s in fresh)
+    return dg.MaterializeResult(metadata={
+        "clock": now.isoformat(),
+        "rebuilt": config.rebuild,
+        "summaries": table.height,
+        "updated": sorted(updated),
+        "versions_archived": sum(a is not None for a in archived),
+        "tokens": tokens,
+        "cost_usd": round(sum(s.cost_usd for s in fresh), 6),
+        "lancedb_version": version if version is not None else -1,
+        "preview": dg.MetadataValue.md("\n\n".join(s.text for s in fresh[:3]) or "no change"),
+    })

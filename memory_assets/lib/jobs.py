@@ -1,0 +1,28 @@
+"""The scheduled jobs' selections and run configs, shared by schedules, sensors and ``memory run``."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+JOBS = ("nightly", "weekly", "monthly")
+
+SELECTIONS: dict[str, list[str]] = {
+    "nightly": ["memory_items", "published_items", "lifecycle", "category_summaries"],
+    "weekly": ["memory_items", "published_items", "lifecycle", "category_summaries", "archive_clusters"],
+    "monthly": ["memory_items", "published_items", "items_index", "lifecycle", "category_summaries", "health_report"],
+}
+
+
+def run_config(job: str, now: datetime | None = None) -> dict[str, Any]:
+    """The run config of ``job``; ``now`` pins every step's clock (tests, replays, ``--now``)."""
+    clock = now.isoformat() if now else ""
+    ops: dict[str, Any] = {
+        "memory_items": {"config": {"now": clock, "weekly": job in ("weekly", "monthly"),
+                                    "monthly": job == "monthly"}},
+        "lifecycle": {"config": {"now": clock}},
+        "category_summaries": {"config": {"now": clock, "rebuild": job in ("weekly", "monthly")}},
+    }
+    if job == "monthly":
+        ops["health_report"] = {"config": {"now": clock}}
+    return {"ops": {k: v for k, v in ops.items() if k in SELECTIONS[job]}}

@@ -1,0 +1,93 @@
+"""Contradictions: two active items about the same subject that state different values.
+
+"Same subject" is a neighbour in vector space (cosine ≥ ``lifecycle.contradiction_similarity``)
+in the same namespace and category; "different value" is the trust pass's test
+(``retrieval.trust``): differing numbers or opposite polarity. Pairs are found among
+each item's nearest neighbours, never over all pairs:
+
+* ``neighbors`` given (the caller's ANN index, e.g. LanceDB, for new and changed items):
+  O(Σ |neighbors[i]| · d).
+* otherwise a blocked top-k in numpy within each (namespace, category) group:
+  O(Σ_g n_g² · d) multiply-adds in BLAS, O(block · n_g) memory, and the text test on at
+  most k pairs per item — O(n · k), not O(n²).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+
+import numpy as np
+
+from retrieval.trust import _disagree as disagree  # one home for "these two disagree"
+
+# Neighbours per item in the numpy fallback.
+TOP_K = 10
+# Rows per matrix block in the fallback, to bound memory (block × group size floats).
+BLOCK = 1024
+
+Neighbors = Sequence[Sequence[int]] | Mapping[int, Sequence[int]]
+
+
+def _group(row: dict) -> tuple[str, str]:
+    return row.get("namespace") or "", row.get("category") or ""
+
+
+def _given(neighbors: Neighbors) -> Iterator[tuple[int, int]]:
+    pairs = neighbors.items() if isinstance(neighbors, Mapping) else enumerate(neighbors)
+    for i, candidates in pairs:
+        for j in candidates:
+            yield int(i), int(j)
+
+
+def _top_k(rows: list[dict], vectors: np.ndarray, active: list[int], threshold: float, k: int,
+           block: int) -> Iterator[tuple[int, int]]:
+    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    for i in active:
+        groups[_group(rows[i])].append(i)
+    for members in groups.values():
+        if len(members) < 2:
+            continue
+        idx = np.asarray(members)
+        group = vectors[idx]
+        kk = min(k, len(idx) - 1)
+        for start in range(0, len(idx), block):
+            sims = group[start:start + block] @ group.T
+            sims[np.arange(len(sims)), np.arange(start, start + len(sims))] = -np.inf  # not itself
+            top = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
+            close = np.take_along_axis(sims, top, axis=1) >= threshold
+            for r, c in zip(*np.nonzero(close)):
+                yield int(idx[start + r]), int(idx[top[r, c]])
+
+
+def candidate_pairs(rows: list[dict], vectors: np.ndarray, threshold: float, *,
+                    neighbors: Neighbors | None = None, k: int = TOP_K, block: int = BLOCK) -> list[tuple[float, int, int]]:
+    """Pairs of active rows alike enough to be about the same subject.
+
+    Args:
+        rows: item rows aligned with ``vectors`` (unit vectors).
+        threshold: the cosine at or above which two items share a subject.
+        neighbors: for each row index, candidate neighbour row indices; when None, the
+            top ``k`` by cosine within the row's (namespace, category) group.
+    Returns:
+        (cosine, i, j) with i < j, most alike first (ties by index, so the order is stable).
+    """
+    active = [i for i, r in enumerate(rows) if r.get("status") == "active"]
+    is_active = set(active)
+    found: dict[tuple[int, int], float] = {}
+    source = _given(neighbors) if neighbors is not None else _top_k(rows, vectors, active, threshold, k, block)
+    for i, j in source:
+        if i == j or i not in is_active or j not in is_active or _group(rows[i]) != _group(rows[j]):
+            continue
+        key = (min(i, j), max(i, j))
+        if key in found:
+            continue
+        sim = float(vectors[key[0]] @ vectors[key[1]])
+        if sim >= threshold:
+            found[key] = sim
+    return sorted(((s, i, j) for (i, j), s in found.items()), key=lambda p: (-p[0], p[1], p[2]))
+
+
+def contradict(a: str, b: str) -> bool:
+    """Two statements about one subject disagree: different numbers or opposite polarity."""
+    return disagree(a, b)

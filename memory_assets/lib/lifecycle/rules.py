@@ -1,0 +1,262 @@
+"""The nightly "sleep": boosts, contradictions, reinforcement, decay, confidence, purge,
+expiry and promotion over the item set, in one pass (``apply``), plus the weekly and
+monthly transitions (``archive_unaccessed``, ``to_cold``).
+
+The formulas live in ``retrieval.scoring``; this module decides which rule runs when and
+which status follows. Two properties hold for every rule:
+
+* **Derived, not accumulated.** ``apply`` receives items as ``consolidate`` rebuilds them:
+  ``importance`` and ``confidence`` are the *base* values the facts give (consolidate
+  recomputes them every run and does not carry them), and the feedback counters are
+  replayed from the event log. Scores are computed from those and from timestamps, so a
+  second run of the same night at the same ``now`` changes nothing. (If the frame has
+  ``base_importance`` / ``base_confidence`` columns, those are the base instead, and
+  ``apply`` can then run on its own output.)
+* **Status only moves forward, only from ``active``.** Superseded, archived, cold and
+  purged items keep their status; nothing is deleted (the caller writes purged items to
+  an archive table). ``updated_at`` is set to ``now`` on a row whose state changed
+  (status, supersession, contradictions, promotion, expiry) — not when a derived score
+  moved, or decay would make every item look freshly updated.
+
+Order of ``apply`` and why:
+
+1. retrieval priority (today's boost, echo/fizzle) — depends on nothing else;
+2. contradictions and supersession — they change status and feed the confidence
+   penalty, so they run first, among the items active as the night starts;
+3. importance: reinforcement, then decay — purge and promotion read it;
+4. confidence: confirmation bonus, contradiction penalty — purge and speculative
+   expiry read it;
+5. purge — what decayed to nothing goes to the purge archive before expiry, so the
+   archived set (the input of archive insights) holds items that mattered once;
+6. expiry: category TTL, speculative TTL;
+7. promotion — last, so nothing retired tonight is promoted.
+
+"Used" (for decay, TTL, archive and cold) is ``scoring.last_used_at``: the last
+user-confirmed reference, else creation. Injection is *not* use: an item that keeps
+getting injected because it resembles chatter, but that no user ever confirms, must be
+able to expire — otherwise recalled junk keeps itself alive (DESIGN principle 7's loop).
+Items also carry no injection timestamp, only a count. ``updated_at`` is not use either:
+the pipeline itself bumps it when it supersedes or archives.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+
+import numpy as np
+import polars as pl
+
+from memory_assets.lib.lifecycle import contradictions
+from memory_assets.lib.lifecycle.contradictions import Neighbors
+from memory_assets.lib.lifecycle.promotion import should_promote
+from memory_assets.lib.lifecycle.report import LifecycleReport
+from retrieval import scoring
+from retrieval.config import MemoryConfig
+
+# What a lifecycle pass may change on a row; a change here sets updated_at.
+_STATE = ("status", "supersedes", "superseded_by", "contradicts", "promoted", "expires_at")
+# The columns ``apply`` writes, and the ones it reads (only these are turned into dicts).
+_WRITTEN = ("retrieval_priority", "importance", "confidence", *_STATE, "updated_at")
+_READ = (
+    "id", "content", "category", "kind", "tier", "namespace", "source_trust", "provenance", "session_id",
+    "source_turn_ids", "created_at", "last_referenced_at", "reference_count", "echo_count", "fizzle_count",
+    "reinforcement", "supersedes_hint", "base_importance", "base_confidence",
+)
+# "conv-26-s3:4" (canonical <session>:<turn>) and LoCoMo "D3:4" (D<session>:<turn>).
+_TURN_ID = re.compile(r"^(?P<session>.+):\d+$")
+
+
+def _rows(items: pl.DataFrame, columns: tuple[str, ...]) -> list[dict]:
+    return items.select([c for c in dict.fromkeys(columns) if c in items.columns]).to_dicts()
+
+
+def _write(items: pl.DataFrame, rows: list[dict], columns: tuple[str, ...]) -> pl.DataFrame:
+    return items.with_columns([pl.Series(c, [r[c] for r in rows], dtype=items.schema[c]) for c in columns])
+
+
+def _state(row: dict) -> tuple:
+    return tuple(tuple(v) if isinstance(v, list) else v for v in (row.get(k) for k in _STATE))
+
+
+def _base(row: dict, column: str) -> float:
+    base = row.get(f"base_{column}")
+    return float(base if base is not None else row[column] or 0.0)
+
+
+def _unit(vectors: np.ndarray) -> np.ndarray:
+    v = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(v, axis=1, keepdims=True) if v.size else np.ones((len(v), 1), np.float32)
+    return v / np.where(norms == 0, 1.0, norms)
+
+
+def sessions_of(row: dict) -> set[str]:
+    """The sessions that stated an item: from its turn ids, which merged items union.
+
+    Resource ids are content hashes (no session in them), and a merged item keeps only
+    the survivor's ``session_id``, so the turn ids are the one record of every source.
+    A turn id that is not ``<session>:<turn>`` (a custom external id) names no session;
+    with none parsable, the item's own ``session_id`` is its only session.
+    """
+    found = {m["session"] for t in row.get("source_turn_ids") or [] if (m := _TURN_ID.match(t))}
+    if not found and row.get("session_id"):
+        found.add(row["session_id"])
+    return found
+
+
+def confirmed(row: dict) -> bool:
+    """Stated in more than one session: another source confirms it."""
+    return len(sessions_of(row)) > 1
+
+
+def _replaces(row: dict) -> bool:
+    """The item says it replaces an earlier one: a resolved supersession hint, an
+    unresolved one, a correction, or a user's update."""
+    return bool(row.get("supersedes") or row.get("supersedes_hint")
+                or row.get("kind") == "correction" or row.get("provenance") == "user_corrected")
+
+
+def _contradictions(rows: list[dict], vectors: np.ndarray, config: MemoryConfig,
+                    neighbors: Neighbors | None, report: LifecycleReport) -> None:
+    """Flag or supersede active pairs about one subject that disagree (see ``contradictions``)."""
+    threshold = float(config.lifecycle["contradiction_similarity"])
+    for _sim, i, j in contradictions.candidate_pairs(rows, vectors, threshold, neighbors=neighbors):
+        a, b = rows[i], rows[j]
+        if a["status"] != "active" or b["status"] != "active" or b["id"] in (a["contradicts"] or []):
+            continue
+        if not contradictions.contradict(a["content"], b["content"]):
+            continue
+        old, new = sorted((a, b), key=lambda r: (r["created_at"], r["id"]))
+        if old["created_at"] < new["created_at"] and _replaces(new):
+            old["status"], old["superseded_by"] = "superseded", new["id"]
+            new["supersedes"] = new["supersedes"] or old["id"]
+            report.record("superseded", old["id"])
+            continue
+        for one, other in ((a, b), (b, a)):
+            one["contradicts"] = [*(one["contradicts"] or []), other["id"]]
+            report.record("contradicted", one["id"])
+
+
+def _unresolved(row: dict, by_id: dict[str, dict]) -> bool:
+    """A contradiction stays open until one side is superseded. An archived or purged
+    counterpart does not settle it (nobody said which was right), which also keeps the
+    penalty the same on a re-run after tonight's purges."""
+    return any(other in by_id and by_id[other]["status"] != "superseded" for other in row.get("contradicts") or [])
+
+
+def _expiry(row: dict, config: MemoryConfig, now: datetime) -> tuple[str, datetime] | None:
+    """(action, when it expired) for an active item past its category TTL or, when
+    speculative and unconfirmed, past the speculative TTL; the earlier one wins."""
+    cfg = config.lifecycle
+    used = scoring.last_used_at(row)
+    if used is None:
+        return None
+    due: list[tuple[datetime, str]] = []
+    category = config.categories.get(row.get("category") or "")
+    # The permanent tier never decays, so it never expires by time either.
+    if category is not None and category.ttl_days > 0 and row.get("tier") != "permanent":
+        due.append((used + timedelta(days=category.ttl_days), "expired"))
+    if row["confidence"] < float(cfg["speculative_below"]) and not confirmed(row):
+        due.append((used + timedelta(days=float(cfg["speculative_ttl_days"])), "speculative_expired"))
+    past = sorted(d for d in due if d[0] <= now)
+    return (past[0][1], past[0][0]) if past else None
+
+
+def apply(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig, now: datetime, *,
+          neighbors: Neighbors | None = None) -> tuple[pl.DataFrame, LifecycleReport]:
+    """One night of the lifecycle over every item (order and rules: module docstring).
+
+    Args:
+        items: ITEM_SCHEMA rows as ``consolidate`` returns them (base importance and
+            confidence, feedback folded in, lifecycle fields carried).
+        vectors: one vector per row, aligned with ``items``.
+        config: lifecycle, decay, category and importance constants.
+        now: the run's clock (timezone-aware).
+        neighbors: for each row index, candidate neighbour row indices for contradiction
+            detection (a list per row, or a mapping for the rows that changed); when
+            None, the nearest 10 within each (namespace, category) by numpy.
+    Returns:
+        the items, same rows and schema, and what was done.
+    """
+    report = LifecycleReport()
+    if items.is_empty():
+        return items, report
+    if len(vectors) != items.height:
+        raise ValueError(f"lifecycle.apply: {len(vectors)} vectors for {items.height} items; they must align")
+    cfg = config.lifecycle
+    rows = _rows(items, (*_READ, *_WRITTEN))
+    before = [_state(r) for r in rows]
+    by_id = {r["id"]: r for r in rows}
+    base_importance = [_base(r, "importance") for r in rows]
+    base_confidence = [_base(r, "confidence") for r in rows]
+
+    for row in rows:
+        row["retrieval_priority"] = scoring.retrieval_priority(config, row, now)
+        if row["status"] == "active" and scoring.created_today(row, now):
+            report.record("boosted", row["id"])
+
+    _contradictions(rows, _unit(vectors), config, neighbors, report)
+
+    for row, importance, conf in zip(rows, base_importance, base_confidence):
+        row["importance"] = scoring.lifecycle_importance(config, {**row, "importance": importance}, now)
+        is_confirmed, is_contradicted = confirmed(row), _unresolved(row, by_id)
+        row["confidence"] = scoring.lifecycle_confidence(config, conf, confirmed=is_confirmed,
+                                                         contradicted=is_contradicted)
+        if row["status"] != "active":
+            continue
+        if row.get("reference_count"):
+            report.record("reinforced", row["id"])
+        if row.get("tier") != "permanent" and scoring.weeks_unreferenced(row, now) > 0:
+            report.record("decayed", row["id"])
+        if is_confirmed:
+            report.record("confirmed", row["id"])
+        if is_contradicted:
+            report.record("penalized", row["id"])
+
+    for row in rows:
+        if row["status"] != "active":
+            continue
+        if scoring.effective_score(config, row) < float(cfg["purge_below"]):
+            row["status"] = "purged"
+            report.record("purged", row["id"])
+        elif (expiry := _expiry(row, config, now)) is not None:
+            row["status"], row["expires_at"] = "archived", expiry[1]
+            report.record(expiry[0], row["id"])
+        elif not row.get("promoted") and should_promote(config, row):
+            row["promoted"] = True
+            report.record("promoted", row["id"])
+
+    for row, state in zip(rows, before):
+        if _state(row) != state:
+            row["updated_at"] = now
+    return _write(items, rows, _WRITTEN), report
+
+
+def _retire(items: pl.DataFrame, now: datetime, *, after_days: float, source: tuple[str, ...],
+            target: str) -> tuple[pl.DataFrame, LifecycleReport]:
+    report = LifecycleReport()
+    rows = _rows(items, ("id", "status", "tier", "last_referenced_at", "created_at", "updated_at"))
+    for row in rows:
+        used = scoring.last_used_at(row)
+        if (row["status"] in source and row.get("tier") != "permanent" and used is not None
+                and used + timedelta(days=after_days) <= now):
+            row["status"], row["updated_at"] = target, now
+            report.record(target, row["id"])
+    return _write(items, rows, ("status", "updated_at")), report
+
+
+def archive_unaccessed(items: pl.DataFrame, config: MemoryConfig, now: datetime) -> tuple[pl.DataFrame, LifecycleReport]:
+    """Weekly: an active item not used for ``lifecycle.archive_after_days`` (90) is archived.
+
+    "Used" is ``scoring.last_used_at`` (the last user-confirmed reference, else
+    creation); injection does not count (module docstring). The permanent tier is exempt.
+    """
+    return _retire(items, now, after_days=float(config.lifecycle["archive_after_days"]),
+                   source=("active",), target="archived")
+
+
+def to_cold(items: pl.DataFrame, config: MemoryConfig, now: datetime) -> tuple[pl.DataFrame, LifecycleReport]:
+    """Monthly: an active or archived item not used for ``lifecycle.cold_after_days`` (180)
+    goes cold (cheap storage, searched last). The permanent tier is exempt."""
+    return _retire(items, now, after_days=float(config.lifecycle["cold_after_days"]),
+                   source=("active", "archived"), target="cold")

@@ -1,0 +1,30 @@
+"""Data-quality suites: what every asset the agent depends on must satisfy before it is published.
+
+Each suite is a plain function over polars frames (or an arrow table) that returns a
+``QualityReport``; Dagster asset checks in ``defs/<area>/checks.py`` are thin shells
+over them (``check_results.to_check_result``). The expectations are Great Expectations
+1.x rules, run by ``validation.validate`` against one cached ephemeral context.
+
+| suite | module | guards |
+|---|---|---|
+| ``schema_report`` | ``schema`` | Parquet columns and types against ``retrieval.schema`` |
+| ``resources_report`` | ``resources`` | stored turns |
+| ``facts_report``, ``items_report`` | ``items`` | extracted facts, memory items |
+| ``embeddings_report`` | ``embeddings`` | LanceDB vectors and the full-text index |
+
+Adding a suite for a new asset (summaries, clusters, the health report) is one function:
+derive any referential column in polars (e.g. the cited item ids that do not exist, as
+``items._dangling`` does), list ``Rule``s, and call ``validate``.
+"""
+
+from memory_assets.lib.quality.credential_scan import ScanLedger
+from memory_assets.lib.quality.embeddings import MODEL_DIMENSIONS, embeddings_report, index_report, vectors_report
+from memory_assets.lib.quality.items import facts_report, items_report
+from memory_assets.lib.quality.report import Finding, QualityReport
+from memory_assets.lib.quality.resources import resources_report
+from memory_assets.lib.quality.schema import schema_report
+
+__all__ = [
+    "MODEL_DIMENSIONS", "Finding", "QualityReport", "ScanLedger", "embeddings_report", "facts_report",
+    "index_report", "items_report", "resources_report", "schema_report", "vectors_report",
+]

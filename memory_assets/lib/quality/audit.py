@@ -1,0 +1,62 @@
+"""The audit trail of write–audit–publish: which staged item versions passed their blocking checks.
+
+The ``memory_items`` checks record their verdict per staged version here, so anything
+that publishes — ``published_items`` in the same run, or on its own from the UI — can
+ask whether the version it is about to publish was audited and passed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+from memory_assets.lib.quality.report import QualityReport
+from retrieval.paths import DataRoot
+
+# Enough history for any rollback target a person would pick.
+KEEP_VERSIONS = 100
+
+
+def quality_dir(paths: DataRoot) -> Path:
+    """Where the checks keep their state (audit trail, credential-scan ledger)."""
+    return paths.warehouse / "quality"
+
+
+def _file(paths: DataRoot) -> Path:
+    return quality_dir(paths) / "items_audit.json"
+
+
+def _read(paths: DataRoot) -> dict[str, dict]:
+    path = _file(paths)
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def record(paths: DataRoot, version: int, reports: dict[str, QualityReport]) -> None:
+    """Store each check's verdict on item version ``version`` (atomic rename)."""
+    entries = _read(paths)
+    entries[str(version)] = {
+        "checked_at": datetime.now(timezone.utc).isoformat(),
+        "checks": {name: {"passed": r.passed, "severity": r.severity, "summary": r.summary()}
+                   for name, r in reports.items()},
+    }
+    kept = dict(sorted(entries.items(), key=lambda kv: int(kv[0]))[-KEEP_VERSIONS:])
+    path = _file(paths)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(kept, indent=1))
+    os.replace(tmp, path)
+
+
+def verdict(paths: DataRoot, version: int) -> dict | None:
+    """The recorded checks of ``version``, or None if it was never audited."""
+    return _read(paths).get(str(version))
+
+
+def passed(paths: DataRoot, version: int) -> bool:
+    """Whether ``version`` was audited and no check failed with ERROR severity (WARN is allowed)."""
+    entry = verdict(paths, version)
+    if entry is None or not entry["checks"]:
+        return False
+    return all(c["passed"] or c["severity"] == "WARN" for c in entry["checks"].values())

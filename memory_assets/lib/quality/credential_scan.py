@@ -1,0 +1,98 @@
+"""Which texts hold a credential, scanning each distinct text once per version of the rules.
+
+The patterns live in ``retrieval.credentials`` (their one home); running all of them
+costs about 40 µs per text, so 100k items would take 4 s on every rebuild. A
+``ScanLedger`` remembers the digests of texts already scanned clean under the current
+rules — keyed by the exact text, not the item's normalized ``content_hash`` — so a
+rebuild only scans what is new, the way unchanged text is never embedded twice. Any
+edit of ``retrieval/credentials.py`` changes the rules version and starts a fresh
+ledger, so nothing is trusted that the current rules have not seen. The ledger holds
+digests, never text, and only those of the last version scanned, so a forgotten
+memory leaves nothing behind in it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from functools import lru_cache
+from pathlib import Path
+
+import polars as pl
+
+from retrieval import credentials
+
+
+@lru_cache(maxsize=1)
+def rules_version() -> str:
+    """A digest of the credential rules' source: a new rule invalidates every ledger."""
+    return hashlib.sha256(Path(credentials.__file__).read_bytes()).hexdigest()[:16]
+
+
+def _digest(text: str) -> str:
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def _first_kind(text: str) -> str | None:
+    found = credentials.find_credentials(text)
+    return found[0].kind if found else None
+
+
+class ScanLedger:
+    """Digests of texts known to be credential-free under ``rules_version()``.
+
+    Args:
+        clean: digests already known clean.
+        path: where ``save`` writes the ledger (None: kept in memory only).
+    """
+
+    def __init__(self, clean: set[str] | None = None, path: Path | None = None):
+        self.known = pl.Series("digest", sorted(clean or ()), dtype=pl.String)
+        self.path = path
+        self.last_clean: set[str] = set()
+        self.scanned = 0
+
+    @classmethod
+    def load(cls, folder: Path) -> "ScanLedger":
+        """The ledger under ``folder`` for the current rules (empty if there is none yet)."""
+        path = Path(folder) / f"credential_scan-{rules_version()}.parquet"
+        clean = set(pl.read_parquet(path)["digest"].to_list()) if path.exists() else set()
+        return cls(clean, path)
+
+    def kinds(self, texts: pl.Series) -> pl.Series:
+        """For each text, the first credential kind in it, or null; remembers the clean ones."""
+        values = texts.fill_null("").to_list()
+        digests = pl.Series("digest", [_digest(t) for t in values], dtype=pl.String)
+        todo = (~digests.is_in(self.known.implode())).arg_true().to_list() if len(self.known) else range(len(values))
+        out: list[str | None] = [None] * len(values)
+        for i in todo:
+            out[i] = _first_kind(values[i])
+        self.scanned += len(todo)
+        kinds = pl.Series("credential", out, dtype=pl.String)
+        self.last_clean = set(digests.filter(kinds.is_null()).to_list())
+        return kinds
+
+    def remember(self) -> bool:
+        """Know exactly the last scan's clean texts from now on; False if nothing changed."""
+        if not self.scanned and len(self.last_clean) == len(self.known):
+            return False
+        self.known = pl.Series("digest", sorted(self.last_clean), dtype=pl.String)
+        self.scanned = 0
+        return True
+
+    def save(self) -> None:
+        """``remember``, then write the ledger (atomic rename) and drop other rules' ledgers."""
+        if not self.remember() or self.path is None:
+            return
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self.path.with_suffix(".tmp")
+        pl.DataFrame({"digest": self.known}).write_parquet(tmp)
+        os.replace(tmp, self.path)
+        for stale in self.path.parent.glob("credential_scan-*.parquet"):
+            if stale != self.path:
+                stale.unlink(missing_ok=True)
+
+
+def credential_kinds(texts: pl.Series, ledger: ScanLedger | None = None) -> pl.Series:
+    """The first credential kind in each text (null when clean); scans every text without a ledger."""
+    return (ledger or ScanLedger()).kinds(texts)
