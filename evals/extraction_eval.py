@@ -80,6 +80,10 @@ class EvalError(RuntimeError):
     """The eval cannot run: an unknown dataset or extractor; the message says what to pass."""
 
 
+class NoSessions(EvalError):
+    """The dataset holds none of the sessions asked for."""
+
+
 # --- the gold set -----------------------------------------------------------------------
 
 @dataclass(frozen=True)
@@ -414,8 +418,9 @@ def score_gold_session(session: GoldSession, run: Run, matcher: FactMatcher, tur
     optional = {rest[m.candidate] for m in matcher.match(list(session.optional), [contents[i] for i in rest])}
     unmatched = [i for i in rest if i not in optional]
     junk = [i for i in unmatched if not matcher.supported(contents[i], support)]
+    # A fact that says a gold fact is wanted: only credentials and must_not text make it a leak.
     leaks = [(i, why) for i in range(len(contents))
-             if (why := leak_reason(contents[i], session.must_not, matcher)) is not None]
+             if (why := leak_reason(contents[i], session.must_not, None if i in used else matcher)) is not None]
     names = sorted({t.speaker for t in turns if t.role == "user"})
 
     paired = []
@@ -680,7 +685,7 @@ def run_extraction_eval(dataset: str | Path = "gold", extractor: str | None = No
                     continue
                 rows.append(score_locomo_session(session, run_session(impl, list(session.turns), config), matcher))
     if not rows:
-        raise EvalError(f"{path}: no sessions to evaluate" + (f" among {sorted(wanted)}" if wanted else ""))
+        raise NoSessions(f"{path}: no sessions to evaluate" + (f" among {sorted(wanted)}" if wanted else ""))
     return _summary(kind, impl, rows, matcher, config, time.perf_counter() - started)
 
 
@@ -748,15 +753,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``memory eval extraction``; returns 1 when any fact leaked, 2 on a usage error."""
+    from memory_assets.lib.extraction.llm import LLMNotConfigured
+
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args = build_parser().parse_args(list(argv) if argv is not None else None)
     config = load_config()
+    datasets = args.dataset or ["gold", "locomo"]
+    reports = []
     try:
         extractor = args.extractor or default_extractor()
-        reports = [run_extraction_eval(d, extractor, sessions=args.session, config=config,
-                                       judge=False if args.no_judge else None)
-                   for d in (args.dataset or ["gold", "locomo"])]
-    except (EvalError, GoldError, TranscriptError) as exc:
+        for dataset in datasets:
+            try:
+                reports.append(run_extraction_eval(dataset, extractor, sessions=args.session, config=config,
+                                                   judge=False if args.no_judge else None))
+            except NoSessions:
+                if not args.session or args.dataset:
+                    raise  # --session picks among the default datasets; elsewhere it must match
+        if not reports:
+            raise NoSessions(f"no session named {', '.join(args.session)} in {' or '.join(datasets)}")
+    except (EvalError, GoldError, TranscriptError, LLMNotConfigured) as exc:
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     if args.json:

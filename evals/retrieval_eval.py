@@ -160,9 +160,14 @@ def build_root(conv: Conversation, *, extractor: str, cache_dir: Path, rebuild: 
         report = ingest_paths([conv.path], building)
         if not report.messages:
             raise EvalError(f"{conv.path}: nothing ingested ({'; '.join(report.errors) or 'no turns'})")
+        kwargs: dict[str, Any] = {"extractor": extractor}
+        if _accepts(materialize_pending, "now"):
+            # The lifecycle runs as of the questions' clock: against the wall clock a 2023
+            # conversation would have decayed, expired and been purged years ago.
+            kwargs["now"] = conv.now
         # An ephemeral instance: the eval's runs do not belong in anyone's run history.
         with dg.DagsterInstance.ephemeral(settings={"telemetry": {"enabled": False}}) as instance:
-            summary = materialize_pending(DataRoot.resolve(building), extractor=extractor, instance=instance)
+            summary = materialize_pending(DataRoot.resolve(building), instance=instance, **kwargs)
         if summary.failed or not summary.items_materialized:
             raise EvalError(f"{conv.path}: the pipeline failed for {', '.join(summary.failed) or 'memory_items'}")
         (building / "eval_build.json").write_text(json.dumps({
@@ -191,13 +196,15 @@ class Asked:
     latency_ms: float
     tier: str
     evidence_in_store: bool
+    evidence_extracted: bool
 
     def as_dict(self, conv: Conversation | None = None) -> dict[str, Any]:
         q = self.question
         row: dict[str, Any] = {
             "conversation": q.conversation, "qa_index": q.index, "question": q.question,
             "answer": q.answer, "category": q.category_name, "evidence": list(q.evidence),
-            "rank": self.rank, "evidence_in_store": self.evidence_in_store, "tier": self.tier,
+            "rank": self.rank, "evidence_in_store": self.evidence_in_store,
+            "evidence_extracted": self.evidence_extracted, "tier": self.tier,
             "tokens": self.tokens, "latency_ms": round(self.latency_ms, 2), "items": self.items,
         }
         if conv is not None:
@@ -225,17 +232,29 @@ def _client(root: Path, options: RetrievalOptions) -> Any:
     return MemoryClient(root)
 
 
-def stored_turn_ids(root: Path) -> set[str]:
-    """Turn ids that at least one active published item came from."""
+def stored_turn_ids(root: Path) -> tuple[set[str], set[str]]:
+    """(turn ids some active item came from, turn ids any published item came from).
+
+    The difference is what the lifecycle took away (purged, archived, superseded).
+    """
     import polars as pl
 
     from retrieval.store import ItemStore
 
     items = ItemStore(DataRoot.resolve(root)).items()
     if items.is_empty():
-        return set()
+        return set(), set()
     active = items.filter(pl.col("status") == "active")
-    return {t for ids in active["source_turn_ids"].to_list() for t in (ids or [])}
+    return ({t for ids in active["source_turn_ids"].to_list() for t in (ids or [])},
+            {t for ids in items["source_turn_ids"].to_list() for t in (ids or [])})
+
+
+def item_statuses(root: Path) -> dict[str, int]:
+    """How many published items are in each status (active, superseded, purged, …)."""
+    from retrieval.store import ItemStore
+
+    items = ItemStore(DataRoot.resolve(root)).items()
+    return {} if items.is_empty() else dict(items["status"].value_counts().iter_rows())
 
 
 def ask_conversation(conv: Conversation, root: Path, *, options: RetrievalOptions, k: int) -> list[Asked]:
@@ -244,7 +263,7 @@ def ask_conversation(conv: Conversation, root: Path, *, options: RetrievalOption
     kwargs: dict[str, Any] = {"max_items": k, "now": conv.now}
     if _accepts(client.inject, "record"):
         kwargs["record"] = False  # an eval's injections are not usage: no feedback events
-    in_store = stored_turn_ids(root)
+    in_store, extracted = stored_turn_ids(root)
     client.inject("warm-up: load the model and open the table", **kwargs)  # not timed
     asked = []
     for q in conv.asked:
@@ -258,6 +277,7 @@ def ask_conversation(conv: Conversation, root: Path, *, options: RetrievalOption
                     "score": round(float(h.score), 6)} for h in injection.items],
             tokens=int(injection.tokens), latency_ms=latency, tier=str(injection.tier),
             evidence_in_store=bool(in_store.intersection(q.evidence)),
+            evidence_extracted=bool(extracted.intersection(q.evidence)),
         ))
     return asked
 
@@ -284,7 +304,8 @@ def summarize(asked: Sequence[Asked], k: int) -> dict[str, Any]:
         "questions": len(asked),
         "recall_at_k": _round(recall),
         "mrr": round(mrr, 4),
-        "evidence_in_store": round(sum(a.evidence_in_store for a in asked) / len(asked), 4) if asked else 0.0,
+        "evidence_in_store": _share([a.evidence_in_store for a in asked]),
+        "evidence_extracted": _share([a.evidence_extracted for a in asked]),
         "injected_tokens_mean": round(float(np.mean([a.tokens for a in asked])) if asked else 0.0, 1),
         "injected_items_mean": round(float(np.mean([len(a.items) for a in asked])) if asked else 0.0, 2),
         "latency_ms": {"p50": round(float(np.percentile(latencies, 50)), 1),
@@ -296,8 +317,20 @@ def summarize(asked: Sequence[Asked], k: int) -> dict[str, Any]:
     }
 
 
+def _share(flags: Sequence[bool]) -> float:
+    return round(sum(flags) / len(flags), 4) if flags else 0.0
+
+
 def _round(values: dict[str, float]) -> dict[str, float]:
     return {key: round(value, 4) for key, value in values.items()}
+
+
+def _add_counts(counts: Iterable[dict[str, int]]) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for count in counts:
+        for key, value in count.items():
+            total[key] = total.get(key, 0) + value
+    return dict(sorted(total.items(), key=lambda kv: -kv[1]))
 
 
 # --- raw-turn baselines -----------------------------------------------------------------
@@ -322,18 +355,20 @@ def baseline_ranks(turns: list[tuple[str, str]], questions: Sequence[Question]) 
 
     BM25 is LanceDB's full-text search (the same engine and query cleaning the items
     search uses) over a temporary table of the raw turns; dense is exact cosine over
-    MiniLM embeddings of the turns; fused is the items search's reciprocal rank fusion.
+    MiniLM embeddings of the turns. The two are fused twice: by reciprocal rank
+    (k=60, as LoCoMo's README reports) and by ``retrieval.search.fuse``, whatever the
+    items search fuses with today.
     """
     import lancedb
 
     from retrieval.embeddings import Embedder
-    from retrieval.search import fts_query, fuse
+    from retrieval.search import fts_query, fuse, fuse_rrf
 
     ids = [t for t, _ in turns]
     embedder = Embedder(load_config())
     matrix = embedder.embed([c for _, c in turns])
     query_vectors = embedder.embed([q.question for q in questions])
-    ranks: dict[str, list[int | None]] = {"bm25": [], "dense": [], "bm25+dense": []}
+    ranks: dict[str, list[int | None]] = {"bm25": [], "dense": [], "bm25+dense rrf": [], "bm25+dense fuse": []}
     with tempfile.TemporaryDirectory(prefix="raw-turns-") as tmp:
         table = lancedb.connect(tmp).create_table("turns", data=[{"id": t, "content": c} for t, c in turns])
         with warnings.catch_warnings():
@@ -343,10 +378,13 @@ def baseline_ranks(turns: list[tuple[str, str]], questions: Sequence[Question]) 
         for q, vector in zip(questions, query_vectors):
             text = fts_query(q.question)
             bm25 = table.search(text, query_type="fts").limit(BASELINE_CANDIDATES).to_list() if text else []
-            order = np.argsort(-(matrix @ vector))[:BASELINE_CANDIDATES]
-            dense = [{"id": ids[i]} for i in order]
-            fused = [row for row, _ in fuse({"vector": dense, "fts": bm25})]
-            for name, rows in (("bm25", bm25), ("dense", dense), ("bm25+dense", fused)):
+            similarity = matrix @ vector
+            dense = [{"id": ids[i], "_distance": 1.0 - float(similarity[i])}
+                     for i in np.argsort(-similarity)[:BASELINE_CANDIDATES]]
+            lists = {"vector": dense, "fts": bm25}
+            for name, rows in (("bm25", bm25), ("dense", dense),
+                               ("bm25+dense rrf", [row for row, _ in fuse_rrf(lists)]),
+                               ("bm25+dense fuse", [row for row, _ in fuse(lists)])):
                 ranks[name].append(first_evidence_rank([[r["id"]] for r in rows], q.evidence))
     return ranks
 
@@ -399,6 +437,7 @@ def run_eval(datasets: Sequence[str | Path], *, k: int = 10, extractor: str | No
         "skipped_adversarial": sum(len(c.questions) - len(c.asked) for c in conversations),
         "questions_without_evidence": sum(1 for c in conversations for q in c.asked if not q.evidence),
         "cache_dir": str(cache_dir),
+        "item_status": _add_counts(item_statuses(root) for root in roots),
     }
     if ablate:
         report["ablations"] = {}
@@ -457,7 +496,8 @@ def format_table(report: dict[str, Any]) -> str:
         out.append("  (raw-turn baselines also at R@25: " + ", ".join(
             f"{n} {r['recall_at_k']['25']:.3f}" for n, r in report["baselines"].items()) + ")")
     out.append(f"evidence turn has an active item (recall ceiling): {report['evidence_in_store']:.3f}; "
-               f"tiers: {report['tiers']}")
+               f"had any item before the lifecycle: {report['evidence_extracted']:.3f}")
+    out.append(f"items by status: {report['item_status']}; tiers answering: {report['tiers']}")
     out.append("")
     out.append(f"{'category':<22}{'n':>5}" + "".join(f"{'R@' + x:>7}" for x in ks) + f"{'MRR':>7}")
     for name, row in report["by_category"].items():

@@ -1,7 +1,10 @@
 """Scoring extracted facts against labelled ones: same fact or not, leaks, junk, supersedes.
 
 Two facts *match* when they say the same thing. Offline that means MiniLM cosine
-similarity at or above ``THRESHOLD`` **and** two guards that embeddings are blind to:
+similarity at or above ``THRESHOLD`` — or at least ``LEXICAL_FLOOR`` with two thirds of
+the reference's content words in the candidate ("Ines will write it up for the
+incident review on Thursday" says "Ines will write up the push outage for the incident
+review on Thursday" at 0.77) — **and** two guards that embeddings are blind to:
 
 * **values** — every number in the reference (gold) fact appears in the candidate
   ("oil change due at 11,799 miles" is not "…at 11,500 miles": cosine 0.96);
@@ -28,21 +31,26 @@ import numpy as np
 
 from retrieval.credentials import find_credentials
 
-# Calibrated on CALIBRATION_PAIRS below (all-MiniLM-L6-v2, guards on), 35 paraphrase and
-# 35 near-miss pairs written by hand in the style of extracted facts:
+# Calibrated on CALIBRATION_PAIRS below (all-MiniLM-L6-v2): 43 paraphrase and 38
+# near-miss pairs written by hand in the style of extracted facts, 11 of them taken from
+# the offline extractor's output on the gold set. By embedding alone:
 #
-#   threshold  paraphrases matched  near-misses matched (guards on)  (guards off)
-#     0.70          33/35                   7/35                         13/35
-#     0.75          32/35                   4/35                         10/35
-#     0.78          30/35                   2/35                          7/35
-#     0.80          30/35                   1/35                          6/35
-#     0.85          25/35                   1/35                          6/35
+#   threshold  paraphrases matched  near-misses matched, guards on  (guards off)
+#     0.70          37/43                   8/38                        14/38
+#     0.75          35/43                   5/38                        11/38
+#     0.78          30/43                   3/38                         8/38
+#     0.80          30/43                   2/38                         7/38
+#     0.85          25/43                   1/38                         6/38
 #
-# 0.80 keeps false matches to the one pair no embedding can tell apart ("chose grpc-go
-# over connect-go" vs the reverse) at 86% paraphrase recall; the misses are paraphrases
-# that drop the subject's detail ("Hannah went with the derive API"), which the LLM
-# judge exists to catch. ``calibration_table`` recomputes these rows.
+# The rule used (>= 0.80, or >= 0.65 with two thirds of the reference's content words,
+# guards on) matches 35/43 paraphrases for 2/38 false matches: the 0.75 row's recall at
+# the 0.80 row's precision. The false matches are a reversed choice ("chose grpc-go over
+# connect-go" vs the reverse) and a swapped owner; the missed paraphrases use other words
+# ("Jon got laid off from the bank") — what the LLM judge is for.
+# ``calibration_table`` recomputes every row (tests/test_extraction_eval.py checks the rule's).
 THRESHOLD = 0.80
+LEXICAL_FLOOR = 0.65
+LEXICAL_COVERAGE = 2 / 3
 # With a judge: below the floor no pair is worth asking about; at or above "sure" (and
 # with both guards passing) the embedding alone decides.
 JUDGE_FLOOR = 0.60
@@ -120,6 +128,18 @@ CALIBRATION_PAIRS: tuple[tuple[str, str, bool], ...] = (
     ("Caroline is single.", "Caroline is married.", False),
     ("Jon lost his job as a banker.", "Jon opened a dance studio.", False),
     ("Priya switched from black to ruff format.", "Priya prefers black for formatting.", False),
+    # From the offline extractor on the gold set.
+    ("The ledgerline billing service runs on Postgres 16.", "Billing is on Postgres 16, nothing moved.", True),
+    ("AGPL-licensed dependencies are a no-go because legal won't approve them.", "AGPL is a no-go for Priya and others, legal won't approve it.", True),
+    ("Priya decided to use WeasyPrint for invoice PDFs instead of pdfkit-plus.", "Priya wants to use WeasyPrint instead.", True),
+    ("Biscuit is fed half a can twice a day.", "Feed Biscuit, Eleanor's cat, twice a day, half a can each time.", True),
+    ("Ravi owns the Kafka consumer-group migration.", "Ravi owns the consumer-group migration and Marcus is reviewing it.", True),
+    ("Marcus agreed to review the Kafka consumer-group migration.", "Ravi owns the consumer-group migration and Marcus is reviewing it.", True),
+    ("Ines will write up the push outage for the incident review on Thursday.", "Ines will write it up for the incident review on Thursday.", True),
+    ("Pacifica Freight's finance team imports the CSV export into Excel.", "They need CSV after all, their finance team imports it into Excel.", True),
+    ("The APNs 403 alarm routes to #mobile-alerts.", "Actually, route it to #mobile-alerts instead of #orchard-oncall, oncall is drowning in pages already.", False),
+    ("Lena will rotate the pasted AWS and database credentials.", "Lena will rotate them after lunch.", False),
+    ("Marcus agreed to own the consumer-group migration.", "Ravi owns the consumer-group migration and Marcus is reviewing it.", False),
 )
 
 
@@ -155,6 +175,32 @@ def negated(text: str) -> bool:
 def compatible(reference: str, candidate: str) -> bool:
     """The guards: the reference's numbers all appear in the candidate, same polarity."""
     return numbers(reference) <= numbers(candidate) and negated(reference) == negated(candidate)
+
+
+_STOPWORDS = frozenset(
+    "a an the and or but of to in on at for from by with is are was were be been being it its this that these "
+    "those has have had do does did not no than then as so into onto over under about after before now any all "
+    "his her their our my your he she they we i you them us me will would wants want can could should also "
+    "just still really actually already very".split())
+
+
+def content_words(text: str, ignore: Sequence[str] = ()) -> set[str]:
+    """Lowercased content words cut to five letters ("reviewing" and "review" agree),
+    and numbers; no stopwords and none of the ``ignore`` names."""
+    skip = {w.lower() for w in ignore}
+    out = set()
+    for word in re.findall(r"[A-Za-z0-9][A-Za-z0-9+#/.-]*", _THOUSANDS.sub("", text.replace("'s ", " "))):
+        word = word.lower().rstrip(".-")
+        if not word or word in _STOPWORDS or word in skip or (len(word) < 2 and not word.isdigit()):
+            continue
+        out.add(word[:5] if word.isalpha() else word)
+    return out
+
+
+def coverage(reference: str, candidate: str) -> float:
+    """The share of the reference's content words the candidate also has."""
+    words = content_words(reference)
+    return len(words & content_words(candidate)) / len(words) if words else 0.0
 
 
 # --- matching ---------------------------------------------------------------------------
@@ -201,9 +247,21 @@ class FactMatcher:
             return np.zeros((len(references), len(candidates)), dtype=np.float32)
         return self.vectors(references) @ self.vectors(candidates).T
 
+    def offline_same(self, reference: str, candidate: str, similarity: float) -> bool:
+        """The offline rule: similar enough (or similar and sharing most of the
+        reference's words), guards passing."""
+        if similarity < min(self.threshold, LEXICAL_FLOOR) or not compatible(reference, candidate):
+            return False
+        return similarity >= self.threshold or coverage(reference, candidate) >= LEXICAL_COVERAGE
+
+    @property
+    def floor(self) -> float:
+        """Below this similarity no pair is the same fact, whoever decides."""
+        return min(self.threshold, LEXICAL_FLOOR, JUDGE_FLOOR if self.judge is not None else 1.0)
+
     def same(self, reference: str, candidate: str, similarity: float) -> tuple[bool, bool]:
         """(same fact?, was the judge asked?) for one pair at a known similarity."""
-        offline = similarity >= self.threshold and compatible(reference, candidate)
+        offline = self.offline_same(reference, candidate, similarity)
         if self.judge is None or similarity < JUDGE_FLOOR or (offline and similarity >= JUDGE_SURE):
             return offline, False
         verdict = self.judge.same(reference, candidate)
@@ -212,8 +270,7 @@ class FactMatcher:
     def match(self, references: Sequence[str], candidates: Sequence[str]) -> list[Match]:
         """One-to-one greedy pairing: the most similar pair that is the same fact first."""
         sims = self.similarity(references, candidates)
-        floor = JUDGE_FLOOR if self.judge is not None else self.threshold
-        pairs = sorted(((float(sims[r, c]), r, c) for r, c in zip(*np.nonzero(sims >= floor))), reverse=True)
+        pairs = sorted(((float(sims[r, c]), r, c) for r, c in zip(*np.nonzero(sims >= self.floor))), reverse=True)
         used_r: set[int] = set()
         used_c: set[int] = set()
         out = []
@@ -232,9 +289,8 @@ class FactMatcher:
         if not candidates:
             return None
         sims = self.similarity([reference], candidates)[0]
-        floor = JUDGE_FLOOR if self.judge is not None else self.threshold
         for c in np.argsort(-sims):
-            if sims[c] < floor:
+            if sims[c] < self.floor:
                 break
             same, judged = self.same(reference, candidates[c], float(sims[c]))
             if same:
@@ -242,30 +298,36 @@ class FactMatcher:
         return None
 
     def supported(self, fact: str, evidence: Sequence[str]) -> bool:
-        """Whether some piece of transcript evidence states ``fact`` (offline rule only:
-        a fact's numbers must all be in the evidence, with the same polarity)."""
+        """Whether some piece of transcript evidence states ``fact`` (the offline rule
+        with the fact as reference: its numbers must all be in the evidence)."""
         if not evidence:
             return False
         sims = self.similarity([fact], evidence)[0]
-        return any(sims[i] >= self.threshold and compatible(fact, evidence[i])
-                   for i in np.nonzero(sims >= self.threshold)[0])
+        return any(self.offline_same(fact, evidence[i], float(sims[i]))
+                   for i in np.nonzero(sims >= min(self.threshold, LEXICAL_FLOOR))[0])
 
 
 def calibration_table(matcher: FactMatcher, thresholds: Sequence[float] = (0.70, 0.75, 0.78, 0.80, 0.85),
                       ) -> list[dict[str, Any]]:
-    """How ``CALIBRATION_PAIRS`` separate at each threshold, with and without the guards."""
+    """How ``CALIBRATION_PAIRS`` separate: per threshold by embedding alone (with and
+    without the guards), and a last row, threshold ``"rule"``, for the full offline rule."""
     refs = [r for r, _, _ in CALIBRATION_PAIRS]
     cands = [c for _, c, _ in CALIBRATION_PAIRS]
     sims = (matcher.vectors(refs) * matcher.vectors(cands)).sum(axis=1)
-    rows = []
+    truth = [same for _, _, same in CALIBRATION_PAIRS]
+
+    def tally(said: list[bool]) -> tuple[int, int]:
+        return (sum(1 for ok, same in zip(said, truth) if ok and same),
+                sum(1 for ok, same in zip(said, truth) if ok and not same))
+
+    rows: list[dict[str, Any]] = []
     for t in thresholds:
-        row: dict[str, Any] = {"threshold": t}
-        for guards in (True, False):
-            said = [s >= t and (not guards or compatible(r, c)) for s, (r, c, _) in zip(sims, CALIBRATION_PAIRS)]
-            key = "guards" if guards else "no_guards"
-            row[f"paraphrases_{key}"] = int(sum(ok for ok, (_, _, same) in zip(said, CALIBRATION_PAIRS) if same))
-            row[f"false_matches_{key}"] = int(sum(ok for ok, (_, _, same) in zip(said, CALIBRATION_PAIRS) if not same))
-        rows.append(row)
+        guarded = tally([bool(s >= t) and compatible(r, c) for s, r, c in zip(sims, refs, cands)])
+        bare = tally([bool(s >= t) for s in sims])
+        rows.append({"threshold": t, "paraphrases": guarded[0], "false_matches": guarded[1],
+                     "paraphrases_no_guards": bare[0], "false_matches_no_guards": bare[1]})
+    rule = tally([matcher.offline_same(r, c, float(s)) for s, r, c in zip(sims, refs, cands)])
+    rows.append({"threshold": "rule", "paraphrases": rule[0], "false_matches": rule[1]})
     return rows
 
 
@@ -284,9 +346,12 @@ def is_fact_like(entry: str) -> bool:
 def leak_reason(content: str, must_not: Sequence[str], matcher: FactMatcher | None) -> str | None:
     """Why ``content`` must not have reached the items, or None.
 
-    A credential (``retrieval.credentials``) or a redaction marker, a ``must_not`` string
-    inside it (case-insensitive, whole words), or a fact-like ``must_not`` entry it says
-    the same thing as (similarity at or above the threshold, guards passing).
+    A credential (``retrieval.credentials``) or a redaction marker; a ``must_not`` string
+    inside it (case-insensitive, whole words); or, with a ``matcher``, a fact-like
+    ``must_not`` entry it says (similarity at or above the threshold, guards passing).
+    Pass no matcher for a fact already matched to a gold fact: "Ravi owns the migration
+    and Marcus reviews it" is near "Marcus agreed to own the migration" (0.81) but says
+    the gold "Ravi owns the migration".
     """
     if "[REDACTED:" in content:
         return "redacted credential marker"
@@ -297,26 +362,13 @@ def leak_reason(content: str, must_not: Sequence[str], matcher: FactMatcher | No
         if _boundary(entry).search(content):
             return f"must_not text {entry!r}"
     facts = [e for e in must_not if is_fact_like(e)]
-    if matcher is not None and facts:
-        sims = matcher.similarity(facts, [content])[:, 0]
-        for i in np.argsort(-sims):
-            if sims[i] >= matcher.threshold and compatible(facts[i], content):
-                return f"must_not fact {facts[i]!r} (similarity {sims[i]:.2f})"
+    if matcher is None or not facts:
+        return None
+    sims = matcher.similarity(facts, [content])[:, 0]
+    for i in np.argsort(-sims):
+        if sims[i] >= matcher.threshold and compatible(facts[i], content):
+            return f"must_not fact {facts[i]!r} (similarity {sims[i]:.2f})"
     return None
-
-
-_STOPWORDS = frozenset(
-    "a an the and or but of to in on at for from by with is are was were be been being it its this that these "
-    "those has have had do does did not no than then as so into onto over under about after before "
-    "now any all his her their our my your he she they we i you them us me".split())
-
-
-def key_words(text: str, ignore: Sequence[str] = ()) -> set[str]:
-    """Lowercased content words and numbers, without stopwords or the ``ignore`` names."""
-    skip = {w.lower() for w in ignore}
-    words = {w.lower().strip("'.-") for w in re.findall(r"[A-Za-z0-9][A-Za-z0-9.'+-]*", _THOUSANDS.sub("", text))}
-    return {w.removesuffix("'s") for w in words if w and w not in _STOPWORDS and w not in skip
-            and (len(w) > 1 or w.isdigit())}
 
 
 def supersedes_overlap(hint: str | None, gold: str, ignore: Sequence[str] = ()) -> bool:
@@ -324,7 +376,7 @@ def supersedes_overlap(hint: str | None, gold: str, ignore: Sequence[str] = ()) 
     (a shared content word or number; the speaker's own name does not count)."""
     if not hint or not hint.strip():
         return False
-    return bool(key_words(hint, ignore) & key_words(gold, ignore))
+    return bool(content_words(hint, ignore) & content_words(gold, ignore))
 
 
 def precision_recall_f1(matched: int, extracted: int, gold: int) -> tuple[float, float, float]:

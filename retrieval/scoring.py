@@ -85,8 +85,7 @@ def age_days(then: datetime | None, now: datetime) -> float:
 def memory_score(config: MemoryConfig, row: dict, now: datetime) -> float:
     """Everything but relevance: importance × recency × score decay × confidence ×
     reinforcement × lifecycle × trust. ``row`` is an item row (dict)."""
-    touched = row.get("last_referenced_at") or row.get("updated_at") or row.get("created_at")
-    days = age_days(touched, now)
+    days = age_days(last_used_at(row), now)
     value = (
         float(row.get("importance") or 0.0)
         * recency_decay(config, tier=row.get("tier") or "standard", kind=row.get("kind") or "fact",

@@ -25,7 +25,8 @@ _NUMBER = re.compile(r"\d[\d,.:]*")
 _NEGATION = re.compile(r"\b(?:not|no|never|n't|no longer|stopped|quit)\b", re.IGNORECASE)
 
 
-def _disagree(a: str, b: str) -> bool:
+def disagree(a: str, b: str) -> bool:
+    """Two statements of one subject that differ in a number or in polarity."""
     numbers_a, numbers_b = set(_NUMBER.findall(a)), set(_NUMBER.findall(b))
     if numbers_a and numbers_b and numbers_a != numbers_b:
         return True
@@ -44,7 +45,7 @@ def conflicts(hits: Sequence[Hit], vectors: np.ndarray | None, threshold: float)
         sims = vectors @ vectors.T
         for i in range(len(hits)):
             for j in range(i + 1, len(hits)):
-                if sims[i, j] >= threshold and _disagree(hits[i].content, hits[j].content):
+                if sims[i, j] >= threshold and disagree(hits[i].content, hits[j].content):
                     pairs.add(tuple(sorted((hits[i].id, hits[j].id))))  # type: ignore[arg-type]
     return pairs
 

@@ -17,7 +17,6 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from memory_assets.defs.items import assets as items_assets
 from memory_assets.defs.resources import default_resources
 from memory_assets.definitions import defs
 from memory_assets.lib import publish
@@ -25,7 +24,8 @@ from memory_assets.lib.dedup import content_hash
 from memory_assets.lib.ingest import ingest_paths
 from memory_assets.lib.items import facts_to_items
 from memory_assets.lib.quality import (
-    ScanLedger, audit, facts_report, index_report, items_report, resources_report, schema_report, vectors_report,
+    ScanLedger, audit, citations_report, facts_report, index_report, items_report, resources_report, schema_report,
+    vectors_report,
 )
 from memory_assets.lib.quality.report import QualityReport
 from memory_assets.lib.quality.validation import runtime
@@ -313,6 +313,42 @@ def test_the_full_text_index_must_cover_content(indices, rows, passed, severity)
     assert report.passed is passed and report.severity == severity
 
 
+# --- documents citing items (summaries, insights, the health report) --------------------
+
+def _summaries(markdown=("- WRX oil change due at 11,799 miles [wrx]", "- Dealer quote $499 [tool]"),
+               cited=(["wrx"], ["tool"]), names=("vehicle", "maintenance")) -> pl.DataFrame:
+    return pl.DataFrame({"category": list(names), "markdown": list(markdown), "item_ids": [list(c) for c in cited]},
+                        schema={"category": pl.String, "markdown": pl.String, "item_ids": pl.List(pl.String)})
+
+
+def _cite_report(frame: pl.DataFrame):
+    return citations_report(frame, id_column="category", text_column="markdown", cited_column="item_ids",
+                            item_ids=[r["id"] for r in FACT_ROWS], max_chars=200, subject="category_summaries")
+
+
+BAD_SUMMARIES = [
+    ("cites an item that does not exist", _summaries(cited=(["wrx"], ["tool", "ghost"])), "cited_items_exist", "ghost"),
+    ("empty summary", _summaries(markdown=("- WRX oil change [wrx]", "")), "text_within_size_cap", 0),
+    ("over the size cap", _summaries(markdown=("x" * 201, "- Dealer quote [tool]")), "text_within_size_cap", 201),
+    ("two summaries of one category", _summaries(names=("vehicle", "vehicle")), "category_unique", "vehicle"),
+    ("credential", _summaries(markdown=("- WRX [wrx]", f"- key {SECRET} [tool]")), "no_credentials", "openai_key"),
+    ("no summaries at all", _summaries().clear(), "not_empty", None),
+]
+
+
+def test_good_summaries_meet_every_expectation():
+    assert _cite_report(_summaries()).passed
+
+
+@pytest.mark.parametrize("case,frame,expectation,shown", BAD_SUMMARIES, ids=[c[0] for c in BAD_SUMMARIES])
+def test_each_bad_summary_fails_its_expectation(case, frame, expectation, shown):
+    report = _cite_report(frame)
+    assert _failed(report) == {expectation}, report.summary()
+    if shown is not None:
+        assert shown in _examples(report, expectation)[0].values()
+    assert SECRET not in repr(report.metadata())
+
+
 # --- the credential-scan ledger ---------------------------------------------------------
 
 def test_the_ledger_scans_each_text_once_and_still_catches_new_credentials(tmp_path):
@@ -337,17 +373,6 @@ def test_gx_runs_ephemeral_without_progress_bars_or_analytics():
 
 # --- the Dagster checks -----------------------------------------------------------------
 
-def test_every_asset_retrieval_depends_on_has_a_check():
-    checks = {}
-    for definition in defs().asset_checks:
-        for spec in definition.check_specs:
-            checks.setdefault(spec.asset_key.to_user_string(), {})[spec.name] = spec
-    for asset in ("resources", "extracted_facts", "memory_items", "published_items"):
-        assert checks.get(asset), f"no check on {asset}"
-        assert all(spec.description for spec in checks[asset].values())
-    assert all(spec.blocking for spec in checks["memory_items"].values())
-
-
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
     """The personal-assistant sample through the real pipeline (checks included), published once."""
@@ -369,15 +394,18 @@ def _items_run(paths: DataRoot, instance: dg.DagsterInstance) -> dg.ExecuteInPro
 
 
 def _plant(monkeypatch, mutate):
-    """Make ``memory_items`` consolidate as usual, then apply ``mutate(items, vectors)``."""
-    real = items_assets.consolidate
+    """Make ``memory_items`` write ``mutate(items, vectors)`` instead of what it computed.
 
-    def planted(*args, **kwargs):
-        result = real(*args, **kwargs)
-        items, vectors = mutate(result.items, result.vectors)
-        return dataclasses.replace(result, items=items, vectors=vectors)
+    The last step before staging, so whatever consolidation and the lifecycle did, the
+    planted row is what the checks audit.
+    """
+    real = publish.write_items
 
-    monkeypatch.setattr(items_assets, "consolidate", planted)
+    def planted(paths, items, vectors, now):
+        items, vectors = mutate(items, vectors)
+        return real(paths, items, vectors, now)
+
+    monkeypatch.setattr(publish, "write_items", planted)
 
 
 def _first_active(items: pl.DataFrame) -> str:
@@ -437,7 +465,7 @@ def test_a_planted_bad_row_fails_the_run_and_the_agent_keeps_the_previous_versio
     # The planted row is named (every row has the wrong dimension: the first five are shown).
     if expectation != "dimension_matches_model":
         assert examples[0]["id"] == target
-    assert any(shown in example.values() for example in examples), examples
+    assert str(shown) in repr(examples), examples
     # The run stopped before publishing, with the reason in the event log.
     assert not [e for e in result.get_asset_materialization_events() if e.asset_key == dg.AssetKey("published_items")]
     failure = next(e for e in result.all_events if e.event_type_value == "STEP_FAILURE")
@@ -471,3 +499,14 @@ def test_the_pipeline_checked_every_session_it_ingested(built):
         records = instance.event_log_storage.get_asset_check_execution_history(
             dg.AssetCheckKey(dg.AssetKey(asset), check), limit=50)
         assert len(records) == len(SESSIONS) and all(r.status.value == "SUCCEEDED" for r in records), (asset, check)
+
+
+def test_every_asset_from_resources_to_published_items_has_a_check():
+    checks = {}
+    for definition in defs().asset_checks:
+        for spec in definition.check_specs:
+            checks.setdefault(spec.asset_key.to_user_string(), {})[spec.name] = spec
+    for asset in ("resources", "extracted_facts", "memory_items", "published_items"):
+        assert checks.get(asset), f"no check on {asset}"
+        assert all(spec.description for spec in checks[asset].values())
+    assert all(spec.blocking for spec in checks["memory_items"].values())

@@ -189,6 +189,9 @@ def cluster(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig) -> l
         min_samples=int(min_samples) if min_samples else None,
         metric="euclidean",
         copy=True,
+        # A small archive about one theme is one cluster, not noise (HDBSCAN's default
+        # refuses to return the root as a cluster, which leaves small archives unsummarized).
+        allow_single_cluster=True,
     ).fit_predict(points)
     ids = archived["id"].to_list()
     texts = archived["content"].to_list()

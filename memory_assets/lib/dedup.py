@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from retrieval.trust import disagree
+
 _SPACE = re.compile(r"\s+")
 _EDGE_PUNCT = re.compile(r"^[\s\"'`.,;:!?-]+|[\s\"'`.,;:!?-]+$")
 
@@ -119,6 +121,10 @@ def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float
             hits = np.nonzero(sims[r] > threshold)[0]
             for j in hits:
                 if namespaces[j] == namespaces[i] and (candidates is None and j > i or candidates is not None):
+                    # "due at 11,799" vs "due at 17,771" are alike but disagree: a
+                    # contradiction for the lifecycle to resolve, never a duplicate to merge.
+                    if disagree(rows[i]["content"], rows[j]["content"]):
+                        continue
                     pairs.append((int(i), int(j), float(sims[r, j])))
     if not pairs:
         return items, vectors, []

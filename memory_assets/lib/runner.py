@@ -14,7 +14,7 @@ import dagster as dg
 
 from memory_assets.lib import inbox_scan, quarantine
 from memory_assets.lib.job_runs import record_success
-from memory_assets.lib.jobs import JOBS, SELECTIONS, run_config
+from memory_assets.lib.jobs import COVERS, JOBS, SELECTIONS, run_config
 from memory_assets.lib.instance import local_instance
 from memory_assets.lib.partitions import sessions
 from retrieval.paths import DataRoot
@@ -114,5 +114,6 @@ def run_job(paths: DataRoot, job: str, *, now: datetime | None = None, extractor
                             raise_on_error=False, run_config={**QUIET, **config},
                             tags={"memory/trigger": "cli", "memory/job": job})
     if result.success:
-        record_success(paths, job, now or datetime.now(timezone.utc))
+        for covered in COVERS[job]:
+            record_success(paths, covered, now or datetime.now(timezone.utc))
     return result.success

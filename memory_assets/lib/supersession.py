@@ -23,11 +23,28 @@ _STOP = frozenset(
 )
 # Below this cosine, a hinted fact and an older item are not about the same thing
 # (the older item must also mention every hint word, so the bar can be low).
-MIN_SIMILARITY = 0.3
+MIN_SIMILARITY = 0.4
 
 
 def hint_words(text: str) -> set[str]:
     return {w.strip(".'") for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
+
+
+_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'+.-]*")
+
+
+def mentions(content: str, words: set[str]) -> bool:
+    """Every hint word occurs in ``content`` as a common word, not inside a name:
+    "switched from black" replaces "likes black", never "a bag from Black Diamond"."""
+    tokens = _TOKEN.findall(content)
+    common: set[str] = set()
+    for i, token in enumerate(tokens):
+        word = token.lower().strip(".'")
+        # Capitalized mid-sentence (and not the pronoun I) reads as a proper noun.
+        if i > 0 and token[:1].isupper() and not tokens[i - 1].endswith((".", "!", "?")):
+            continue
+        common.add(word)
+    return words <= common
 
 
 def resolve(rows: list[dict], vectors: np.ndarray) -> list[tuple[int, int, float]]:
@@ -52,7 +69,7 @@ def resolve(rows: list[dict], vectors: np.ndarray) -> list[tuple[int, int, float
             if (j == i or old["status"] != "active" or old["namespace"] != new["namespace"]
                     or old["created_at"] >= new["created_at"]):
                 continue
-            if hint <= hint_words(old["content"]):
+            if mentions(old["content"], hint):
                 pairs.append((i, int(j), float(sims[j])))
                 break
     return pairs

@@ -8,6 +8,7 @@ import polars as pl
 from memory_assets.defs.lifecycle.schedules import monthly_job, nightly_job, weekly_job
 from memory_assets.defs.resources import MemoryRoot
 from memory_assets.lib.job_runs import record_success
+from memory_assets.lib.jobs import COVERS
 from retrieval.jobs import overdue
 
 
@@ -37,7 +38,8 @@ def job_success_sensor(context: dg.RunStatusSensorContext) -> None:
     finished = context.dagster_run
     record = context.instance.get_run_record_by_id(finished.run_id)
     at = record.end_time if record and record.end_time else datetime.now(timezone.utc).timestamp()
-    record_success(memory.paths, finished.job_name, datetime.fromtimestamp(at, tz=timezone.utc))
+    for job in COVERS.get(finished.job_name, (finished.job_name,)):
+        record_success(memory.paths, job, datetime.fromtimestamp(at, tz=timezone.utc))
 
 
 @dg.sensor(job=nightly_job, minimum_interval_seconds=3600, default_status=dg.DefaultSensorStatus.RUNNING)

@@ -45,11 +45,17 @@ def category_summaries(context: dg.AssetExecutionContext, config: SummariesRun, 
     else:
         since = pl.Series([stamp_file.read_text().strip()]).str.to_datetime(time_zone="UTC")[0] if stamp_file.exists() else None
         changed = items if since is None else items.filter(pl.col("updated_at") > since)
+        known_ids = set(items["id"].to_list())
+        # A summary citing an item that merged away is rewritten from scratch, not patched.
+        stale = {r["category"] for r in current.iter_rows(named=True) if set(r["item_ids"]) - known_ids}
         fresh = []
-        for category in sorted(set(changed["category"].to_list())):
+        for category in sorted(set(changed["category"].to_list()) | stale):
             old = current.filter(pl.col("category") == category)
-            fresh.append(summaries.summarize(category, old["markdown"][0] if old.height else None,
-                                             changed, settings, now, llm=llm))
+            if category in stale or not old.height:
+                fresh.append(summaries.summarize(category, None, items.filter(pl.col("category") == category),
+                                                 settings, now, llm=llm))
+            else:
+                fresh.append(summaries.summarize(category, old["markdown"][0], changed, settings, now, llm=llm))
     known = set(items["id"].to_list())
     broken = {s.category: summaries.missing_citations(s, known) for s in fresh}
     broken = {k: v for k, v in broken.items() if v}

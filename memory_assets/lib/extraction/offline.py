@@ -37,7 +37,7 @@ _VERB = re.compile(
 )
 _SUBJECT_I = re.compile(
     r"\bi\b((?:\s+(?:" + "|".join(sorted(R.ADVERBS)) + r"|(?!(?:fly|rely|reply|apply|supply|multiply|bully)\b)[a-z]+ly))*)"
-    r"\s+([a-z']+)(\s+and\s+([a-z]+)\b)?", re.IGNORECASE)
+    r"\s+([a-z']+(?:-[a-z]+)?)(\s+and\s+([a-z]+)\b)?", re.IGNORECASE)
 # "you" as a subject (sentence start or after a conjunction) takes a third-person verb.
 _SUBJECT_YOU = re.compile(
     r"((?:^|\b(?:that|and|but|because|if|when|whenever|so|as|since|how|what|like|until|unless)\s+|,\s*))you\b((?:\s+(?:"
@@ -191,6 +191,9 @@ def _finish(text: str) -> str:
 # --- Pronouns ------------------------------------------------------------------------
 
 def _third_person(verb: str) -> str:
+    if "-" in verb:  # "force-push" → "force-pushes"
+        head, _, last = verb.rpartition("-")
+        return f"{head}-{_third_person(last)}"
     low = verb.lower()
     if low in R.THIRD_PERSON:
         return R.THIRD_PERSON[low]
@@ -403,8 +406,10 @@ class OfflineExtractor:
         for seg in segments(turns):
             by_turn.setdefault(seg.turn.turn, []).append(seg)
         ordered = [t for t in turns if t.role != "system"]
-        agent = any(t.role == "assistant" for t in turns)
         names = tuple(dict.fromkeys(speaker_name(t) for t in turns if t.role == "user"))
+        # Two people talking (LoCoMo) rather than a user instructing an assistant, whose
+        # turns an agent may not even send: there "never give up" is advice, not a rule.
+        agent = any(t.role == "assistant" for t in turns) or len(names) < 2
         # Who "we" and "she" were, per speaker: (turn index, who), remembered for a few turns.
         companions: dict[str, tuple[int, str]] = {}
         people: dict[str, tuple[int, str]] = {}
@@ -552,7 +557,7 @@ class OfflineExtractor:
         if trust == "untrusted":
             default = R.UNTRUSTED_DEFAULT_CATEGORY
         elif content.startswith(f"{voice.name} wants the assistant"):
-            default = R.RULE_DEFAULT_CATEGORY
+            default = R.STANDING_DECISION_CATEGORY if self.config.tier_for(kind) == "permanent" else R.RULE_DEFAULT_CATEGORY
         elif R.FIRST_PERSON.search(clause) or voice.name in content:
             default = R.LIFE_DEFAULT_CATEGORY
         else:

@@ -421,6 +421,7 @@ TIME_ANCHOR = _any(
     r"(?:a|one|two|three|few|couple of|\d+) (?:days?|weeks?|months?|years?) ago", r"ago", r"recently",
     r"the other day", r"earlier (?:today|this week)", r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)",
     r"in (?:19|20)\d\d", r"today", r"tonight", r"just", r"(?:this|next) (?:week|month|year|weekend)",
+    r"(?:in|last|this) (?:january|february|march|april|may|june|july|august|september|october|november|december)",
 )
 EVENT_VERB = _any(
     r"went", r"attended", r"visited", r"joined", r"signed", r"started", r"finished", r"met", r"moved",
@@ -562,6 +563,8 @@ UNTRUSTED_DEFAULT_CATEGORY = "operational"
 # longer") never lands there on a keyword alone.
 NOT_FOR_LIFE_FACTS = ("operational",)
 RULE_DEFAULT_CATEGORY = "process"  # a standing instruction to the assistant
+# …unless it is a permanent one ("never force-push to main"): a standing decision.
+STANDING_DECISION_CATEGORY = "decision"
 
 STOPWORDS = frozenset(
     "a an the and or but so of to in on at for with from by about as into over after before "

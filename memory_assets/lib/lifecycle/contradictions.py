@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
 
-from retrieval.trust import _disagree as disagree  # one home for "these two disagree"
+from retrieval.trust import disagree as disagree  # one home for "these two disagree"
 
 # Neighbours per item in the numpy fallback.
 TOP_K = 10

@@ -62,7 +62,7 @@ def lesson_text(content: str) -> str:
         return _capital(m["vp"])
     if m := _SETTLED.match(text):
         return f"Go with {m['np']}"
-    return _capital(_DOES_NOT.sub(lambda m: f"{m[1]}n't", text))
+    return _capital(_DOES_NOT.sub(lambda neg: f"{neg[1]}n't", text))
 
 
 def lessons(items: pl.DataFrame, config: MemoryConfig, *, limit: int = MAX_LESSONS) -> list[str]:

@@ -235,10 +235,11 @@ def apply(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig, now: d
 def _retire(items: pl.DataFrame, now: datetime, *, after_days: float, source: tuple[str, ...],
             target: str) -> tuple[pl.DataFrame, LifecycleReport]:
     report = LifecycleReport()
-    rows = _rows(items, ("id", "status", "tier", "last_referenced_at", "created_at", "updated_at"))
+    rows = _rows(items, ("id", "status", "tier", "promoted", "last_referenced_at", "created_at", "updated_at"))
     for row in rows:
         used = scoring.last_used_at(row)
-        if (row["status"] in source and row.get("tier") != "permanent" and used is not None
+        # Permanent and promoted memories were learned for good: time alone never retires them.
+        if (row["status"] in source and row.get("tier") != "permanent" and not row.get("promoted") and used is not None
                 and used + timedelta(days=after_days) <= now):
             row["status"], row["updated_at"] = target, now
             report.record(target, row["id"])

@@ -3,7 +3,8 @@
 "Aaron's sister Maya's birthday is October 12" said on 2026-09-02 gives a trigger on
 2026-10-12 carrying the item. Dates are read from the item's wording relative to its
 ``created_at`` (the calendar date in UTC; items carry no local time zone), and only
-dates after that day are kept. What is recognised, first match wins for a span of text:
+dates after that day are kept (and, in ``forward_triggers``, none more than a week
+past). What is recognised, first match wins for a span of text:
 
 * explicit dates — "2026-10-01", "October 12", "Oct 7 at 2pm", "12 October",
   "Wednesday, October 7", "September 28 to October 2" (both ends); without a year, the

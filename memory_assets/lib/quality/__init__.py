@@ -11,12 +11,13 @@ over them (``check_results.to_check_result``). The expectations are Great Expect
 | ``resources_report`` | ``resources`` | stored turns |
 | ``facts_report``, ``items_report`` | ``items`` | extracted facts, memory items |
 | ``embeddings_report`` | ``embeddings`` | LanceDB vectors and the full-text index |
+| ``citations_report`` | ``citations`` | summaries, insights, the health report: documents citing items |
 
-Adding a suite for a new asset (summaries, clusters, the health report) is one function:
-derive any referential column in polars (e.g. the cited item ids that do not exist, as
-``items._dangling`` does), list ``Rule``s, and call ``validate``.
+A new suite is one function: derive any referential column in polars (the cited item
+ids that do not exist, as ``citations`` does), list ``Rule``s, and call ``validate``.
 """
 
+from memory_assets.lib.quality.citations import citations_report
 from memory_assets.lib.quality.credential_scan import ScanLedger
 from memory_assets.lib.quality.embeddings import MODEL_DIMENSIONS, embeddings_report, index_report, vectors_report
 from memory_assets.lib.quality.items import facts_report, items_report
@@ -25,6 +26,6 @@ from memory_assets.lib.quality.resources import resources_report
 from memory_assets.lib.quality.schema import schema_report
 
 __all__ = [
-    "MODEL_DIMENSIONS", "Finding", "QualityReport", "ScanLedger", "embeddings_report", "facts_report",
+    "MODEL_DIMENSIONS", "Finding", "QualityReport", "ScanLedger", "citations_report", "embeddings_report", "facts_report",
     "index_report", "items_report", "resources_report", "schema_report", "vectors_report",
 ]

@@ -33,6 +33,15 @@ def _read(paths: DataRoot) -> dict[str, dict]:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
+def _write(paths: DataRoot, entries: dict[str, dict]) -> None:
+    kept = dict(sorted(entries.items(), key=lambda kv: int(kv[0]))[-KEEP_VERSIONS:])
+    path = _file(paths)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(kept, indent=1))
+    os.replace(tmp, path)
+
+
 def record(paths: DataRoot, version: int, reports: dict[str, QualityReport]) -> None:
     """Store each check's verdict on item version ``version`` (atomic rename)."""
     entries = _read(paths)
@@ -41,12 +50,7 @@ def record(paths: DataRoot, version: int, reports: dict[str, QualityReport]) -> 
         "checks": {name: {"passed": r.passed, "severity": r.severity, "summary": r.summary()}
                    for name, r in reports.items()},
     }
-    kept = dict(sorted(entries.items(), key=lambda kv: int(kv[0]))[-KEEP_VERSIONS:])
-    path = _file(paths)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(kept, indent=1))
-    os.replace(tmp, path)
+    _write(paths, entries)
 
 
 def verdict(paths: DataRoot, version: int) -> dict | None:
@@ -60,3 +64,14 @@ def passed(paths: DataRoot, version: int) -> bool:
     if entry is None or not entry["checks"]:
         return False
     return all(c["passed"] or c["severity"] == "WARN" for c in entry["checks"].values())
+
+
+def carry(paths: DataRoot, from_version: int, to_version: int, reason: str) -> None:
+    """Record ``to_version`` with ``from_version``'s verdict: the same rows re-written
+    (compaction, re-indexing), so the audit it passed still holds."""
+    entry = verdict(paths, from_version)
+    if entry is None:
+        return
+    entries = _read(paths)
+    entries[str(to_version)] = {**entry, "carried_from": from_version, "reason": reason}
+    _write(paths, entries)

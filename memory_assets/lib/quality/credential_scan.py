@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import os
 from functools import lru_cache
+from collections.abc import Iterable
 from pathlib import Path
 
 import polars as pl
@@ -46,18 +47,18 @@ class ScanLedger:
         path: where ``save`` writes the ledger (None: kept in memory only).
     """
 
-    def __init__(self, clean: set[str] | None = None, path: Path | None = None):
-        self.known = pl.Series("digest", sorted(clean or ()), dtype=pl.String)
+    def __init__(self, clean: Iterable[str] | pl.Series | None = None, path: Path | None = None):
+        self.known = (clean if isinstance(clean, pl.Series)
+                      else pl.Series("digest", list(clean or ()), dtype=pl.String)).rename("digest")
         self.path = path
-        self.last_clean: set[str] = set()
+        self.last_clean = pl.Series("digest", [], dtype=pl.String)
         self.scanned = 0
 
     @classmethod
     def load(cls, folder: Path) -> "ScanLedger":
         """The ledger under ``folder`` for the current rules (empty if there is none yet)."""
         path = Path(folder) / f"credential_scan-{rules_version()}.parquet"
-        clean = set(pl.read_parquet(path)["digest"].to_list()) if path.exists() else set()
-        return cls(clean, path)
+        return cls(pl.read_parquet(path)["digest"] if path.exists() else None, path)
 
     def kinds(self, texts: pl.Series) -> pl.Series:
         """For each text, the first credential kind in it, or null; remembers the clean ones."""
@@ -69,14 +70,14 @@ class ScanLedger:
             out[i] = _first_kind(values[i])
         self.scanned += len(todo)
         kinds = pl.Series("credential", out, dtype=pl.String)
-        self.last_clean = set(digests.filter(kinds.is_null()).to_list())
+        self.last_clean = digests.filter(kinds.is_null()).unique()
         return kinds
 
     def remember(self) -> bool:
         """Know exactly the last scan's clean texts from now on; False if nothing changed."""
         if not self.scanned and len(self.last_clean) == len(self.known):
             return False
-        self.known = pl.Series("digest", sorted(self.last_clean), dtype=pl.String)
+        self.known = self.last_clean.sort()
         self.scanned = 0
         return True
 

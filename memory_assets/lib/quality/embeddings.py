@@ -93,9 +93,17 @@ def vector_stats(vectors: pa.Array | pa.ChunkedArray) -> pl.DataFrame:
     return pl.DataFrame({"dimension": dims, "has_nan": has_nan, "norm": norms})
 
 
-def vectors_report(table: pa.Table, config: MemoryConfig, *, subject: str = "items vectors") -> QualityReport:
-    """Check the ``vector`` column of an items table (arrow, with ``id`` and ``embedding_model``)."""
-    model_id, dimension = expected_model(config)
+def vectors_report(table: pa.Table, config: MemoryConfig, *, subject: str = "items vectors",
+                   expected: tuple[str, int] | None = None) -> QualityReport:
+    """Check the ``vector`` column of an items table (arrow, with ``id`` and ``embedding_model``).
+
+    Args:
+        table: the rows, e.g. from ``embeddings_report``.
+        config: the config in force; names the embedding model.
+        subject: what is checked, for the summary line.
+        expected: (model id, dimension) to expect instead of the configured model's.
+    """
+    model_id, dimension = expected or expected_model(config)
     frame = pl.DataFrame({
         "id": table.column("id").to_numpy(zero_copy_only=False) if table.num_rows else [],
         "embedding_model": table.column("embedding_model").to_pylist() if table.num_rows else [],
@@ -118,11 +126,12 @@ def index_report(indices: list[Any], *, rows: int, subject: str = "items full-te
     return validate(frame, INDEX_RULES, subject=subject, id_column="index")
 
 
-def embeddings_report(table: Any, config: MemoryConfig, *, subject: str) -> QualityReport:
+def embeddings_report(table: Any, config: MemoryConfig, *, subject: str,
+                      expected: tuple[str, int] | None = None) -> QualityReport:
     """Vectors and full-text index of a LanceDB items table, at whatever version it is checked out."""
     arrow = table.search().select(["id", "embedding_model", "vector"]).limit(None).to_arrow()
     return QualityReport.combine(
-        vectors_report(arrow, config, subject=f"{subject} vectors"),
+        vectors_report(arrow, config, subject=f"{subject} vectors", expected=expected),
         index_report(table.list_indices(), rows=arrow.num_rows, subject=f"{subject} full-text index"),
         subject=subject,
     )

@@ -44,7 +44,7 @@ def shared_rules(config: MemoryConfig, required: Iterable[str] = REQUIRED) -> li
         _required(required),
         Rule("id_unique", "ExpectColumnValuesToBeUnique", "ERROR",
              "feedback, supersession and citations address a memory by id; one id, one memory",
-             {"column": "id_key"}),
+             {"column": "id_key"}, show_column=False),
         Rule("importance_in_range", "ExpectColumnValuesToBeBetween", "ERROR",
              "the ranking formula multiplies by importance: outside [0, 1] one row outranks everything",
              {"column": "importance", "min_value": 0.0, "max_value": 1.0}),

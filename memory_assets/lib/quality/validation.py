@@ -2,8 +2,9 @@
 
 Suites declare ``Rule``s (a GX expectation by class name, its arguments and a
 severity); ``validate`` converts the frame to pandas once — only the columns the rules
-read — and runs them all as one GX suite against a module-level ephemeral context.
-GX is imported on first use, not at import time (it takes seconds to import), so
+read — and runs them all as one GX suite against a module-level ephemeral context
+(then only the failed ones again, for their counts and example rows). GX is
+imported on first use, not at import time (it takes seconds to import), so
 loading the Dagster definitions stays fast.
 """
 
@@ -37,6 +38,7 @@ class Rule:
         severity: ``ERROR`` (blocks publishing) or ``WARN``.
         description: what the rule protects.
         kwargs: the expectation's arguments (``column``, ``value_set``, …).
+        show_column: whether examples show the rule's column (not for internal keys).
     """
 
     name: str
@@ -44,6 +46,7 @@ class Rule:
     severity: Severity
     description: str
     kwargs: dict[str, Any] = field(default_factory=dict)
+    show_column: bool = True
 
     @property
     def column(self) -> str | None:
@@ -88,7 +91,8 @@ def _examples(result: dict[str, Any], rule: Rule, id_column: str, frame: pl.Data
     rows = [int(i) for i in (result.get("partial_unexpected_index_list") or [])[:MAX_EXAMPLES]]
     if not rows:
         return [{rule.column or "value": v} for v in (result.get("partial_unexpected_list") or [])[:MAX_EXAMPLES]]
-    columns = list(dict.fromkeys(c for c in (id_column, rule.column, *context_columns) if c and c in frame.columns))
+    shown = rule.column if rule.show_column else None
+    columns = list(dict.fromkeys(c for c in (id_column, shown, *context_columns) if c and c in frame.columns))
     return frame.select(columns)[rows].to_dicts()
 
 
