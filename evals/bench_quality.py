@@ -28,6 +28,7 @@ import random
 import sys
 import time
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -55,8 +56,17 @@ def _best(call: Callable[[], Any], repeat: int) -> tuple[float, float, Any]:
 
 
 def run_bench(n_items: int, *, new_share: float = 0.01, repeat: int = 3, seed: int = 0,
-              progress: Callable[[str], None] | None = None) -> dict[str, Any]:
-    """Time the staged-version checks over ``n_items`` synthetic items; returns the report."""
+              cache_dir: Path | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """Time the staged-version checks over ``n_items`` synthetic items; returns the report.
+
+    Args:
+        n_items: items in the synthetic staged version.
+        new_share: share of texts the credential-scan ledger has not seen.
+        repeat: timed runs per phase (the fastest counts).
+        seed: the generator's seed.
+        cache_dir: where ``bench_retrieval`` keeps built data roots (default: its own).
+        progress: called with a line of text as the bench goes.
+    """
     from memory_assets.lib.quality import ScanLedger, embeddings_report, items_report, schema_report
     from memory_assets.lib.quality.validation import runtime
     from retrieval.schema import ITEM_SCHEMA
@@ -66,7 +76,7 @@ def run_bench(n_items: int, *, new_share: float = 0.01, repeat: int = 3, seed: i
     runtime()
     gx_startup = time.perf_counter() - start
 
-    root, reused = cached_root(n_items, seed=seed, embed="random", progress=progress)
+    root, reused = cached_root(n_items, seed=seed, embed="random", cache_dir=cache_dir, progress=progress)
     if progress:
         progress(f"{'reusing' if reused else 'built'} {root}")
     paths = DataRoot.resolve(root)
@@ -158,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="share of texts not seen by the last version's credential scan (default 0.01)")
     parser.add_argument("--repeat", type=int, default=3, help="timed runs per phase; the best counts (default 3)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--cache-dir", type=Path, default=None, help="where built data roots are kept")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     return parser
 
@@ -173,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         report = run_bench(args.items, new_share=args.new_share, repeat=max(1, args.repeat), seed=args.seed,
-                           progress=progress)
+                           cache_dir=args.cache_dir, progress=progress)
     except (BenchError, ValueError) as exc:
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

@@ -9,6 +9,7 @@ the previous published version unchanged.
 from __future__ import annotations
 
 import dataclasses
+import json
 from datetime import datetime, timedelta, timezone
 
 import dagster as dg
@@ -510,3 +511,12 @@ def test_every_asset_from_resources_to_published_items_has_a_check():
         assert checks.get(asset), f"no check on {asset}"
         assert all(spec.description for spec in checks[asset].values())
     assert all(spec.blocking for spec in checks["memory_items"].values())
+
+
+def test_the_benchmark_reports_seconds_per_100k_items(tmp_path, capsys):
+    from evals.bench_quality import main
+
+    assert main(["--items", "300", "--repeat", "1", "--cache-dir", str(tmp_path), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["items"] == 300 and all(report["checks_passed"].values())
+    assert report["seconds_per_100k"] > 0 and report["target_seconds_per_100k"] == 1.0

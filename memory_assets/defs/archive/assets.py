@@ -4,6 +4,7 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
+from memory_assets.lib import freshness
 from memory_assets.defs.resources import EmbedderResource, MemoryRoot
 from memory_assets.lib import archive, publish, summaries
 from memory_assets.lib.prompts import load_prompt
@@ -17,6 +18,7 @@ INSIGHTS_TABLE = "insights"
     group_name="archive",
     kinds={"python", "scikitlearn", "parquet", "lancedb", "openai"},
     code_version=f"clusters-{load_prompt('cluster_insight').version}",
+    freshness_policy=freshness.WEEKLY,
 )
 def archive_clusters(context: dg.AssetExecutionContext, memory: MemoryRoot,
                      embedder: EmbedderResource) -> dg.MaterializeResult:

@@ -6,6 +6,7 @@ from pathlib import Path
 import dagster as dg
 import polars as pl
 
+from memory_assets.lib import freshness
 from memory_assets.defs.resources import MemoryRoot
 from memory_assets.lib import health
 from memory_assets.lib.clock import Clock
@@ -22,6 +23,7 @@ def _concat(folder: Path) -> pl.DataFrame | None:
     group_name="health",
     kinds={"python", "markdown", "matplotlib"},
     code_version="health-v1",
+    freshness_policy=freshness.MONTHLY,
 )
 def health_report(context: dg.AssetExecutionContext, config: Clock, memory: MemoryRoot) -> dg.MaterializeResult:
     """How the memory is doing: active items, items by category, tier and status, how

@@ -10,7 +10,7 @@ from dagster_duckdb import DuckDBResource
 
 from memory_assets.defs.extraction.assets import read_all_facts
 from memory_assets.defs.resources import EmbedderResource, MemoryRoot
-from memory_assets.lib import feedback, lifecycle, publish
+from memory_assets.lib import feedback, freshness, lifecycle, publish
 from memory_assets.lib.clock import Clock
 from memory_assets.lib.items import consolidate
 from retrieval.store import ItemStore
@@ -139,6 +139,7 @@ def memory_items(context: dg.AssetExecutionContext, config: ItemsRun, memory: Me
     group_name="items",
     kinds={"lancedb", "parquet"},
     code_version="published-items-v1",
+    freshness_policy=freshness.NIGHTLY,
     automation_condition=dg.AutomationCondition.eager(),
 )
 def published_items(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg.MaterializeResult:
@@ -172,6 +173,7 @@ def published_items(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg
     group_name="items",
     kinds={"lancedb"},
     code_version="items-index-v1",
+    freshness_policy=freshness.MONTHLY,
 )
 def items_index(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg.MaterializeResult:
     """The search indexes behind the published items, kept fast: the full-text index and

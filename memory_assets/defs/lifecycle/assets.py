@@ -6,6 +6,7 @@ import os
 import dagster as dg
 import polars as pl
 
+from memory_assets.lib import freshness
 from memory_assets.defs.resources import MemoryRoot
 from memory_assets.lib import lifecycle as rules
 from memory_assets.lib import publish
@@ -33,6 +34,7 @@ def _upsert_archive(paths, retired: pl.DataFrame) -> int:
     group_name="lifecycle",
     kinds={"python", "parquet", "markdown"},
     code_version="lifecycle-v1",
+    freshness_policy=freshness.NIGHTLY,
 )
 def lifecycle(context: dg.AssetExecutionContext, config: Clock, memory: MemoryRoot) -> dg.MaterializeResult:
     """The memory's nightly housekeeping, as the agent sees it: the lessons learned from

@@ -3,6 +3,7 @@
 import dagster as dg
 import polars as pl
 
+from memory_assets.lib import freshness
 from memory_assets.defs.resources import EmbedderResource, MemoryRoot
 from memory_assets.lib import publish, summaries
 from memory_assets.lib.clock import Clock
@@ -25,6 +26,7 @@ def _current(paths) -> pl.DataFrame:
     kinds={"python", "markdown", "lancedb", "openai"},
     code_version=f"summaries-{load_prompt('summarize_category').version}",
     automation_condition=dg.AutomationCondition.eager(),
+    freshness_policy=freshness.NIGHTLY,
 )
 def category_summaries(context: dg.AssetExecutionContext, config: SummariesRun, memory: MemoryRoot,
                        embedder: EmbedderResource) -> dg.MaterializeResult:
