@@ -367,6 +367,12 @@ def run_session(extractor: Any, turns: list[Turn], config: MemoryConfig) -> Run:
 # --- what the transcript supports --------------------------------------------------------
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+# "The vet told us she's allergic to chicken, I just didn't check the label": the first
+# clause supports a fact the whole sentence (negated) would not.
+_CLAUSE = re.compile(r"[,;:]\s+|\s+-+\s+|\s+(?:but|so|and|because)\s+", re.IGNORECASE)
+_AFFIRMS = re.compile(
+    r"^\W*(?:yes|yeah|yep|yup|right|exactly|correct|sure|ok|okay|perfect|great|good|indeed|absolutely)\b",
+    re.IGNORECASE)
 _GENERIC = {"user", "human", "me", "assistant", "ai", "bot"}
 
 
@@ -385,10 +391,19 @@ def _in_third_person(text: str, name: str, second_person: bool) -> str:
     return text
 
 
+def affirmed(turns: Sequence[Turn]) -> set[int]:
+    """Assistant turns the user's next message opens by agreeing with ("Yes, …", "Right.")."""
+    ordered = [t for t in turns if t.role != "tool"]
+    return {t.turn for t, reply in zip(ordered, ordered[1:])
+            if t.role == "assistant" and reply.role == "user" and _AFFIRMS.match(reply.content)}
+
+
 def evidence(turns: Sequence[Turn], confirmed: set[int] = frozenset()) -> list[str]:
     """The transcript's trusted statements: user turns (injected memory and untrusted
     blocks removed, as the extractors see them) and the assistant turns the user
-    confirmed; each as its sentences, adjacent sentence pairs, and whole."""
+    confirmed (``confirmed``, or agreed with in the next turn); each as its sentences,
+    their clauses, adjacent sentence pairs, and whole."""
+    confirmed = set(confirmed) | affirmed(turns)
     users = [t.speaker for t in turns if t.role == "user" and t.speaker.lower() not in _GENERIC]
     out: list[str] = []
     for seg in segments(list(turns)):
@@ -399,7 +414,8 @@ def evidence(turns: Sequence[Turn], confirmed: set[int] = frozenset()) -> list[s
         else:
             name = users[0] if users else "The user"
         said = [s.strip() for s in _SENTENCE.split(seg.text) if s.strip()]
-        pieces = said + [f"{a} {b}" for a, b in zip(said, said[1:])] + ([seg.text] if len(said) > 2 else [])
+        clauses = [c for s in said for c in _CLAUSE.split(s) if len(c.split()) >= 3 and c.strip() != s]
+        pieces = said + clauses + [f"{a} {b}" for a, b in zip(said, said[1:])] + ([seg.text] if len(said) > 2 else [])
         out.extend(_in_third_person(p, name, seg.turn.role == "assistant") for p in pieces)
     return list(dict.fromkeys(out))
 

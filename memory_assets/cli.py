@@ -133,8 +133,12 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    from evals.bench_retrieval import main as run
-
+    if args.what == "quality":
+        from evals.bench_quality import main as run
+    elif args.what == "nightly":
+        from evals.bench_nightly import main as run
+    else:
+        from evals.bench_retrieval import main as run
     return int(run(args.rest) or 0)
 
 
@@ -190,8 +194,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("rest", nargs=argparse.REMAINDER, help="options of that eval (see --help after it)")
     p.set_defaults(func=cmd_eval)
 
-    p = sub.add_parser("bench", help="measure speed: `memory bench retrieval --items N [--json]`")
-    p.add_argument("what", choices=["retrieval"])
+    p = sub.add_parser("bench", help="measure speed: `memory bench retrieval|quality|nightly --items N [--json]`")
+    p.add_argument("what", choices=["retrieval", "quality", "nightly"])
     p.add_argument("rest", nargs=argparse.REMAINDER, help="options of that benchmark (see --help after it)")
     p.set_defaults(func=cmd_bench)
     return parser

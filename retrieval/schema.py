@@ -136,6 +136,9 @@ ITEM_SCHEMA: dict[str, pl.DataType] = {
     "expires_at": pl.Datetime("us", "UTC"),
     "merged_from": pl.List(pl.String()),
     "embedding_model": pl.String(),
+    # When the pipeline first stored the item; a backfilled transcript from 2023 is
+    # new to the memory today, so its decay and TTLs count from today.
+    "first_seen_at": pl.Datetime("us", "UTC"),
 }
 
 REJECTION_SCHEMA: dict[str, pl.DataType] = {

@@ -125,7 +125,11 @@ def last_used_at(row: dict) -> datetime | None:
     """When a user last confirmed the item (reinforce, update), else when a transcript
     last stated it (a re-statement merges into the newer item). Injection is not use, and
     neither is ``updated_at``: the pipeline itself bumps it (supersession, archiving)."""
-    return row.get("last_referenced_at") or row.get("created_at")
+    if row.get("last_referenced_at"):
+        return row["last_referenced_at"]
+    # Counted from when the memory learned it: a backfilled 2023 transcript starts fresh.
+    seen = [t for t in (row.get("created_at"), row.get("first_seen_at")) if t is not None]
+    return max(seen) if seen else None
 
 
 def weeks_unreferenced(row: dict, now: datetime) -> int:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
+from memory_assets.lib import supersession
 from retrieval.trust import disagree
 
 _SPACE = re.compile(r"\s+")
@@ -62,6 +63,11 @@ def _absorb(survivor: dict, other: dict, bonus: float) -> dict:
         if counter in merged:
             merged[counter] = (survivor.get(counter) or 0) + (other.get(counter) or 0)
     return merged
+
+
+def _replaces(new: dict, old: dict) -> bool:
+    hint = new.get("supersedes_hint")
+    return bool(hint) and supersession.mentions(old["content"], supersession.hint_words(hint))
 
 
 def exact_dedup(items: pl.DataFrame) -> tuple[pl.DataFrame, list[Merge]]:
@@ -124,6 +130,10 @@ def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float
                     # "due at 11,799" vs "due at 17,771" are alike but disagree: a
                     # contradiction for the lifecycle to resolve, never a duplicate to merge.
                     if disagree(rows[i]["content"], rows[j]["content"]):
+                        continue
+                    # "now prefers afternoon instead of morning" replaces "prefers morning":
+                    # supersession, not a duplicate — merging would lose the old item's fate.
+                    if _replaces(rows[i], rows[j]) or _replaces(rows[j], rows[i]):
                         continue
                     pairs.append((int(i), int(j), float(sims[r, j])))
     if not pairs:

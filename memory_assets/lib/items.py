@@ -22,7 +22,7 @@ from retrieval.schema import ITEM_SCHEMA
 # (Feedback counters are not carried: they are re-derived from the event log every run.)
 CARRIED = (
     "retrieval_priority", "status", "superseded_by", "supersedes",
-    "contradicts", "promoted", "expires_at", "updated_at",
+    "contradicts", "promoted", "expires_at", "updated_at", "first_seen_at",
 )
 
 
@@ -64,6 +64,7 @@ def facts_to_items(facts: pl.DataFrame, now: datetime) -> pl.DataFrame:
         expires_at=pl.lit(None, dtype=pl.Datetime("us", "UTC")),
         merged_from=pl.Series([[] for _ in range(n)], dtype=pl.List(pl.String)),
         embedding_model=pl.lit(None, dtype=pl.String),
+        first_seen_at=pl.lit(now).cast(pl.Datetime("us", "UTC")),
     )
 
 
@@ -84,6 +85,9 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
     items = facts_to_items(facts, now)
     items, merges = dedup.exact_dedup(items)
     if previous is not None and not previous.is_empty():
+        # A version published before a column existed carries nulls for it.
+        previous = previous.with_columns([pl.lit(None, dtype=ITEM_SCHEMA[c]).alias(c) for c in CARRIED
+                                          if c not in previous.columns])
         carried = previous.select(["id", *CARRIED]).filter(pl.col("id").is_in(items["id"].implode()))
         items = items.drop(list(CARRIED)).join(carried, on="id", how="left")
         items = items.with_columns(
@@ -91,6 +95,7 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
             retrieval_priority=pl.col("retrieval_priority").fill_null(0.0),
             promoted=pl.col("promoted").fill_null(False),
             updated_at=pl.col("updated_at").fill_null(pl.col("created_at")),
+            first_seen_at=pl.col("first_seen_at").fill_null(pl.lit(now).cast(pl.Datetime("us", "UTC"))),
             contradicts=pl.col("contradicts").fill_null([]),
         )
     items = items.select(list(ITEM_SCHEMA) + ["supersedes_hint"]) if "supersedes_hint" in items.columns else items

@@ -13,6 +13,7 @@ from memory_assets.defs.resources import EmbedderResource, MemoryRoot
 from memory_assets.lib import feedback, freshness, lifecycle, publish
 from memory_assets.lib.clock import Clock
 from memory_assets.lib.items import consolidate
+from memory_assets.lib.quality import audit
 from retrieval.store import ItemStore
 
 
@@ -140,7 +141,8 @@ def memory_items(context: dg.AssetExecutionContext, config: ItemsRun, memory: Me
     kinds={"lancedb", "parquet"},
     code_version="published-items-v1",
     freshness_policy=freshness.NIGHTLY,
-    automation_condition=dg.AutomationCondition.eager(),
+    # Plain eager() would request this asset alone after a failed blocking check.
+    automation_condition=dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed(),
 )
 def published_items(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg.MaterializeResult:
     """The memory the agent reads: the last ``memory_items`` version that passed every
@@ -153,6 +155,9 @@ def published_items(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg
     written = publish.staged(paths)
     if written is None:
         raise dg.Failure("nothing staged: materialize memory_items first")
+    if not audit.passed(paths, written.version):  # e.g. launched alone from the UI
+        raise dg.Failure(f"staged version {written.version} has not passed its blocking checks",
+                         metadata={"audit": str(audit.verdict(paths, written.version))})
     previous = publish.current(paths)
     publish.publish(paths, written)
     # Only once the new version is live do the folded event files move into the event log.
@@ -198,6 +203,7 @@ def items_index(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg.Mat
     # Same rows, fresh indexes: the agent moves to the compacted version.
     current = publish.current(memory.paths)
     if published_is_latest and current is not None and live.version != table.version:
+        audit.carry(memory.paths, table.version, live.version, "compaction")
         publish.publish(memory.paths, publish.ItemsVersion(**{**current.__dict__, "version": live.version}))
     return dg.MaterializeResult(metadata={
         "rows": rows,
