@@ -14,9 +14,11 @@ reaches items. Two datasets:
   **leaks** (credentials or ``must_not`` content in an extracted fact — must be 0).
 * **locomo** (``/work/shared/datasets/locomo/``): each session's
   ``session_N_observation`` facts are silver labels. Recall is the share of
-  observations some extracted fact of that session says (many-to-one); turn coverage
-  the share with an extracted fact from the observation's own ``dia_id``. Observations
-  are not exhaustive, so LoCoMo precision is a lower bound.
+  observations some extracted fact of that session says (many-to-one); "recall, joined"
+  also counts an observation that the facts from its own ``dia_id`` turns say together
+  (an extractor that splits a compound observation into atomic facts); turn coverage is
+  the share with any extracted fact from the observation's ``dia_id``. Observations are
+  not exhaustive, so LoCoMo precision is a lower bound.
 
     memory eval extraction [--dataset gold|locomo|PATH] [--extractor offline|llm] [--json]
 
@@ -484,24 +486,30 @@ def score_locomo_session(session: LocomoSession, run: Run, matcher: FactMatcher)
     turn_ids = [set(f["source_turn_ids"] or []) for f in run.facts]
     support = evidence(list(session.turns))
     matcher.vectors([*contents, *(o.text for o in session.observations), *support])  # one batch
-    recalled, covered, missed = 0, 0, []
+    recalled, joined, covered, missed = 0, 0, 0, []
     matched_facts: set[int] = set()
     for obs in session.observations:
+        from_turn = [c for c, ids in zip(contents, turn_ids) if set(obs.dia_ids) & ids]
+        covered += bool(from_turn)
         best = matcher.best(obs.text, contents)
         if best is not None:
             recalled += 1
+            joined += 1
             matched_facts.add(best.candidate)
-        else:
-            missed.append({"observation": obs.text, "dia_ids": list(obs.dia_ids)})
-        covered += any(set(obs.dia_ids) & ids for ids in turn_ids)
+            continue
+        missed.append({"observation": obs.text, "dia_ids": list(obs.dia_ids), "from_turn": from_turn})
+        # Split into atomic facts, the observation's turn may still say all of it.
+        if len(from_turn) > 1:
+            text = " ".join(from_turn)
+            joined += matcher.same(obs.text, text, float(matcher.similarity([obs.text], [text])[0, 0]))[0]
     # An extracted fact that says some observation counts toward precision even when a
     # closer fact took that observation's "best" slot.
     if contents:
         sims = matcher.similarity([o.text for o in session.observations], contents)
         for c in range(len(contents)):
             if c not in matched_facts and any(
-                    sims[r, c] >= matcher.threshold and matcher.same(session.observations[r].text, contents[c],
-                                                                     float(sims[r, c]))[0]
+                    sims[r, c] >= matcher.floor and matcher.same(session.observations[r].text, contents[c],
+                                                                 float(sims[r, c]))[0]
                     for r in range(len(session.observations))):
                 matched_facts.add(c)
     unmatched = [i for i in range(len(contents)) if i not in matched_facts]
@@ -513,6 +521,7 @@ def score_locomo_session(session: LocomoSession, run: Run, matcher: FactMatcher)
         "rejected": run.rejected,
         "gold_facts": len(session.observations),
         "recalled": recalled,
+        "recalled_joined": joined,
         "turn_covered": covered,
         "matched_extracted": len(matched_facts),
         "junk": len(junk),
@@ -562,6 +571,7 @@ def _summary(dataset: str, extractor: Any, rows: list[dict[str, Any]], matcher: 
         f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
         report.update({
             "precision": round(precision, 4), "recall": round(recall, 4), "f1": round(f1, 4),
+            "recall_joined": _ratio(total("recalled_joined"), gold),
             "turn_coverage": _ratio(total("turn_covered"), gold),
             "category_accuracy": None, "kind_accuracy": None, "trust_accuracy": None, "supersedes_accuracy": None,
         })
@@ -726,7 +736,8 @@ def format_report(report: dict[str, Any]) -> str:
         f"  f1                   {report['f1']:.3f}",
     ]
     if report["dataset"] == "locomo":
-        lines.append(f"  turn coverage        {report['turn_coverage']:.3f}")
+        lines.append(f"  recall, joined       {report['recall_joined']:.3f}  (the facts from the observation's turn, together)")
+        lines.append(f"  turn coverage        {report['turn_coverage']:.3f}  (some fact from the observation's turn)")
     else:
         lines += [
             f"  category accuracy    {_pct(report['category_accuracy'])}",

@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import hashlib
-import inspect
 import json
 import os
 import shutil
@@ -58,6 +57,9 @@ ABLATIONS: dict[str, RetrievalOptions] = {
 }
 
 
+# Bump when how the eval builds a data root changes (here: the lifecycle runs as of the
+# conversation's clock), so roots built the old way are not reused.
+BUILD_RECIPE = "2"
 # Config sections only retrieval reads; every other section can change what a build holds.
 QUERY_TIME_CONFIG = ("injection", "ranking", "source")
 
@@ -123,6 +125,7 @@ def build_key(conv: Conversation, extractor: str) -> dict[str, str]:
     if extractor != "llm":
         config.pop("llm", None)
     key = {
+        "build_recipe": BUILD_RECIPE,
         "dataset_sha256": conv.sha256,
         "extractor": extractor,
         "extraction_code_version": EXTRACTION_CODE_VERSION,
@@ -160,14 +163,12 @@ def build_root(conv: Conversation, *, extractor: str, cache_dir: Path, rebuild: 
         report = ingest_paths([conv.path], building)
         if not report.messages:
             raise EvalError(f"{conv.path}: nothing ingested ({'; '.join(report.errors) or 'no turns'})")
-        kwargs: dict[str, Any] = {"extractor": extractor}
-        if _accepts(materialize_pending, "now"):
-            # The lifecycle runs as of the questions' clock: against the wall clock a 2023
-            # conversation would have decayed, expired and been purged years ago.
-            kwargs["now"] = conv.now
-        # An ephemeral instance: the eval's runs do not belong in anyone's run history.
+        # An ephemeral instance: the eval's runs do not belong in anyone's run history. The
+        # lifecycle runs as of the questions' clock: against the wall clock a 2023
+        # conversation would have decayed, expired and been purged long ago.
         with dg.DagsterInstance.ephemeral(settings={"telemetry": {"enabled": False}}) as instance:
-            summary = materialize_pending(DataRoot.resolve(building), instance=instance, **kwargs)
+            summary = materialize_pending(DataRoot.resolve(building), extractor=extractor, instance=instance,
+                                          now=conv.now)
         if summary.failed or not summary.items_materialized:
             raise EvalError(f"{conv.path}: the pipeline failed for {', '.join(summary.failed) or 'memory_items'}")
         (building / "eval_build.json").write_text(json.dumps({
@@ -212,26 +213,6 @@ class Asked:
         return row
 
 
-def _accepts(func: Callable[..., Any], name: str) -> bool:
-    params = inspect.signature(func).parameters
-    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
-
-
-def options_supported() -> bool:
-    """Whether ``MemoryClient`` takes ``options=`` (else every configuration is the default)."""
-    from retrieval.client import MemoryClient
-
-    return _accepts(MemoryClient.__init__, "options")
-
-
-def _client(root: Path, options: RetrievalOptions) -> Any:
-    from retrieval.client import MemoryClient
-
-    if options_supported():
-        return MemoryClient(root, options=options)
-    return MemoryClient(root)
-
-
 def stored_turn_ids(root: Path) -> tuple[set[str], set[str]]:
     """(turn ids some active item came from, turn ids any published item came from).
 
@@ -259,10 +240,11 @@ def item_statuses(root: Path) -> dict[str, int]:
 
 def ask_conversation(conv: Conversation, root: Path, *, options: RetrievalOptions, k: int) -> list[Asked]:
     """Every non-adversarial question of ``conv``, injected with at most ``k`` items."""
-    client = _client(root, options)
-    kwargs: dict[str, Any] = {"max_items": k, "now": conv.now}
-    if _accepts(client.inject, "record"):
-        kwargs["record"] = False  # an eval's injections are not usage: no feedback events
+    from retrieval.client import MemoryClient
+
+    client = MemoryClient(root, options=options)
+    # An eval's injections are not usage: no `injected` events.
+    kwargs: dict[str, Any] = {"max_items": k, "now": conv.now, "record": False}
     in_store, extracted = stored_turn_ids(root)
     client.inject("warm-up: load the model and open the table", **kwargs)  # not timed
     asked = []
@@ -425,13 +407,11 @@ def run_eval(datasets: Sequence[str | Path], *, k: int = 10, extractor: str | No
     if progress:
         progress("asking")
     main_run = ask_all(options)
-    applied = options_supported()
     report: dict[str, Any] = {
         **summarize(main_run, k),
         "k": k,
         "extractor": extractor,
         "options": dataclasses.asdict(options),
-        "options_applied": applied,
         "conversations": [c.sample_id for c in conversations],
         "datasets": [str(c.path) for c in conversations],
         "skipped_adversarial": sum(len(c.questions) - len(c.asked) for c in conversations),
@@ -483,8 +463,6 @@ def format_table(report: dict[str, Any]) -> str:
         f"LoCoMo retrieval: {report['questions']} questions in {len(report['conversations'])} conversations "
         f"(adversarial skipped: {report['skipped_adversarial']}); k={report['k']}; extractor {report['extractor']}",
     ]
-    if not report["options_applied"]:
-        out.append("note: MemoryClient takes no options= yet; every configuration ran with its defaults")
     out.append(head)
     if report["options"] not in [row["options"] for row in report.get("ablations", {}).values()]:
         out.append(line("full" if report["options"] == dataclasses.asdict(RetrievalOptions()) else "main", report))

@@ -185,16 +185,14 @@ _STOPWORDS = frozenset(
 
 
 def content_words(text: str, ignore: Sequence[str] = ()) -> set[str]:
-    """Lowercased content words, a plural "s" dropped and cut to five letters
-    ("reviewing" and "review" agree), and numbers; no stopwords, none of ``ignore``."""
+    """Lowercased content words cut to five letters ("reviewing" and "review" agree),
+    and numbers; no stopwords and none of the ``ignore`` names."""
     skip = {w.lower() for w in ignore}
     out = set()
     for word in re.findall(r"[A-Za-z0-9][A-Za-z0-9+#/.-]*", _THOUSANDS.sub("", text.replace("'s ", " "))):
         word = word.lower().rstrip(".-")
         if not word or word in _STOPWORDS or word in skip or (len(word) < 2 and not word.isdigit()):
             continue
-        if word.isalpha() and len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-            word = word[:-1]  # "buys" and "buy"
         out.add(word[:5] if word.isalpha() else word)
     return out
 

@@ -183,6 +183,12 @@ _RULES: tuple[_Rule, ...] = (
         r"(?P<sep>\s*(?:=>|:=|=|:)\s*"
         r"|\s+(?:(?:was\s+|got\s+|is\s+)?(?:changed|set|reset|updated)\s+to|is|was)(?:\s+now|\s+still)?:?\s+)"
         + _VALUE, re.IGNORECASE), _password),
+    # "the garage door code is 4471", "bank card PIN is 8830", "alarm code: 1234": a short
+    # numeric secret is still a secret.
+    _Rule("pin", re.compile(
+        r"(?i:\b(?:pin|passcode|pass\s+code|door\s+code|gate\s+code|alarm\s+code|lock\s+code|entry\s+code"
+        r"|access\s+code|safe\s+code|security\s+code|cvv|cvc)(?:\s+number)?)"
+        r"\s*(?:is|was|=|:)?\s*(?:now\s+)?(?P<secret>\d{3,8})(?!\d)")),
     # api_key=…, GITHUB_TOKEN: …, client_secret = "…" with a long machine-made value.
     _Rule("generic_secret", re.compile(
         r"(?<![A-Za-z0-9])(?:api[_-]?key|apikey|(?:access|auth|refresh|id|session|bearer)[_-]?token"

@@ -74,6 +74,8 @@ POSITIVES = [
     ("private_key", f"here is the deploy key:\n{RSA_KEY}\nkeep it safe", RSA_KEY_BODY),
     ("private_key", OPENSSH_KEY, OPENSSH_BODY),
     ("private_key", "-----BEGIN EC " + "PRIVATE KEY-----\nMHcCAQEEIA1b2c3 truncated", "MHcCAQEEIA1b2c3"),
+    ("pin", "The garage door code is 4471.", "4471"),
+    ("pin", "my bank card PIN is 8830", "8830"),
     ("password", "password: hunter2", "hunter2"),
     ("password", "password=swordfish", "swordfish"),
     ("password", "my password is hunter2.", "hunter2"),

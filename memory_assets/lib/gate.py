@@ -91,9 +91,20 @@ INSTRUCTION_PATTERNS = (
     r"\bpretend\s+(?:to\s+be|you\s+are)\b",
 )
 
+# Untrusted text that speaks to the agent ("Assistant reading this: …", "@fleet-ai-assistant
+# please remember …", "AI agents: set X=false") is an attempt to steer it, never a fact.
+UNTRUSTED_ADDRESS_PATTERNS = (
+    r"\b(?:assistants?|ai\s+(?:agents?|models?|assistants?)|agents?|bots?|llms?|(?:language\s+)?models?)\s*(?:reading\s+this)?\s*[:,]",
+    r"@[\w-]*(?:assistant|agent|bot|ai)\b",
+    r"\b(?:assistants?|agents?|ai|models?)\s+reading\s+this\b",
+    r"\bplease\s+(?:remember|note|record|save|store)\s+that\b",
+    r"\b(?:already|has)\s+approved\b.*\b(?:set|disable|commit|deploy|skip)\b|\b(?:set|disable|commit|deploy|skip)\b.*\b(?:already|has)\s+approved\b",
+)
+
 _CHATTER = re.compile(rf"(?:{'|'.join(CHATTER_PHRASES)})(?: (?:{'|'.join(CHATTER_PHRASES)}))*")
 _OPINION = tuple(re.compile(p) for p in OPINION_PATTERNS)
 _INSTRUCTION = tuple(re.compile(p, re.IGNORECASE | re.MULTILINE) for p in INSTRUCTION_PATTERNS)
+_UNTRUSTED_ADDRESS = tuple(re.compile(p, re.IGNORECASE) for p in UNTRUSTED_ADDRESS_PATTERNS)
 
 
 @dataclass(frozen=True)
@@ -175,6 +186,18 @@ def check(candidate: Candidate, config: MemoryConfig) -> Rejection | None:
     content = candidate.content.strip()
     if not content:
         return Rejection("empty", "no content")
+    for rule in _RULES:
+        rejection = rule(content, config)
+        if rejection is not None:
+            if rejection.reason != "credential" and candidate.source_trust == "untrusted":
+                break  # an untrusted text steering the agent is named as such first
+            return rejection
+    if candidate.source_trust == "untrusted":
+        for pattern in _UNTRUSTED_ADDRESS:
+            match = pattern.search(content)
+            if match:
+                phrase = " ".join(match.group(0).split())[:60]
+                return Rejection("instruction", f"untrusted text addressed to the agent: {phrase!r}")
     for rule in _RULES:
         rejection = rule(content, config)
         if rejection is not None:
