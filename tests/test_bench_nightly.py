@@ -1,0 +1,94 @@
+"""The nightly benchmark: a small run builds a production-shaped root and times a real nightly job."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+
+import polars as pl
+import pytest
+
+from evals.bench_nightly import FACTS_PER_SESSION, NIGHT, synthetic_batches, write_batch
+from evals.bench_retrieval import BENCH_NOW
+from memory_assets.cli import main as cli
+from memory_assets.lib.quality import inputs
+from retrieval.config import load_config
+from retrieval.paths import DataRoot
+from retrieval.schema import FACT_SCHEMA, RESOURCE_SCHEMA
+from retrieval.store import ItemStore
+
+RUN_KEYS = {"success", "seconds", "cpu_seconds", "steps", "steps_failed", "outside_steps_seconds", "parts",
+            "items", "active_items", "facts_in", "merged", "superseded", "embedded", "vectors_reused",
+            "events_folded", "lifecycle", "summaries_updated", "published_version", "run_id"}
+NIGHTLY_STEPS = {"memory_items", "memory_items_checks", "published_items", "lifecycle", "category_summaries"}
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory):
+    """500 facts with random first-build vectors, through the CLI as a user runs it."""
+    root = tmp_path_factory.mktemp("bench-nightly") / "data"
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = cli(["bench", "nightly", "--items", "500", "--embed", "random", "--events", "40",
+                    "--root", str(root), "--json"])
+    reports = json.loads(out.getvalue())
+    return code, reports, root
+
+
+def test_report_has_first_build_and_nightly_with_steps(small_run):
+    code, reports, _ = small_run
+    assert code == 0 and len(reports) == 1
+    report = reports[0]
+    assert {"items", "embedding", "first_build", "nightly", "nightly_input", "first_facts", "setup_seconds",
+            "target_seconds", "meets_target", "machine"} <= set(report)
+    assert report["items"] == 500 and report["embedding"] == "random"
+    for name in ("first_build", "nightly"):
+        run = report[name]
+        assert RUN_KEYS <= set(run), RUN_KEYS - set(run)
+        assert run["success"] and not run["steps_failed"]
+        assert NIGHTLY_STEPS <= set(run["steps"])
+        assert run["seconds"] > 0 and all(v >= 0 for v in run["steps"].values())
+        memory_items = run["parts"]["memory_items"]
+        assert {"consolidate", "lifecycle.apply", "write_items"} <= set(memory_items)
+        assert {"check: items suite", "check: embeddings suite"} <= set(run["parts"]["memory_items_checks"])
+    assert report["first_build"]["vectors"]["random"] == report["first_build"]["embedded"] > 0
+
+
+def test_nightly_publishes_a_new_version_and_reuses_vectors(small_run):
+    _, reports, root = small_run
+    report = reports[0]
+    nightly, first = report["nightly"], report["first_build"]
+    assert nightly["published_new_version"]
+    assert nightly["published_version"] > nightly["previous_version"] == first["published_version"]
+    assert ItemStore(DataRoot.resolve(root)).published_version() == nightly["published_version"]
+    # Only tonight's texts (new facts, updated wording) are embedded; everything else is reused.
+    new = report["nightly_input"]["new_facts"]
+    assert 0 < nightly["embedded"] <= new + report["nightly_input"]["events"].get("update", 0)
+    assert nightly["vectors_reused"] >= first["items"] - 5
+    assert sum(report["nightly_input"]["events"].values()) == 40
+    assert nightly["events_folded"]
+    assert nightly["facts_in"] == report["first_facts"]["facts"] + new
+
+
+def test_synthetic_batches_look_like_extracted_sessions(tmp_path):
+    config = load_config()
+    first, tonight = synthetic_batches(400, new_share=0.1, seed=1, config=config)
+    assert first.facts.schema == pl.Schema(FACT_SCHEMA) and first.resources.schema == pl.Schema(RESOURCE_SCHEMA)
+    assert first.facts.height == 400 and tonight.facts.height == 40
+    assert first.sessions == 400 // FACTS_PER_SESSION
+    assert first.repeats > 0 and first.facts["content_hash"].n_unique() == 400 - first.repeats
+    # A restated fact comes from another session; a session never states one fact twice.
+    assert first.facts.select(["source_session", "content_hash"]).is_unique().all()
+    assert first.facts["id"].n_unique() == 400
+    assert first.facts["created_at"].max() < BENCH_NOW < tonight.facts["created_at"].min()
+    assert tonight.facts["created_at"].max() < NIGHT
+    assert set(tonight.facts["source_session"]).isdisjoint(set(first.facts["source_session"]))
+    assert first.facts["supersedes_hint"].drop_nulls().len() == first.hints
+
+    paths = DataRoot.resolve(tmp_path / "data")
+    assert write_batch(paths, first) == first.sessions
+    stored = set(inputs.resource_ids(paths).to_list())
+    cited = {r for ids in first.facts["source_resource_ids"].to_list() for r in ids}
+    assert cited and cited <= stored  # the items check: every source turn exists
+    assert inputs.read_facts(paths).height == 400
