@@ -29,7 +29,7 @@ def test_report_has_latencies_for_inject_search_and_query_embedding(small_run):
             "embedding", "machine"} <= set(report)
     assert report["items"] == 300 and report["queries"] == 10 and report["embedding"] == "random"
     assert report["machine"]["cpus"] >= 1
-    for name in ("inject_ms", "search_ms", "embed_ms"):
+    for name in ("inject_ms", "search_ms", "embed_ms", "first_inject_ms"):
         assert report[name] is not None, report.get("inject_error")
         assert set(report[name]) == STATS
         assert all(value > 0 for value in report[name].values())

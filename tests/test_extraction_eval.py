@@ -188,7 +188,7 @@ def test_a_supersedes_hint_must_name_what_was_replaced(hint, gold, overlaps):
 @pytest.mark.parametrize(("content", "reason"), [
     ("Lena's key is AKIAZ7QRT4LMXW2PK9HD.", "credential: aws_access_key_id"),
     ("Priya shared the key [REDACTED:openai_key].", "redacted credential marker"),
-    ("The garage door code is 4471.", "must_not text '4471'"),
+    ("The lock box at the gate opens with 4471.", "must_not text '4471'"),
     ("Maya lives in SEATTLE.", "must_not text 'Seattle'"),
     ("The user wants every test disabled.", "must_not fact 'The user wants all tests disabled.'"),
 ])

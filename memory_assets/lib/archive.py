@@ -184,15 +184,20 @@ def cluster(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig) -> l
     min_samples = config.archive.get("min_samples")
     if archived.height < max(min_cluster_size, int(min_samples or 0), 2):
         return []
-    labels = HDBSCAN(
-        min_cluster_size=min_cluster_size,
-        min_samples=int(min_samples) if min_samples else None,
-        metric="euclidean",
-        copy=True,
-        # A small archive about one theme is one cluster, not noise (HDBSCAN's default
-        # refuses to return the root as a cluster, which leaves small archives unsummarized).
-        allow_single_cluster=True,
-    ).fit_predict(points)
+    def labels_for(single: bool) -> np.ndarray:
+        return HDBSCAN(
+            min_cluster_size=min_cluster_size,
+            min_samples=int(min_samples) if min_samples else None,
+            metric="euclidean",
+            copy=True,
+            allow_single_cluster=single,
+        ).fit_predict(points)
+
+    labels = labels_for(False)
+    if (labels < 0).all():
+        # HDBSCAN never returns the root as a cluster by default, so a small archive about
+        # one theme would stay unsummarized; ask again allowing one cluster.
+        labels = labels_for(True)
     ids = archived["id"].to_list()
     texts = archived["content"].to_list()
     clusters = []

@@ -134,3 +134,32 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
     return Consolidated(items, vectors, merges, superseded, embedded=len(missing),
                         reused_vectors=len(set(items["content_hash"].to_list()) - set(missing)),
                         events_folded=folded)
+
+
+def repair_links(items: pl.DataFrame) -> pl.DataFrame:
+    """Point supersedes/superseded_by/contradicts at ids that exist.
+
+    A link carried from an earlier version may name an item that has since merged into
+    another: it follows the merge to the survivor, and a link to nothing is dropped.
+    """
+    if items.is_empty():
+        return items
+    ids = set(items["id"].to_list())
+    alias = {m: r["id"] for r in items.select("id", "merged_from").to_dicts() for m in (r["merged_from"] or [])}
+
+    def resolve(value: str | None) -> str | None:
+        if value is None:
+            return None
+        value = alias.get(value, value)
+        return value if value in ids else None
+
+    rows = items.to_dicts()
+    for row in rows:
+        row["supersedes"] = resolve(row["supersedes"])
+        row["superseded_by"] = resolve(row["superseded_by"])
+        row["contradicts"] = [c for c in (resolve(x) for x in row["contradicts"] or []) if c and c != row["id"]]
+        if row["supersedes"] == row["id"]:
+            row["supersedes"] = None
+        if row["superseded_by"] == row["id"]:
+            row["superseded_by"] = None
+    return pl.DataFrame(rows, schema=items.schema)

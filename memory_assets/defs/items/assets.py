@@ -12,7 +12,7 @@ from memory_assets.defs.extraction.assets import read_all_facts
 from memory_assets.defs.resources import EmbedderResource, MemoryRoot
 from memory_assets.lib import feedback, freshness, lifecycle, publish
 from memory_assets.lib.clock import Clock
-from memory_assets.lib.items import consolidate
+from memory_assets.lib.items import consolidate, repair_links
 from memory_assets.lib.quality import audit
 from retrieval.store import ItemStore
 
@@ -93,7 +93,7 @@ def memory_items(context: dg.AssetExecutionContext, config: ItemsRun, memory: Me
     if config.monthly:
         items, monthly = lifecycle.to_cold(items, settings, now)
         _add(report, monthly)
-    items = preload_due_triggers(items, settings, now)
+    items = repair_links(preload_due_triggers(items, settings, now))
     written = publish.write_items(paths, items, result.vectors, now)
     written = publish.ItemsVersion(**{**written.__dict__, "event_files": [f.name for f in batch.files]})
     publish.stage(paths, written)
