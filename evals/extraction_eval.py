@@ -400,14 +400,14 @@ def affirmed(turns: Sequence[Turn]) -> set[int]:
             if t.role == "assistant" and reply.role == "user" and _AFFIRMS.match(reply.content)}
 
 
-def evidence(turns: Sequence[Turn], confirmed: set[int] = frozenset()) -> list[str]:
-    """The transcript's trusted statements: user turns (injected memory and untrusted
-    blocks removed, as the extractors see them) and the assistant turns the user
+def evidence(turns: Sequence[Turn], confirmed: set[int] = frozenset()) -> dict[int, list[str]]:
+    """The transcript's trusted statements, by turn: user turns (injected memory and
+    untrusted blocks removed, as the extractors see them) and the assistant turns the user
     confirmed (``confirmed``, or agreed with in the next turn); each as its sentences,
     their clauses, adjacent sentence pairs, and whole."""
     confirmed = set(confirmed) | affirmed(turns)
     users = [t.speaker for t in turns if t.role == "user" and t.speaker.lower() not in _GENERIC]
-    out: list[str] = []
+    out: dict[int, list[str]] = {}
     for seg in segments(list(turns)):
         if not seg.trusted or not (seg.turn.role == "user" or seg.turn.turn in confirmed):
             continue
@@ -418,8 +418,23 @@ def evidence(turns: Sequence[Turn], confirmed: set[int] = frozenset()) -> list[s
         said = [s.strip() for s in _SENTENCE.split(seg.text) if s.strip()]
         clauses = [c for s in said for c in _CLAUSE.split(s) if len(c.split()) >= 3 and c.strip() != s]
         pieces = said + clauses + [f"{a} {b}" for a, b in zip(said, said[1:])] + ([seg.text] if len(said) > 2 else [])
-        out.extend(_in_third_person(p, name, seg.turn.role == "assistant") for p in pieces)
-    return list(dict.fromkeys(out))
+        out.setdefault(seg.turn.turn, []).extend(_in_third_person(p, name, seg.turn.role == "assistant") for p in pieces)
+    return {turn: list(dict.fromkeys(pieces)) for turn, pieces in out.items()}
+
+
+def _unsupported(facts: list[dict[str, Any]], candidates: list[int], support: dict[int, list[str]],
+                 turns: Sequence[Turn], matcher: FactMatcher) -> list[int]:
+    """The candidate facts no trusted statement supports: their own source turns are
+    tried first, the whole transcript only for what those do not support (embedding
+    every sentence of a long conversation is most of the eval's time)."""
+    turn_of = {t.resource_id: t.turn for t in turns}
+    everything = list(dict.fromkeys(p for pieces in support.values() for p in pieces))
+    out = []
+    for i in candidates:
+        own = [p for rid in facts[i].get("source_resource_ids") or [] for p in support.get(turn_of.get(rid, -1), [])]
+        if not matcher.supported(facts[i]["content"], own) and not matcher.supported(facts[i]["content"], everything):
+            out.append(i)
+    return out
 
 
 # --- scoring one session -----------------------------------------------------------------
@@ -429,13 +444,14 @@ def score_gold_session(session: GoldSession, run: Run, matcher: FactMatcher, tur
     contents = [f["content"] for f in run.facts]
     golds = [g.content for g in session.facts]
     support = evidence(turns, session.confirmed_turns)
-    matcher.vectors([*contents, *golds, *session.optional, *session.must_not, *support])  # one batch
+    matcher.vectors([*contents, *golds, *session.optional, *session.must_not,
+                     *(p for pieces in support.values() for p in pieces)])  # one batch
     matches = matcher.match(golds, contents)
     used = {m.candidate for m in matches}
     rest = [i for i in range(len(contents)) if i not in used]
     optional = {rest[m.candidate] for m in matcher.match(list(session.optional), [contents[i] for i in rest])}
     unmatched = [i for i in rest if i not in optional]
-    junk = [i for i in unmatched if not matcher.supported(contents[i], support)]
+    junk = _unsupported(run.facts, unmatched, support, turns, matcher)
     # A fact that says a gold fact is wanted: only credentials and must_not text make it a leak.
     leaks = [(i, why) for i in range(len(contents))
              if (why := leak_reason(contents[i], session.must_not, None if i in used else matcher)) is not None]
@@ -485,7 +501,7 @@ def score_locomo_session(session: LocomoSession, run: Run, matcher: FactMatcher)
     contents = [f["content"] for f in run.facts]
     turn_ids = [set(f["source_turn_ids"] or []) for f in run.facts]
     support = evidence(list(session.turns))
-    matcher.vectors([*contents, *(o.text for o in session.observations), *support])  # one batch
+    matcher.vectors([*contents, *(o.text for o in session.observations)])  # one batch
     recalled, joined, covered, missed = 0, 0, 0, []
     matched_facts: set[int] = set()
     for obs in session.observations:
@@ -513,7 +529,7 @@ def score_locomo_session(session: LocomoSession, run: Run, matcher: FactMatcher)
                     for r in range(len(session.observations))):
                 matched_facts.add(c)
     unmatched = [i for i in range(len(contents)) if i not in matched_facts]
-    junk = [i for i in unmatched if not matcher.supported(contents[i], support)]
+    junk = _unsupported(run.facts, unmatched, support, list(session.turns), matcher)
     leaks = [(i, why) for i in range(len(contents)) if (why := leak_reason(contents[i], (), None)) is not None]
     return {
         "session_id": session.session_id,

@@ -450,14 +450,14 @@ def run_eval(datasets: Sequence[str | Path], *, k: int = 10, extractor: str | No
 
 def format_table(report: dict[str, Any]) -> str:
     ks = list(report["recall_at_k"])
-    head = f"{'':<22}" + "".join(f"{'R@' + x:>7}" for x in ks) + f"{'MRR':>7}{'tokens':>8}{'items':>7}{'p50 ms':>8}{'p95 ms':>8}"
+    head = f"{'':<26}" + "".join(f"{'R@' + x:>7}" for x in ks) + f"{'MRR':>7}{'tokens':>8}{'items':>7}{'p50 ms':>8}{'p95 ms':>8}"
 
     def line(name: str, row: dict[str, Any]) -> str:
         cells = "".join(f"{row['recall_at_k'].get(x, float('nan')):>7.3f}" for x in ks) + f"{row['mrr']:>7.3f}"
         if "injected_tokens_mean" in row:
             cells += (f"{row['injected_tokens_mean']:>8.0f}{row['injected_items_mean']:>7.1f}"
                       f"{row['latency_ms']['p50']:>8.0f}{row['latency_ms']['p95']:>8.0f}")
-        return f"{name:<22}{cells}"
+        return f"{name:<26}{cells}"
 
     out = [
         f"LoCoMo retrieval: {report['questions']} questions in {len(report['conversations'])} conversations "
@@ -477,9 +477,9 @@ def format_table(report: dict[str, Any]) -> str:
                f"had any item before the lifecycle: {report['evidence_extracted']:.3f}")
     out.append(f"items by status: {report['item_status']}; tiers answering: {report['tiers']}")
     out.append("")
-    out.append(f"{'category':<22}{'n':>5}" + "".join(f"{'R@' + x:>7}" for x in ks) + f"{'MRR':>7}")
+    out.append(f"{'category':<26}{'n':>5}" + "".join(f"{'R@' + x:>7}" for x in ks) + f"{'MRR':>7}")
     for name, row in report["by_category"].items():
-        out.append(f"{name:<22}{row['questions']:>5}" + "".join(f"{row['recall_at_k'][x]:>7.3f}" for x in ks)
+        out.append(f"{name:<26}{row['questions']:>5}" + "".join(f"{row['recall_at_k'][x]:>7.3f}" for x in ks)
                    + f"{row['mrr']:>7.3f}")
     return "\n".join(out)
 

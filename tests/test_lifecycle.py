@@ -90,7 +90,9 @@ class Nights:
         self.facts = pl.DataFrame(facts, schema=FACT_SCHEMA)
         self.events = _events(events or [])
         self.embedder, self.config = embedder, config
-        self.previous: pl.DataFrame | None = None
+        # The store has held each fact since it was said: decay counts from then.
+        self.previous: pl.DataFrame | None = facts_to_items(self.facts, T0).with_columns(
+            first_seen_at=pl.col("created_at")).select(list(ITEM_SCHEMA))
         self.known: dict[str, np.ndarray] = {}
 
     def run(self, now: datetime, *, weekly: bool = False, monthly: bool = False) -> tuple[pl.DataFrame, lifecycle.LifecycleReport]:

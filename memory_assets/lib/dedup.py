@@ -65,27 +65,56 @@ def _absorb(survivor: dict, other: dict, bonus: float) -> dict:
     return merged
 
 
-def _replaces(new: dict, old: dict) -> bool:
-    hint = new.get("supersedes_hint")
-    return bool(hint) and supersession.mentions(old["content"], supersession.hint_words(hint))
+def _replaces(hint: str | None, old_content: str) -> bool:
+    """A row hinted ``hint`` says it replaces a row whose text is ``old_content``."""
+    return bool(hint) and supersession.mentions(old_content, supersession.hint_words(hint))
+
+
+def replace_rows(frame: pl.DataFrame, changed: dict[int, dict], keep: np.ndarray | None = None) -> pl.DataFrame:
+    """``frame`` with the rows at the positions in ``changed`` replaced by those dicts,
+    and only the positions where ``keep`` is True (all when None), in position order.
+
+    What a ``to_dicts()`` → edit → ``pl.DataFrame(rows, schema=frame.schema)`` round trip
+    gives, at the cost of the rows that changed rather than of the whole frame.
+    """
+    index = "__row_position"
+    base = frame.with_row_index(index)
+    if keep is not None:
+        base = base.filter(pl.Series(keep, dtype=pl.Boolean))
+    if changed:
+        positions = sorted(changed)
+        patch = pl.DataFrame([changed[p] for p in positions], schema=frame.schema).with_columns(
+            pl.Series(index, positions, dtype=base.schema[index]))
+        base = pl.concat([base.filter(~pl.col(index).is_in(positions)), patch.select(base.columns)]).sort(index)
+    return base.drop(index)
 
 
 def exact_dedup(items: pl.DataFrame) -> tuple[pl.DataFrame, list[Merge]]:
-    """One row per (namespace, content_hash); the earliest row keeps its id."""
+    """One row per (namespace, content_hash); the earliest row keeps its id.
+
+    Only the rows of a repeated key become Python dicts; the rest stay columnar.
+    """
     if items.is_empty():
         return items, []
+    ordered = items.sort("created_at")
+    key = pl.struct("namespace", "content_hash")
+    flags = ordered.select(dup=key.is_duplicated(), first=key.is_first_distinct())
+    repeated = flags["dup"].to_numpy()
+    if not repeated.any():
+        return ordered, []
+    positions = np.flatnonzero(repeated)
     merges: list[Merge] = []
-    rows = items.sort("created_at").to_dicts()
-    kept: dict[tuple[str, str], dict] = {}
-    for row in rows:
-        key = (row["namespace"], row["content_hash"])
-        if key in kept:
-            survivor = kept[key]
+    kept: dict[tuple[str, str], tuple[int, dict]] = {}
+    for position, row in zip(positions.tolist(), ordered[positions].to_dicts()):
+        key_value = (row["namespace"], row["content_hash"])
+        if key_value in kept:
+            first, survivor = kept[key_value]
             merges.append(Merge(survivor["id"], row["id"], 1.0, survivor["content"], row["content"]))
-            kept[key] = _absorb(survivor, row, 0.0)
+            kept[key_value] = (first, _absorb(survivor, row, 0.0))
         else:
-            kept[key] = row
-    return pl.DataFrame(list(kept.values()), schema=items.schema), merges
+            kept[key_value] = (position, row)
+    keep = ~repeated | flags["first"].to_numpy()
+    return replace_rows(ordered, dict(kept.values()), keep), merges
 
 
 def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float, bonus: float,
@@ -106,9 +135,11 @@ def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float
     n = items.height
     if n < 2:
         return items, vectors, []
-    rows = items.to_dicts()
-    namespaces = np.asarray([r["namespace"] for r in rows])
-    created = [r["created_at"] for r in rows]
+    # Columns for the comparisons; whole rows (dicts) only for the rows that merge.
+    namespaces = np.asarray(items["namespace"].to_list())
+    created = items["created_at"].to_list()
+    contents = items["content"].to_list()
+    hints = items["supersedes_hint"].to_list() if "supersedes_hint" in items.columns else [None] * n
     order = np.arange(n) if candidates is None else np.asarray(sorted(set(candidates.tolist())), dtype=int)
     parent = np.arange(n)
 
@@ -129,15 +160,22 @@ def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float
                 if namespaces[j] == namespaces[i] and (candidates is None and j > i or candidates is not None):
                     # "due at 11,799" vs "due at 17,771" are alike but disagree: a
                     # contradiction for the lifecycle to resolve, never a duplicate to merge.
-                    if disagree(rows[i]["content"], rows[j]["content"]):
+                    if disagree(contents[i], contents[j]):
                         continue
                     # "now prefers afternoon instead of morning" replaces "prefers morning":
                     # supersession, not a duplicate — merging would lose the old item's fate.
-                    if _replaces(rows[i], rows[j]) or _replaces(rows[j], rows[i]):
+                    if _replaces(hints[i], contents[j]) or _replaces(hints[j], contents[i]):
                         continue
                     pairs.append((int(i), int(j), float(sims[r, j])))
     if not pairs:
         return items, vectors, []
+    rows: dict[int, dict] = {}
+
+    def row(i: int) -> dict:
+        if i not in rows:
+            rows[i] = items.row(i, named=True)
+        return rows[i]
+
     merges: list[Merge] = []
     for i, j, sim in sorted(pairs, key=lambda p: -p[2]):
         a, b = find(i), find(j)
@@ -145,9 +183,11 @@ def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float
             continue
         # The fresher wording survives (DESIGN: keep the fresher wording, confidence +0.05).
         keep, drop = (a, b) if created[a] >= created[b] else (b, a)
-        merges.append(Merge(rows[keep]["id"], rows[drop]["id"], sim, rows[keep]["content"], rows[drop]["content"]))
-        rows[keep] = _absorb(rows[keep], rows[drop], bonus)
+        merges.append(Merge(row(keep)["id"], row(drop)["id"], sim, row(keep)["content"], row(drop)["content"]))
+        rows[keep] = _absorb(row(keep), row(drop), bonus)
         parent[drop] = keep
     survivors = [i for i in range(n) if find(i) == i]
-    out = pl.DataFrame([rows[i] for i in survivors], schema=items.schema)
+    alive = np.zeros(n, dtype=bool)
+    alive[survivors] = True
+    out = replace_rows(items, {i: r for i, r in rows.items() if alive[i]}, alive)
     return out, vectors[survivors], merges

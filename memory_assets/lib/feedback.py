@@ -15,6 +15,7 @@ from pathlib import Path
 
 import polars as pl
 
+from memory_assets.lib import dedup
 from memory_assets.lib.dedup import content_hash
 from retrieval.config import MemoryConfig
 from retrieval.paths import DataRoot
@@ -72,11 +73,32 @@ def compact(paths: DataRoot, batch: EventBatch, stamp: str) -> int:
 
 
 def fold(items: pl.DataFrame, events: pl.DataFrame, config: MemoryConfig) -> tuple[pl.DataFrame, dict[str, int]]:
-    """Apply ``events`` in time order to ``items``; returns the items and counts per event type."""
+    """Apply ``events`` in time order to ``items``; returns the items and counts per event type.
+
+    Only the rows an event names (directly or through an id merged into them) become
+    Python dicts; the rest of the frame is kept as it is.
+    """
     if items.is_empty() or events.is_empty():
         return items, {}
-    rows = {r["id"]: r for r in items.to_dicts()}
-    alias = {m: r["id"] for r in rows.values() for m in (r.get("merged_from") or [])}
+    ids = items["id"].to_list()
+    position = {item_id: i for i, item_id in enumerate(ids)}
+    if len(position) != len(ids):  # repeated ids: the whole-frame replay (one row per id)
+        rows = {r["id"]: r for r in items.to_dicts()}
+        alias = {m: r["id"] for r in rows.values() for m in (r.get("merged_from") or [])}
+        counts = _replay(rows, alias, events, config)
+        return pl.DataFrame(list(rows.values()), schema=items.schema), counts
+    merged = items.select("id", "merged_from").filter(pl.col("merged_from").list.len() > 0)
+    alias = {m: item_id for item_id, absorbed in merged.iter_rows() for m in absorbed}
+    named = events["item_ids"].explode().drop_nulls().unique().to_list()
+    touched = {target for raw_id in named
+               if (target := raw_id if raw_id in position else alias.get(raw_id)) in position}
+    rows = {item_id: items.row(position[item_id], named=True) for item_id in touched}
+    counts = _replay(rows, alias, events, config)
+    return dedup.replace_rows(items, {position[item_id]: row for item_id, row in rows.items()}), counts
+
+
+def _replay(rows: dict[str, dict], alias: dict[str, str], events: pl.DataFrame, config: MemoryConfig) -> dict[str, int]:
+    """Apply ``events`` in order to ``rows`` (id → row, edited in place); counts per type."""
     counts: dict[str, int] = {}
     step_up, step_down = config.decay["reinforce_step"], config.decay["demote_step"]
     for event in events.iter_rows(named=True):
@@ -110,4 +132,4 @@ def fold(items: pl.DataFrame, events: pl.DataFrame, config: MemoryConfig) -> tup
             elif kind == "forget":
                 row["status"] = "purged"
                 row["updated_at"] = event["ts"]
-    return pl.DataFrame(list(rows.values()), schema=items.schema), counts
+    return counts

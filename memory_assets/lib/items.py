@@ -43,6 +43,18 @@ class Consolidated:
     events_folded: dict[str, int] = field(default_factory=dict)
 
 
+# What ``supersession.resolve`` reads of a row (only these columns become dicts for it).
+_RESOLVE_FIELDS = ("supersedes_hint", "supersedes", "status", "namespace", "created_at", "content")
+
+
+def _hinted(items: pl.DataFrame) -> bool:
+    """Some row says it replaces another and is not paired yet (what ``resolve`` works on)."""
+    if "supersedes_hint" not in items.columns:
+        return False
+    hint, paired = pl.col("supersedes_hint"), pl.col("supersedes")
+    return bool(items.select((hint.is_not_null() & (hint != "") & (paired.is_null() | (paired == ""))).any()).item())
+
+
 def facts_to_items(facts: pl.DataFrame, now: datetime) -> pl.DataFrame:
     """Fresh item rows for facts, with lifecycle fields at their starting values."""
     n = facts.height
@@ -122,15 +134,20 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
         )
         merges.extend(semantic)
 
-    rows = items.to_dicts()
     superseded: list[tuple[str, str]] = []
-    for new_i, old_i, _sim in supersession.resolve(rows, vectors):
-        rows[old_i]["status"] = "superseded"
-        rows[old_i]["superseded_by"] = rows[new_i]["id"]
-        rows[old_i]["updated_at"] = now
-        rows[new_i]["supersedes"] = rows[old_i]["id"]
-        superseded.append((rows[new_i]["id"], rows[old_i]["id"]))
-    items = pl.DataFrame(rows, schema=items.schema).select(list(ITEM_SCHEMA))
+    pairs = supersession.resolve(items.select(_RESOLVE_FIELDS).to_dicts(), vectors) if _hinted(items) else []
+    rows: dict[int, dict] = {}
+    for new_i, old_i, _sim in pairs:
+        for i in (old_i, new_i):
+            if i not in rows:
+                rows[i] = items.row(i, named=True)
+        old, new = rows[old_i], rows[new_i]
+        old["status"] = "superseded"
+        old["superseded_by"] = new["id"]
+        old["updated_at"] = now
+        new["supersedes"] = old["id"]
+        superseded.append((new["id"], old["id"]))
+    items = dedup.replace_rows(items, rows).select(list(ITEM_SCHEMA))
     return Consolidated(items, vectors, merges, superseded, embedded=len(missing),
                         reused_vectors=len(set(items["content_hash"].to_list()) - set(missing)),
                         events_folded=folded)

@@ -60,7 +60,7 @@ _STATE = ("status", "supersedes", "superseded_by", "contradicts", "promoted", "e
 _WRITTEN = ("retrieval_priority", "importance", "confidence", *_STATE, "updated_at")
 _READ = (
     "id", "content", "category", "kind", "tier", "namespace", "source_trust", "provenance", "session_id",
-    "source_turn_ids", "created_at", "last_referenced_at", "reference_count", "echo_count", "fizzle_count",
+    "source_turn_ids", "created_at", "first_seen_at", "last_referenced_at", "reference_count", "echo_count", "fizzle_count",
     "reinforcement", "supersedes_hint", "base_importance", "base_confidence",
 )
 # "conv-26-s3:4" (canonical <session>:<turn>) and LoCoMo "D3:4" (D<session>:<turn>).
@@ -235,7 +235,7 @@ def apply(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig, now: d
 def _retire(items: pl.DataFrame, now: datetime, *, after_days: float, source: tuple[str, ...],
             target: str) -> tuple[pl.DataFrame, LifecycleReport]:
     report = LifecycleReport()
-    rows = _rows(items, ("id", "status", "tier", "promoted", "last_referenced_at", "created_at", "updated_at"))
+    rows = _rows(items, ("id", "status", "tier", "promoted", "last_referenced_at", "created_at", "first_seen_at", "updated_at"))
     for row in rows:
         used = scoring.last_used_at(row)
         # Permanent and promoted memories were learned for good: time alone never retires them.
