@@ -52,7 +52,8 @@ def test_report_has_first_build_and_nightly_with_steps(small_run):
         memory_items = run["parts"]["memory_items"]
         assert {"consolidate", "lifecycle.apply", "write_items"} <= set(memory_items)
         assert {"check: items suite", "check: embeddings suite"} <= set(run["parts"]["memory_items_checks"])
-    assert report["first_build"]["vectors"]["random"] == report["first_build"]["embedded"] > 0
+    # every fact got a random vector; exact duplicates collapse before items are embedded
+    assert report["first_build"]["vectors"]["random"] >= report["first_build"]["embedded"] > 0
 
 
 def test_nightly_publishes_a_new_version_and_reuses_vectors(small_run):
