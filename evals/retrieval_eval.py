@@ -105,8 +105,7 @@ def reported_ks(k: int) -> list[int]:
 # --- building each conversation's memory ------------------------------------------------
 
 def default_cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "agent-memory" / "retrieval-eval"
+    return Path(tempfile.gettempdir()) / "agent-memory-retrieval-eval"
 
 
 def default_extractor() -> str:
@@ -383,7 +382,7 @@ def run_eval(datasets: Sequence[str | Path], *, k: int = 10, extractor: str | No
         datasets: LoCoMo files, directories or glob patterns.
         k: items injected per question (``max_items``); recall is reported at 1, 5, 10, k.
         extractor: ``offline`` or ``llm`` (default: ``llm`` when ``OPENAI_API_KEY`` is set).
-        cache_dir: where built data roots are kept (default ``~/.cache/agent-memory/retrieval-eval``).
+        cache_dir: where built data roots are kept (default ``$TMPDIR/agent-memory-retrieval-eval``).
         rebuild: rebuild every data root even when a cached one matches.
         ablate: also run each configuration in ``ABLATIONS``.
         baselines: also rank the raw turns with BM25, MiniLM and both fused.
