@@ -328,8 +328,31 @@ def default_cache_dir() -> Path:
     return Path(tempfile.gettempdir()) / "agent-memory-bench"
 
 
-def root_dir(cache_dir: Path, n_items: int, seed: int, embed: str) -> Path:
-    return Path(cache_dir) / f"items{n_items}-seed{seed}-{embed}-g{GENERATOR_VERSION}"
+def build_key(n_items: int, *, seed: int = 0, embed: str = "model") -> dict[str, Any]:
+    """Everything a built root depends on; a change to any part builds a new root.
+
+    The write path's code is part of the key, so a change to ``publish.py`` (say, another
+    vector index) is measured on a root built the new way, never on a stale one.
+    """
+    from memory_assets.lib import items as items_lib
+    from memory_assets.lib import publish
+    from retrieval.schema import ITEM_SCHEMA
+
+    config = load_config()
+    # Only what shapes the stored rows; ranking and injection settings are read per query.
+    shaping = {name: getattr(config, name, None) for name in
+               ("categories", "importance", "confidence", "tiers", "pipeline", "embedding")}
+    code = inspect.getsource(publish) + inspect.getsource(items_lib.facts_to_items) + repr(ITEM_SCHEMA)
+    return {
+        "items": n_items, "seed": seed, "embed": embed, "generator": GENERATOR_VERSION,
+        "code_sha256": hashlib.sha256(code.encode()).hexdigest()[:16],
+        "config_sha256": hashlib.sha256(json.dumps(shaping, sort_keys=True, default=repr).encode()).hexdigest()[:16],
+    }
+
+
+def root_dir(cache_dir: Path, key: dict[str, Any]) -> Path:
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:10]
+    return Path(cache_dir) / f"items{key['items']}-seed{key['seed']}-{key['embed']}-{digest}"
 
 
 def _random_vectors(n: int, seed: int) -> np.ndarray:
@@ -337,10 +360,24 @@ def _random_vectors(n: int, seed: int) -> np.ndarray:
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-def _embed_texts(texts: list[str], progress: Progress | None) -> tuple[np.ndarray, str]:
+def _embed_texts(texts: list[str], vectors_dir: Path | None,
+                 progress: Progress | None) -> tuple[np.ndarray, str, float, bool]:
+    """Vectors for ``texts`` from the configured embedder, the model id, the seconds
+    embedding took and whether kept vectors were reused.
+
+    With ``vectors_dir``, vectors are kept by a hash of the model id and the texts, so a
+    rebuild after a code change to the write path does not embed 100k sentences again
+    (the seconds returned are then those of the original embedding).
+    """
     from retrieval.embeddings import Embedder
 
     embedder = Embedder(load_config())
+    digest = hashlib.sha256("\n".join([embedder.model_id, *texts]).encode()).hexdigest()[:20]
+    kept = Path(vectors_dir) / f"{digest}.npy" if vectors_dir else None
+    if kept is not None and kept.exists():
+        seconds = json.loads(kept.with_suffix(".json").read_text()).get("embed_seconds", 0.0) \
+            if kept.with_suffix(".json").exists() else 0.0
+        return np.load(kept), embedder.model_id, float(seconds), True
     chunk = 5_000
     parts = []
     started = time.perf_counter()
@@ -350,11 +387,22 @@ def _embed_texts(texts: list[str], progress: Progress | None) -> tuple[np.ndarra
             done = min(start + chunk, len(texts))
             rate = done / (time.perf_counter() - started)
             progress(f"embedded {done:,}/{len(texts):,} items ({rate:.0f}/s)")
-    return np.concatenate(parts).astype(np.float32), embedder.model_id
+    vectors = np.concatenate(parts).astype(np.float32)
+    seconds = round(time.perf_counter() - started, 1)
+    if kept is not None:
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        kept.with_suffix(".json").write_text(json.dumps({
+            "model": embedder.model_id, "texts": len(texts), "embed_seconds": seconds,
+            "load_avg_1m": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
+        }))
+        tmp = kept.with_name(f".{kept.name}.{os.getpid()}.tmp.npy")
+        np.save(tmp, vectors)
+        os.replace(tmp, kept)
+    return vectors, embedder.model_id, seconds, False
 
 
 def build_synthetic_root(root: Path, n_items: int, *, seed: int = 0, embed: str = "model",
-                         progress: Progress | None = None) -> Path:
+                         vectors_dir: Path | None = None, progress: Progress | None = None) -> Path:
     """Write a data root at ``root`` holding ``n_items`` synthetic items, published.
 
     Args:
@@ -362,6 +410,7 @@ def build_synthetic_root(root: Path, n_items: int, *, seed: int = 0, embed: str 
         n_items: how many items.
         seed: the generator's seed; the same seed gives the same items.
         embed: ``model`` (the configured embedder) or ``random`` (random unit vectors).
+        vectors_dir: where model vectors are kept between builds (none: always embed).
         progress: called with a line of text as the build goes.
     Returns:
         ``root``, with ``bench_build.json`` describing the build.
@@ -380,20 +429,24 @@ def build_synthetic_root(root: Path, n_items: int, *, seed: int = 0, embed: str 
     if progress:
         progress(f"generated {n_items:,} items; embedding ({embed})")
     if embed == "model":
-        vectors, model_id = _embed_texts(items["content"].to_list(), progress)
+        vectors, model_id, embed_seconds, reused = _embed_texts(items["content"].to_list(), vectors_dir, progress)
     else:
-        vectors, model_id = _random_vectors(n_items, seed), f"random:unit-{RANDOM_DIM}"
+        vectors, model_id, embed_seconds, reused = _random_vectors(n_items, seed), f"random:unit-{RANDOM_DIM}", 0.0, False
     items = items.with_columns(embedding_model=pl.lit(model_id))
     embedded = time.perf_counter()
+    if progress:
+        progress("writing and indexing (publish.write_items)")
     written = publish.write_items(paths, items, vectors, BENCH_NOW)
     publish.publish(paths, written)
     done = time.perf_counter()
     manifest = {
-        "items": n_items, "seed": seed, "embed": embed, "generator": GENERATOR_VERSION,
+        **build_key(n_items, seed=seed, embed=embed),
         "embedding_model": model_id, "active": int((items["status"] == "active").sum()),
         "untrusted": int((items["source_trust"] == "untrusted").sum()),
         "build_seconds": round(done - started, 1), "generate_seconds": round(generated - started, 1),
-        "embed_seconds": round(embedded - generated, 1), "write_and_index_seconds": round(done - embedded, 1),
+        # Kept vectors: embed_seconds is the original embedding's, not part of build_seconds.
+        "embed_seconds": round(embed_seconds, 1), "vectors_reused": reused,
+        "write_and_index_seconds": round(done - embedded, 1),
         "index": describe_indexes(root), "built_at": datetime.now(timezone.utc).isoformat(),
     }
     (root / MANIFEST).write_text(json.dumps(manifest, indent=2))
@@ -402,19 +455,21 @@ def build_synthetic_root(root: Path, n_items: int, *, seed: int = 0, embed: str 
 
 def cached_root(n_items: int, *, seed: int = 0, embed: str = "model", cache_dir: Path | None = None,
                 progress: Progress | None = None) -> tuple[Path, bool]:
-    """The cached root for (n_items, seed, embed), built on first use. Returns (root, reused).
+    """The cached root for ``build_key(...)``, built on first use. Returns (root, reused).
 
     Built under a temporary name and renamed into place, so an interrupted build never
-    leaves a half-built root that looks cached.
+    leaves a half-built root that looks cached. Model vectors are kept in
+    ``<cache_dir>/vectors`` and outlive the roots built from them.
     """
     cache_dir = Path(cache_dir or default_cache_dir())
-    final = root_dir(cache_dir, n_items, seed, embed)
+    final = root_dir(cache_dir, build_key(n_items, seed=seed, embed=embed))
     if (final / MANIFEST).exists():
         return final, True
     cache_dir.mkdir(parents=True, exist_ok=True)
     building = Path(tempfile.mkdtemp(prefix=f".{final.name}-", dir=cache_dir))
     try:
-        build_synthetic_root(building / "root", n_items, seed=seed, embed=embed, progress=progress)
+        build_synthetic_root(building / "root", n_items, seed=seed, embed=embed,
+                             vectors_dir=cache_dir / "vectors", progress=progress)
         if final.exists():
             shutil.rmtree(final)
         os.replace(building / "root", final)
@@ -476,7 +531,8 @@ def _search_call(client: Any) -> Callable[[str], Any]:
 
 
 def run_bench(n_items: int, *, queries: int = 200, warmup: int = 20, seed: int = 0, embed: str = "model",
-              cache_dir: Path | None = None, progress: Progress | None = None) -> dict[str, Any]:
+              cache_dir: Path | None = None, torch_threads: int | None = None,
+              progress: Progress | None = None) -> dict[str, Any]:
     """Time ``inject``, ``search`` and the query embedding over ``n_items`` synthetic items.
 
     Args:
@@ -486,11 +542,18 @@ def run_bench(n_items: int, *, queries: int = 200, warmup: int = 20, seed: int =
         seed: the generator's seed for items and questions.
         embed: how item vectors were made: ``model`` or ``random``.
         cache_dir: where built roots are kept (default: a folder in the system temp dir).
+        torch_threads: intra-op threads for the query embedding (default: torch's, one
+            per core); the process-wide ``torch.set_num_threads`` an agent could call.
         progress: called with a line of text as the run goes.
     Returns:
         a JSON-able report; ``inject_ms`` is None (and ``inject_error`` set) when inject fails.
     """
     from retrieval import MemoryClient
+
+    if torch_threads:
+        import torch
+
+        torch.set_num_threads(torch_threads)
 
     root, reused = cached_root(n_items, seed=seed, embed=embed, cache_dir=cache_dir, progress=progress)
     built = json.loads((root / MANIFEST).read_text())
@@ -536,7 +599,8 @@ def run_bench(n_items: int, *, queries: int = 200, warmup: int = 20, seed: int =
         "inject_ms": latency_stats(inject_s) if inject_s else None,
         "search_ms": latency_stats(search_s), "embed_ms": latency_stats(embed_s),
         "first_inject_ms": latency_stats(first_s) if first_s else None,
-        "build_seconds": built["build_seconds"], "cache": "reused" if reused else "built",
+        "build_seconds": built["build_seconds"], "embed_seconds": built.get("embed_seconds"),
+        "index_seconds": built.get("write_and_index_seconds"), "cache": "reused" if reused else "built",
         "index": built["index"], "embedding": embed, "embedding_model": built["embedding_model"],
         "items_per_inject": round(injected / len(inject_s), 2) if inject_s else None,
         "tokens_per_inject": round(float(np.mean(tokens)), 1) if tokens else None,
@@ -712,7 +776,9 @@ def format_report(report: dict[str, Any]) -> str:
              f"({report['embedding_model']}) · index: {report['index']}",
              row("inject", report["inject_ms"]), row("search", report["search_ms"]), row("embed", report["embed_ms"]),
              row("1st inj", report.get("first_inject_ms")),
-             f"  build {report['build_seconds']} s ({report['cache']}) · {m['cpus']} CPUs · load {m.get('load_avg_1m', '?')}"]
+             f"  build {report['build_seconds']} s ({report['cache']}; embedding {report['embed_seconds']} s, "
+             f"index {report['index_seconds']} s) · {m['cpus']} CPUs · torch threads "
+             f"{m.get('torch_threads', '?')} · load {m.get('load_avg_1m', '?')}"]
     if report.get("inject_error"):
         lines.append(f"  inject failed: {report['inject_error']}")
     return "\n".join(lines)
@@ -738,6 +804,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--embed", choices=EMBED_MODES, default="model",
                         help="item vectors: the real model (default; 100k ≈ 8 min once) or random unit vectors")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--torch-threads", type=int, default=None, metavar="N",
+                        help="torch intra-op threads for the query embedding (default: one per core)")
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help=f"where built data roots are kept (default {default_cache_dir()})")
     parser.add_argument("--study", action="store_true",
@@ -757,7 +825,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         reports = []
         for n in sizes:
             report = run_bench(n, queries=args.queries, warmup=args.warmup, seed=args.seed, embed=args.embed,
-                               cache_dir=args.cache_dir, progress=progress)
+                               cache_dir=args.cache_dir, torch_threads=args.torch_threads, progress=progress)
             if args.study:
                 report["study"] = index_study(n, seed=args.seed, embed=args.embed, cache_dir=args.cache_dir,
                                               progress=progress)

@@ -744,8 +744,7 @@ def format_report(report: dict[str, Any]) -> str:
         f"{report['sessions']} sessions, match threshold {report['threshold']:.2f}"
         + (", LLM judge" if report.get("judge") else "") + ")",
         f"  extracted facts      {report['extracted']}  (gate rejected {report['rejected']})",
-        f"  {'observations' if report['dataset'] == 'locomo' else 'gold facts'}         "
-        f"{report['gold_facts']}",
+        f"  {'observations' if report['dataset'] == 'locomo' else 'gold facts':<21}{report['gold_facts']}",
         f"  precision            {report['precision']:.3f}"
         + ("  (lower bound: observations are not exhaustive)" if report["dataset"] == "locomo" else ""),
         f"  recall               {report['recall']:.3f}",

@@ -150,16 +150,21 @@ _NUMBER_WORDS = {
     "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
 }
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
-_NUMBER = re.compile(r"\d+(?:[.:]\d+)*|\b(?:" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNORECASE)
+# A value, not part of a name: "MT-07", "TP6104", "p95" and "v2" are identifiers.
+_NUMBER = re.compile(r"(?<![A-Za-z0-9.])(?<![A-Za-z]-)\d+(?:[.:]\d+)*|\b(?:" + "|".join(_NUMBER_WORDS) + r")\b",
+                     re.IGNORECASE)
 _NEGATION = re.compile(
     r"\b(?:not|no|never|none|nobody|nothing|neither|nor|cannot|no longer)\b|n't\b", re.IGNORECASE)
-# ", not npm" / "not only" contrast two things; a leading "No," answers the assistant.
-_CONTRAST = re.compile(r",\s*(?:and\s+|but\s+)?not\s+[^,.;]*|\bnot only\b|^\s*(?:no|nope|nah)\b[,.!]*",
-                       re.IGNORECASE)
+# ", not npm" / "not only" contrast two things, "no more than 30 km" is a limit, and a
+# leading "No," answers the assistant: none of them denies the statement.
+_CONTRAST = re.compile(
+    r",\s*(?:and\s+|but\s+)?not\s+[^,.;]*|\bnot only\b|\b(?:no|not) (?:more|less|fewer|later|earlier) than\b"
+    r"|^\s*(?:no|nope|nah)\b[,.!]*", re.IGNORECASE)
 
 
 def numbers(text: str) -> set[str]:
-    """The values a text states: "11,799 miles", "ten", "1:58", "3.6.0" (leading zeros dropped)."""
+    """The values a text states: "11,799 miles", "ten", "1:58", "3.6.0" (leading zeros
+    dropped); digits inside a name ("MT-07", "TP6104") are not values."""
     found = set()
     for token in _NUMBER.findall(_THOUSANDS.sub("", text)):
         token = _NUMBER_WORDS.get(token.lower(), token)

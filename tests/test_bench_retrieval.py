@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import lancedb
 import pytest
 
+from evals import bench_retrieval as bench
 from evals.bench_retrieval import MANIFEST, main, run_bench, synthetic_items
 from retrieval.config import load_config
+from retrieval.embeddings import Embedder
+from retrieval.paths import DataRoot
 from retrieval.schema import ITEM_SCHEMA
-from retrieval.store import ITEMS_TABLE, PUBLISHED_TAG
+from retrieval.store import ITEMS_TABLE, PUBLISHED_TAG, ItemStore
 
 STATS = {"p50", "p95", "mean", "max"}
 
@@ -52,10 +56,25 @@ def test_second_run_reuses_the_cached_root(small_run):
     cache, first, second = small_run
     assert (first["cache"], second["cache"]) == ("built", "reused")
     assert second["root"] == first["root"] and second["build_seconds"] == first["build_seconds"]
-    assert len([p for p in cache.iterdir() if not p.name.startswith(".")]) == 1
-    built_at = json.loads((cache / first["root"].rsplit("/", 1)[-1] / MANIFEST).read_text())["built_at"]
-    third = run_bench(300, queries=2, warmup=0, embed="random", cache_dir=cache)
-    assert json.loads((cache / third["root"].rsplit("/", 1)[-1] / MANIFEST).read_text())["built_at"] == built_at
+    assert [p.name for p in cache.iterdir() if not p.name.startswith(".")] == [Path(first["root"]).name]
+    manifest = Path(first["root"]) / MANIFEST
+    built_at = json.loads(manifest.read_text())["built_at"]
+    run_bench(300, queries=2, warmup=0, embed="random", cache_dir=cache)
+    assert json.loads(manifest.read_text())["built_at"] == built_at
+
+
+def test_a_changed_write_path_rebuilds_the_root_from_kept_vectors(tmp_path, monkeypatch):
+    first, _ = bench.cached_root(40, embed="model", cache_dir=tmp_path)
+    real_key = bench.build_key
+    monkeypatch.setattr(bench, "build_key", lambda *a, **kw: {**real_key(*a, **kw), "code_sha256": "changed"})
+
+    def no_embedding(self, texts):
+        raise AssertionError("the 40 sentences were embedded twice")
+
+    monkeypatch.setattr(Embedder, "embed", no_embedding)
+    second, reused = bench.cached_root(40, embed="model", cache_dir=tmp_path)
+    assert second != first and not reused
+    assert ItemStore(DataRoot.resolve(second)).table().count_rows() == 40
 
 
 def test_synthetic_items_look_like_real_ones():

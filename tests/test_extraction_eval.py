@@ -129,6 +129,8 @@ def test_matching_pairs_the_closest_facts_first(matcher):
     ("PR of 1:58 in 2023", {"1:58", "2023"}),
     ("migration 0042 and three retries", {"42", "3"}),
     ("date-fns 3.6.0", {"3.6.0"}),
+    ("the MT-07 on flight TP6104 hit p95", set()),           # identifiers, not values
+    ("at 3pm, 16x25x1 filter", {"3", "16"}),
     ("no numbers here", set()),
 ])
 def test_numbers_are_the_values_a_fact_states(text, values):
@@ -139,6 +141,7 @@ def test_numbers_are_the_values_a_fact_states(text, values):
     ("Maya is not vegetarian.", True),
     ("Eleanor doesn't want to be called Ellie.", True),
     ("Priya wants the assistant never to force-push.", True),
+    ("Ben's physio said no more than 30 km a week.", False),  # a limit
     ("The monorepo uses pnpm, not npm.", False),       # a contrast, not a denial
     ("No, Tailwind for everything new.", False),       # an answer to the assistant
     ("Luis is allergic to penicillin.", False),

@@ -153,6 +153,9 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
                         events_folded=folded)
 
 
+_LINKS = ("supersedes", "superseded_by", "contradicts")
+
+
 def repair_links(items: pl.DataFrame) -> pl.DataFrame:
     """Point supersedes/superseded_by/contradicts at ids that exist.
 
@@ -170,7 +173,8 @@ def repair_links(items: pl.DataFrame) -> pl.DataFrame:
         value = alias.get(value, value)
         return value if value in ids else None
 
-    rows = items.to_dicts()
+    # Only the link columns become dicts; the rest of the frame is kept as it is.
+    rows = items.select("id", *_LINKS).to_dicts()
     for row in rows:
         row["supersedes"] = resolve(row["supersedes"])
         row["superseded_by"] = resolve(row["superseded_by"])
@@ -179,4 +183,4 @@ def repair_links(items: pl.DataFrame) -> pl.DataFrame:
             row["supersedes"] = None
         if row["superseded_by"] == row["id"]:
             row["superseded_by"] = None
-    return pl.DataFrame(rows, schema=items.schema)
+    return items.with_columns([pl.Series(c, [r[c] for r in rows], dtype=items.schema[c]) for c in _LINKS])

@@ -54,10 +54,18 @@ def _top_k(rows: list[dict], vectors: np.ndarray, active: list[int], threshold: 
         for start in range(0, len(idx), block):
             sims = group[start:start + block] @ group.T
             sims[np.arange(len(sims)), np.arange(start, start + len(sims))] = -np.inf  # not itself
-            top = np.argpartition(-sims, kk - 1, axis=1)[:, :kk]
-            close = np.take_along_axis(sims, top, axis=1) >= threshold
-            for r, c in zip(*np.nonzero(close)):
-                yield int(idx[start + r]), int(idx[top[r, c]])
+            above = sims >= threshold
+            # A row with at most kk neighbours at or above the threshold keeps all of them
+            # (they outrank everything below it); only a crowded row needs its top kk.
+            crowded = above.sum(axis=1) > kk
+            for r, c in zip(*np.nonzero(above & ~crowded[:, None])):
+                yield int(idx[start + r]), int(idx[c])
+            rows = np.flatnonzero(crowded)
+            if rows.size:
+                top = np.argpartition(-sims[rows], kk - 1, axis=1)[:, :kk]
+                close = np.take_along_axis(sims[rows], top, axis=1) >= threshold
+                for r, c in zip(*np.nonzero(close)):
+                    yield int(idx[start + rows[r]]), int(idx[top[r, c]])
 
 
 def candidate_pairs(rows: list[dict], vectors: np.ndarray, threshold: float, *,

@@ -207,7 +207,8 @@ def forward_triggers(items: pl.DataFrame, now: datetime, *, overdue_days: int = 
     """
     rows = []
     oldest = now.date() - timedelta(days=overdue_days)
-    for item in items.filter(pl.col("status") == "active").iter_rows(named=True):
+    active = items.filter(pl.col("status") == "active").select("id", "content", "created_at")
+    for item in active.iter_rows(named=True):
         for when in trigger_dates(item["content"], item["created_at"]):
             if when >= oldest:
                 rows.append({"trigger_date": when, "message": item["content"], "item_ids": [item["id"]],
