@@ -7,6 +7,7 @@ import os
 import re
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime, timezone
 from typing import Any
 
@@ -21,10 +22,11 @@ from retrieval.options import RetrievalOptions
 from retrieval.paths import DataRoot
 from retrieval.rewrite import STOPWORDS, LLMRewriter, keywords, llm_configured, rewrite
 from retrieval.schema import ROLES
-from retrieval.search import Hit, fuse, ranked_lists, to_hit
-from retrieval.store import ItemStore
+from retrieval.search import ROW_COLUMNS, Hit, fts_list, fts_query, fuse, to_hit, vector_list, vectors_for
+from retrieval.store import ItemStore, PublishedRows
 
 Messages = Sequence[Mapping[str, Any]]
+_ATTRIBUTES = [c for c in ROW_COLUMNS if c != "vector"]
 _REOPEN_SECONDS = 5.0  # how stale the cached table may get before a new publish is picked up
 _SENTIMENT_CUES = {
     "frustrated": ("annoyed", "frustrated", "ugh", "again", "still broken", "angry", "fed up"),
@@ -70,6 +72,9 @@ class MemoryClient:
         self._embedder: Embedder | None = None
         self._tables: dict[str, tuple[float, Any]] = {}
         self._rewriter: LLMRewriter | None = None
+        self._rows = PublishedRows(self.paths.published_items)
+        self._pool: ThreadPoolExecutor | None = None
+        self._last_embedding: tuple[str, np.ndarray] | None = None
         self.last_tier: str = "none"
 
     # -- reading -----------------------------------------------------------------------
@@ -85,7 +90,42 @@ class MemoryClient:
         if table is None or time.monotonic() - opened_at > _REOPEN_SECONDS:
             table = self.store.table() if name == "items" else self.store.summaries_table()
             self._tables[name] = (time.monotonic(), table)
+            if name == "items":
+                self._rows.refresh()
         return table
+
+    def _embed(self, text: str) -> np.ndarray:
+        """The query's vector; tier 1 and tier 2 share one embedding of the same query."""
+        if self._last_embedding is None or self._last_embedding[0] != text:
+            self._last_embedding = (text, self.embedder.embed_one(text))
+        return self._last_embedding[1]
+
+    def _candidates(self, table: Any, query: str, limit: int) -> dict[str, list[dict[str, Any]]]:
+        """The vector and full-text candidate lists, each row with every item attribute.
+
+        The full-text query runs on a worker thread while the query is embedded (LanceDB
+        releases the GIL), and both queries fetch ids only: the attributes come from the
+        in-memory published snapshot, and from LanceDB for any id it does not hold yet.
+        """
+        fusion, where = self.options.fusion, self._where()
+        fts = None
+        if fusion in ("hybrid", "fts") and fts_query(query):
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-fts")
+            fts = self._pool.submit(fts_list, table, query, limit=limit, where=where, columns=("id",))
+        lists: dict[str, list[dict[str, Any]]] = {}
+        if fusion in ("hybrid", "vector"):
+            lists["vector"] = vector_list(table, self._embed(query), limit=limit, where=where, columns=("id",))
+        if fts is not None:
+            lists["fts"] = fts.result()
+        ids = list(dict.fromkeys(r["id"] for rows in lists.values() for r in rows))
+        attributes = self._rows.rows(ids)
+        missing = [r["_rowid"] for rows in lists.values() for r in rows if r["id"] not in attributes]
+        if missing:
+            fetched = table.take_row_ids(list(dict.fromkeys(missing))).select(_ATTRIBUTES).to_list()
+            attributes.update({row["id"]: row for row in fetched})
+        return {name: [{**attributes[r["id"]], **r} for r in rows if r["id"] in attributes]
+                for name, rows in lists.items()}
 
     def _where(self) -> str:
         clauses = ["status = 'active'"]
@@ -106,10 +146,7 @@ class MemoryClient:
         table = self._table()
         if table is None or not query.strip():
             return [], None
-        fusion = self.options.fusion
-        vector = self.embedder.embed_one(query) if fusion in ("hybrid", "vector") else None
-        lists = ranked_lists(table, query if fusion in ("hybrid", "fts") else "", vector,
-                             limit=max(int(self.config.ranking["candidates"]), k), where=self._where())
+        lists = self._candidates(table, query, max(int(self.config.ranking["candidates"]), k))
         fused = fuse(lists)
         if not fused:
             return [], None
@@ -126,9 +163,7 @@ class MemoryClient:
             scored.append((score, relevance, row))
         scored.sort(key=lambda s: -s[0])
         hits = [to_hit(row, relevance, score) for score, relevance, row in scored[:k]]
-        vectors = None
-        if hits and all(h.row.get("vector") is not None for h in hits):
-            vectors = np.asarray([h.row["vector"] for h in hits], dtype=np.float32)
+        vectors = vectors_for(table, [h.row["_rowid"] for h in hits], [h.id for h in hits]) if hits else None
         return hits, vectors
 
     def search(self, query: str, k: int = 10, *, now: datetime | None = None) -> list[Hit]:
@@ -146,7 +181,7 @@ class MemoryClient:
         table = self._table("summaries")
         if table is None:
             return None
-        rows = table.search(self.embedder.embed_one(query)).distance_type("cosine").limit(3).to_list()
+        rows = table.search(self._embed(query)).distance_type("cosine").limit(3).to_list()
         if not rows:
             return None
         best = 1.0 - float(rows[0]["_distance"])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -50,7 +51,7 @@ def fts_query(text: str) -> str:
     return " ".join(_FTS_UNSAFE.sub(" ", text).split())
 
 
-_COLUMNS = [
+ROW_COLUMNS = [
     "id", "content", "category", "kind", "importance", "confidence", "source_trust", "session_id",
     "source_resource_ids", "source_turn_ids", "tier", "strength", "sentiment", "status", "tags",
     "created_at", "updated_at", "last_referenced_at", "reinforcement", "retrieval_priority",
@@ -58,23 +59,50 @@ _COLUMNS = [
 ]
 
 
+def vector_list(table: Any, vector: np.ndarray, *, limit: int, where: str | None = "status = 'active'",
+                columns: Sequence[str] = ROW_COLUMNS) -> list[dict[str, Any]]:
+    """The ``limit`` nearest rows by cosine (``_distance``), filtered before ranking."""
+    q = table.search(vector, vector_column_name="vector").distance_type("cosine").limit(limit)
+    q = q.select([*columns, "_distance"]).with_row_id(True)
+    if where:
+        q = q.where(where, prefilter=True)
+    return q.to_list()
+
+
+def fts_list(table: Any, query: str, *, limit: int, where: str | None = "status = 'active'",
+             columns: Sequence[str] = ROW_COLUMNS) -> list[dict[str, Any]]:
+    """The ``limit`` best BM25 rows (``_score``) for ``query``'s words; [] without words."""
+    text = fts_query(query)
+    if not text:
+        return []
+    q = table.search(text, query_type="fts").limit(limit).select([*columns, "_score"]).with_row_id(True)
+    if where:
+        q = q.where(where, prefilter=True)
+    return q.to_list()
+
+
 def ranked_lists(table: Any, query: str, vector: np.ndarray | None, *, limit: int,
-                 where: str | None = "status = 'active'") -> dict[str, list[dict[str, Any]]]:
-    # Superseded, archived and purged items are filtered before ranking, never after.
-    """The two ranked candidate lists, each at most ``limit`` long."""
+                 where: str | None = "status = 'active'",
+                 columns: Sequence[str] = ROW_COLUMNS) -> dict[str, list[dict[str, Any]]]:
+    """The two ranked candidate lists, each at most ``limit`` long.
+
+    Superseded, archived and purged items are filtered before ranking (``where``), never
+    after. ``columns`` picks what each row carries besides its score and ``_rowid``;
+    ``("id",)`` keeps the query cheap when the caller holds the rows already.
+    """
     lists: dict[str, list[dict[str, Any]]] = {}
     if vector is not None:
-        q = table.search(vector, vector_column_name="vector").distance_type("cosine").limit(limit).select([*_COLUMNS, "_distance"])
-        if where:
-            q = q.where(where, prefilter=True)
-        lists["vector"] = q.to_list()
-    text = fts_query(query)
-    if text:
-        q = table.search(text, query_type="fts").limit(limit).select([*_COLUMNS, "_score"])
-        if where:
-            q = q.where(where, prefilter=True)
-        lists["fts"] = q.to_list()
+        lists["vector"] = vector_list(table, vector, limit=limit, where=where, columns=columns)
+    if fts_query(query):
+        lists["fts"] = fts_list(table, query, limit=limit, where=where, columns=columns)
     return lists
+
+
+def vectors_for(table: Any, row_ids: Sequence[int], ids: Sequence[str]) -> np.ndarray:
+    """The stored vectors of rows ``row_ids`` (whose ids are ``ids``), in that order."""
+    arrow = table.take_row_ids(list(row_ids)).select(["id", "vector"]).to_arrow()
+    found = dict(zip(arrow.column("id").to_pylist(), arrow.column("vector").to_pylist()))
+    return np.asarray([found[i] for i in ids], dtype=np.float32)
 
 
 def _raw_score(name: str, row: dict[str, Any]) -> float:

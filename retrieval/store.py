@@ -7,6 +7,7 @@ passed.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -76,3 +77,42 @@ class ItemStore:
             return {}
         matrix = vectors.reshape(len(hashes), -1).astype(np.float32)
         return dict(zip(hashes, matrix))
+
+
+class PublishedRows:
+    """The published Parquet snapshot held in memory, looked up by item id.
+
+    Search asks LanceDB for ids and scores only and takes every other attribute from
+    here: reading 27 columns of 100 candidate rows from the Lance files costs more than
+    the search itself. ``refresh`` reloads when the snapshot file changes (a publish or
+    a rollback replaces it by atomic rename); ids it does not hold yet (a publish
+    between the tag moving and the file being replaced) are for the caller to fetch.
+    """
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._key: tuple[int, int] | None = None
+        self._frame: pl.DataFrame | None = None
+        self._index: dict[str, int] = {}
+
+    def refresh(self) -> None:
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            self._key, self._frame, self._index = None, None, {}
+            return
+        key = (stat.st_mtime_ns, stat.st_size)
+        if key == self._key:
+            return
+        frame = pl.read_parquet(self.path)
+        self._frame, self._key = frame, key
+        self._index = {item_id: i for i, item_id in enumerate(frame["id"].to_list())}
+
+    def rows(self, ids: list[str]) -> dict[str, dict[str, Any]]:
+        """id → row for the ``ids`` the snapshot holds."""
+        if self._frame is None:
+            return {}
+        positions = [self._index[i] for i in ids if i in self._index]
+        if not positions:
+            return {}
+        return {row["id"]: row for row in self._frame[positions].to_dicts()}

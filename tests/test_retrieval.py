@@ -115,6 +115,52 @@ def test_low_confidence_is_uncertain_and_old_is_stale(root):
     assert "[stale]" in old.flags["old"]
 
 
+def test_hits_carry_every_attribute_and_their_stored_vectors(root):
+    """Search reads ids from LanceDB and attributes from the published snapshot: a hit
+    has the same row as the Parquet snapshot, and the vectors used for conflict checks
+    are the stored ones."""
+    client = _client(root)
+    hits, vectors = client._rank("When is the WRX oil change due?", 5, NOW)
+    snapshot = {r["id"]: r for r in ItemStore(root).items().to_dicts()}
+    assert hits and vectors.shape == (len(hits), 384)
+    for hit in hits:
+        assert {k: v for k, v in hit.row.items() if not k.startswith("_")} == snapshot[hit.id]
+    stored = lancedb.connect(str(root.lancedb)).open_table("items").to_arrow()
+    by_id = dict(zip(stored.column("id").to_pylist(), stored.column("vector").to_pylist()))
+    assert all(abs(vectors[i] - by_id[h.id]).max() < 1e-6 for i, h in enumerate(hits))
+
+
+def test_items_missing_from_the_snapshot_are_read_from_lancedb(root, tmp_path, monkeypatch):
+    """Between the tag moving and the Parquet file being replaced, the snapshot lags: ids
+    it does not hold come from the Lance table, with every attribute."""
+    import shutil
+
+    copy = DataRoot.resolve(tmp_path / "data")
+    shutil.copytree(root.root, copy.root)
+    stale = ItemStore(copy).items().filter(~pl.col("id").str.starts_with("wrx"))
+    stale.write_parquet(copy.published_items)
+    hits = _client(copy).search("When is the WRX oil change due?", k=3, now=NOW)
+    assert hits[0].id == "wrx" and hits[0].row["category"] == "vehicle"
+    assert hits[0].source_turn_ids == ["D1:wrx"] and hits[0].row["status"] == "active"
+
+
+def test_a_replaced_snapshot_is_reloaded(tmp_path):
+    from retrieval.store import PublishedRows
+
+    path = tmp_path / "items.parquet"
+    pl.DataFrame({"id": ["a", "b"], "content": ["one", "two"]}).write_parquet(path)
+    rows = PublishedRows(path)
+    rows.refresh()
+    assert rows.rows(["b", "zz"]) == {"b": {"id": "b", "content": "two"}}
+    pl.DataFrame({"id": ["b"], "content": ["two, reworded"]}).write_parquet(path.with_suffix(".tmp"))
+    path.with_suffix(".tmp").replace(path)
+    rows.refresh()
+    assert rows.rows(["a", "b"]) == {"b": {"id": "b", "content": "two, reworded"}}
+    path.unlink()
+    rows.refresh()
+    assert rows.rows(["b"]) == {}
+
+
 def test_token_budget_is_a_hard_limit(root):
     injection = _client(root).inject("WRX service history parts vehicle detail", token_budget=90, now=NOW, record=False)
     assert 0 < injection.tokens <= 90 and count_tokens(injection.text) == injection.tokens
