@@ -200,6 +200,41 @@ _RULES: tuple[_Rule, ...] = (
 CREDENTIAL_KINDS: tuple[str, ...] = tuple(dict.fromkeys(rule.kind for rule in _RULES))
 
 
+# Literal text every match of a rule of that kind contains, lower-cased: an ASCII text
+# whose lower-cased form holds none of them cannot match any rule (non-ASCII text always
+# counts: case-insensitive patterns match the long s and the Kelvin sign), so bulk scans
+# (``might_hold_credential``, the quality checks) run the patterns only on the rest.
+# tests/test_credentials.py checks every positive example against its kind's anchors.
+ANCHORS: dict[str, tuple[str, ...]] = {
+    "private_key": ("-----begin",),
+    "anthropic_key": ("sk-ant-",),
+    "openai_key": ("sk-",),
+    "stripe_key": ("_live_", "_test_"),
+    "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "slack_token": ("xox",),
+    "slack_webhook": ("hooks.slack.com/services/",),
+    "google_api_key": ("aiza",),
+    "aws_access_key_id": ("akia", "asia"),
+    "aws_secret_access_key": ("secret_access_key", "aws_secret_key"),
+    "jwt": ("eyj",),
+    "connection_string": ("://",),
+    "bearer_token": ("authorization", "bearer"),
+    "basic_auth": ("authorization",),
+    "password": ("password", "passwd", "passphrase", "passcode", "pwd"),
+    "pin": ("pin", "passcode", "pass", "code", "cvv", "cvc"),
+    "generic_secret": ("key", "token", "secret"),
+}
+ALL_ANCHORS: tuple[str, ...] = tuple(sorted({a for anchors in ANCHORS.values() for a in anchors}))
+
+
+def might_hold_credential(text: str) -> bool:
+    """False only when ``text`` cannot hold a credential (ASCII, and none of ``ALL_ANCHORS``)."""
+    if not text.isascii():
+        return True
+    low = text.lower()
+    return any(anchor in low for anchor in ALL_ANCHORS)
+
+
 def find_credentials(text: str) -> list[CredentialMatch]:
     """Every credential in ``text``, in order, with overlapping spans merged.
 

@@ -14,10 +14,12 @@ from pathlib import Path
 import pytest
 
 from retrieval.credentials import (
+    ANCHORS,
     CREDENTIAL_KINDS,
     CredentialMatch,
     find_credentials,
     has_credential,
+    might_hold_credential,
     redact,
 )
 
@@ -158,6 +160,30 @@ def test_prose_about_credentials_is_not_flagged(text: str) -> None:
     assert find_credentials(text) == []
     assert not has_credential(text)
     assert redact(text) == text
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), POSITIVES, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(POSITIVES)])
+def test_every_credential_holds_an_anchor_of_its_kind(kind: str, text: str, secret: str) -> None:
+    """The bulk scans skip texts without an anchor; no credential may be skipped."""
+    assert any(anchor in text.lower() for anchor in ANCHORS[kind])
+    assert might_hold_credential(text)
+
+
+def test_anchors_skip_plain_prose_but_never_non_ascii() -> None:
+    assert set(ANCHORS) == set(CREDENTIAL_KINDS)
+    assert not might_hold_credential("Maya moved to Lisbon in March and walks her dog daily.")
+    assert might_hold_credential("Maya's ſecret=Q2x8ZmVyY2hpbGRsaWtlYnV0dGVy")
+
+
+def test_the_quality_scan_finds_what_the_full_scan_finds() -> None:
+    import polars as pl
+
+    from memory_assets.lib.quality.credential_scan import ScanLedger
+
+    texts = [text for _, text, _ in POSITIVES] + list(NEGATIVES) + ["Plain prose about a garden."] * 3
+    ledger = ScanLedger()
+    kinds = ledger.kinds(pl.Series(texts)).to_list()
+    assert [k is not None for k in kinds] == [has_credential(t) for t in texts]
 
 
 def test_every_kind_has_a_positive_case() -> None:

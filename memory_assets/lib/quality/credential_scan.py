@@ -64,11 +64,16 @@ class ScanLedger:
         """For each text, the first credential kind in it, or null; remembers the clean ones."""
         values = texts.fill_null("").to_list()
         digests = pl.Series("digest", [_digest(t) for t in values], dtype=pl.String)
-        todo = (~digests.is_in(self.known.implode())).arg_true().to_list() if len(self.known) else range(len(values))
+        unseen = ~digests.is_in(self.known.implode()) if len(self.known) else pl.Series([True] * len(values))
+        # Texts with none of the rules' literal anchors cannot match: only the rest are scanned.
+        text = texts.fill_null("")
+        anchored = text.str.to_lowercase().str.contains_any(list(credentials.ALL_ANCHORS)) | text.str.contains(
+            r"[^\x00-\x7F]")
+        todo = (unseen & anchored).arg_true().to_list()
         out: list[str | None] = [None] * len(values)
         for i in todo:
             out[i] = _first_kind(values[i])
-        self.scanned += len(todo)
+        self.scanned += int(unseen.sum())
         kinds = pl.Series("credential", out, dtype=pl.String)
         self.last_clean = digests.filter(kinds.is_null()).unique()
         return kinds
