@@ -64,7 +64,7 @@ class ScanLedger:
         """For each text, the first credential kind in it, or null; remembers the clean ones."""
         values = texts.fill_null("").to_list()
         digests = pl.Series("digest", [_digest(t) for t in values], dtype=pl.String)
-        unseen = ~digests.is_in(self.known.implode()) if len(self.known) else pl.Series([True] * len(values))
+        unseen = ~digests.is_in(self.known.implode()) if len(self.known) else pl.Series([True] * len(values), dtype=pl.Boolean)
         # Texts with none of the rules' literal anchors cannot match: only the rest are scanned.
         text = texts.fill_null("")
         anchored = text.str.to_lowercase().str.contains_any(list(credentials.ALL_ANCHORS)) | text.str.contains(
