@@ -58,6 +58,43 @@ def test_semantic_duplicates_merge_keeping_the_fresher_wording(embedder):
     assert result.merges[0].similarity > 0.85
 
 
+def test_a_cluster_merges_into_one_survivor_once(embedder):
+    """Three wordings of one fact: one survivor with every source, +bonus per item folded."""
+    facts = pl.DataFrame([
+        _fact("a", "Aaron drives a 2019 Subaru WRX", turns=["D1:1"], confidence=0.7),
+        _fact("b", "Aaron drives a Subaru WRX from 2019", at=T0 + timedelta(days=1), turns=["D2:1"]),
+        _fact("c", "Aaron's car is a 2019 Subaru WRX", at=T0 + timedelta(days=2), turns=["D3:1"], confidence=0.8),
+    ], schema=FACT_SCHEMA)
+    first = consolidate(facts, None, {}, embedder, load_config(), T0 + timedelta(days=3))
+    assert first.items.height == 1 and len(first.merges) == 2
+    kept = first.items.row(0, named=True)
+    assert kept["id"] == "c" and sorted(kept["merged_from"]) == ["a", "b"]
+    assert set(kept["source_turn_ids"]) == {"D1:1", "D2:1", "D3:1"}
+    assert kept["confidence"] == pytest.approx(0.9 + 2 * load_config().confidence["merge_bonus"])
+
+
+def test_an_earlier_merge_is_refolded_without_being_found_again(embedder):
+    """The next run rebuilds items from every fact: merged facts fold back into their
+    survivor (same row, no new merge logged), and only new facts are compared."""
+    facts = pl.DataFrame([
+        _fact("old", "Aaron drives a 2019 Subaru WRX", turns=["D1:1"]),
+        _fact("new", "Aaron drives a Subaru WRX from 2019", at=T0 + timedelta(days=3), turns=["D4:2"]),
+    ], schema=FACT_SCHEMA)
+    now = T0 + timedelta(days=4)
+    first = consolidate(facts, None, {}, embedder, load_config(), now)
+    known = dict(zip(first.items["content_hash"].to_list(), first.vectors))
+    more = pl.concat([facts, pl.DataFrame([
+        _fact("again", "Aaron drives a 2019 Subaru WRX car", at=T0 + timedelta(days=5), turns=["D6:1"]),
+    ], schema=FACT_SCHEMA)])
+    second = consolidate(more, first.items, known, embedder, load_config(), now + timedelta(days=2))
+    assert [(m.kept_id, m.merged_id) for m in second.merges] == [("again", "new")]
+    survivor = second.items.row(0, named=True)
+    assert second.items.height == 1 and sorted(survivor["merged_from"]) == ["new", "old"]
+    assert set(survivor["source_turn_ids"]) == {"D1:1", "D4:2", "D6:1"}
+    same = consolidate(facts, first.items, known, embedder, load_config(), now)
+    assert same.merges == [] and same.items.drop("updated_at").equals(first.items.drop("updated_at"))
+
+
 def test_duplicates_in_different_namespaces_stay_apart(embedder):
     facts = pl.DataFrame([
         _fact("a", "Aaron drives a 2019 Subaru WRX", namespace="agent-a"),

@@ -50,19 +50,68 @@ def _union(values: list[list[str] | None]) -> list[str]:
     return list(seen)
 
 
-def _absorb(survivor: dict, other: dict, bonus: float) -> dict:
-    """Fold ``other`` into ``survivor``: union of sources, confidence bonus, max importance."""
+def _absorb(survivor: dict, others: list[dict], bonus: float) -> dict:
+    """Fold ``others`` into ``survivor`` at once: union of sources, confidence + ``bonus``
+    per item folded in (capped at 1), max importance, summed counters.
+
+    One fold per cluster, not one per pair: folding pair by pair copies the survivor's
+    growing lists each time, which is quadratic in the size of a cluster.
+    """
     merged = dict(survivor)
+    group = [survivor, *others]
     for col in _LIST_COLS:
         if col in merged:
-            merged[col] = _union([survivor.get(col), other.get(col)])
-    merged["merged_from"] = _union([survivor.get("merged_from"), [other["id"]], other.get("merged_from")])
-    merged["confidence"] = round(min(1.0, max(survivor["confidence"], other["confidence"]) + bonus), 4)
-    merged["importance"] = max(survivor["importance"], other["importance"])
+            merged[col] = _union([row.get(col) for row in group])
+    merged["merged_from"] = _union([survivor.get("merged_from")]
+                                   + [part for o in others for part in ([o["id"]], o.get("merged_from"))])
+    merged["confidence"] = round(min(1.0, max(row["confidence"] for row in group) + bonus * len(others)), 4)
+    merged["importance"] = max(row["importance"] for row in group)
     for counter in ("reference_count", "injected_count", "echo_count", "fizzle_count"):
         if counter in merged:
-            merged[counter] = (survivor.get(counter) or 0) + (other.get(counter) or 0)
+            merged[counter] = sum(row.get(counter) or 0 for row in group)
     return merged
+
+
+def _fold_clusters(items: pl.DataFrame, parent: dict[int, int], bonus: float) -> tuple[pl.DataFrame, np.ndarray]:
+    """Each root in ``parent`` (member position → root position) absorbs its members.
+
+    Returns the frame without the members, and the positions kept.
+    """
+    members: dict[int, list[int]] = {}
+    for member, root in parent.items():
+        members.setdefault(root, []).append(member)
+    involved = sorted({*members, *parent})
+    rows = dict(zip(involved, items[involved].to_dicts()))
+    changed = {root: _absorb(rows[root], [rows[m] for m in sorted(group)], bonus) for root, group in members.items()}
+    alive = np.ones(items.height, dtype=bool)
+    alive[list(parent)] = False
+    return replace_rows(items, changed, alive), alive
+
+
+def fold_known(items: pl.DataFrame, vectors: np.ndarray, merged_into: dict[str, str], *,
+               bonus: float) -> tuple[pl.DataFrame, np.ndarray, set[str]]:
+    """Rows an earlier version already merged fold into the same survivor again.
+
+    Items are rebuilt from every fact on each run; a fact an earlier run merged comes
+    back under its own id. ``merged_into`` (merged id → survivor id, from the previous
+    version's ``merged_from``) folds it straight back, so only facts never seen before
+    are compared by similarity: a nightly run costs new × all, not merged × all.
+    Returns the rows, their vectors and the ids folded.
+    """
+    if not merged_into or items.is_empty():
+        return items, vectors, set()
+    ids = items["id"].to_list()
+    position = {item_id: i for i, item_id in enumerate(ids)}
+    namespaces = items["namespace"].to_list()
+    parent = {}
+    for i, item_id in enumerate(ids):
+        root = position.get(merged_into.get(item_id, ""))
+        if root is not None and root != i and namespaces[root] == namespaces[i] and ids[root] not in merged_into:
+            parent[i] = root
+    if not parent:
+        return items, vectors, set()
+    out, alive = _fold_clusters(items, parent, bonus)
+    return out, vectors[alive], {ids[i] for i in parent}
 
 
 def _replaces(hint: str | None, old_content: str) -> bool:
@@ -104,17 +153,18 @@ def exact_dedup(items: pl.DataFrame) -> tuple[pl.DataFrame, list[Merge]]:
         return ordered, []
     positions = np.flatnonzero(repeated)
     merges: list[Merge] = []
-    kept: dict[tuple[str, str], tuple[int, dict]] = {}
+    groups: dict[tuple[str, str], tuple[int, list[dict]]] = {}
     for position, row in zip(positions.tolist(), ordered[positions].to_dicts()):
         key_value = (row["namespace"], row["content_hash"])
-        if key_value in kept:
-            first, survivor = kept[key_value]
+        if key_value in groups:
+            survivor = groups[key_value][1][0]
             merges.append(Merge(survivor["id"], row["id"], 1.0, survivor["content"], row["content"]))
-            kept[key_value] = (first, _absorb(survivor, row, 0.0))
+            groups[key_value][1].append(row)
         else:
-            kept[key_value] = (position, row)
+            groups[key_value] = (position, [row])
     keep = ~repeated | flags["first"].to_numpy()
-    return replace_rows(ordered, dict(kept.values()), keep), merges
+    changed = {first: _absorb(group[0], group[1:], 0.0) for first, group in groups.values()}
+    return replace_rows(ordered, changed, keep), merges
 
 
 def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float, bonus: float,
@@ -169,13 +219,7 @@ def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float
                     pairs.append((int(i), int(j), float(sims[r, j])))
     if not pairs:
         return items, vectors, []
-    rows: dict[int, dict] = {}
-
-    def row(i: int) -> dict:
-        if i not in rows:
-            rows[i] = items.row(i, named=True)
-        return rows[i]
-
+    ids = items["id"].to_list()
     merges: list[Merge] = []
     for i, j, sim in sorted(pairs, key=lambda p: -p[2]):
         a, b = find(i), find(j)
@@ -183,11 +227,8 @@ def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float
             continue
         # The fresher wording survives (DESIGN: keep the fresher wording, confidence +0.05).
         keep, drop = (a, b) if created[a] >= created[b] else (b, a)
-        merges.append(Merge(row(keep)["id"], row(drop)["id"], sim, row(keep)["content"], row(drop)["content"]))
-        rows[keep] = _absorb(row(keep), row(drop), bonus)
+        merges.append(Merge(ids[keep], ids[drop], sim, contents[keep], contents[drop]))
         parent[drop] = keep
-    survivors = [i for i in range(n) if find(i) == i]
-    alive = np.zeros(n, dtype=bool)
-    alive[survivors] = True
-    out = replace_rows(items, {i: r for i, r in rows.items() if alive[i]}, alive)
-    return out, vectors[survivors], merges
+    members = {i: find(i) for i in {p for pair in pairs for p in pair[:2]} if find(i) != i}
+    out, alive = _fold_clusters(items, members, bonus)
+    return out, vectors[alive], merges

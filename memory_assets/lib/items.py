@@ -77,6 +77,7 @@ def facts_to_items(facts: pl.DataFrame, now: datetime) -> pl.DataFrame:
         merged_from=pl.Series([[] for _ in range(n)], dtype=pl.List(pl.String)),
         embedding_model=pl.lit(None, dtype=pl.String),
         first_seen_at=pl.lit(now).cast(pl.Datetime("us", "UTC")),
+        source_text=pl.lit(None, dtype=pl.String),  # filled from the resources (lib/source_text.py)
     )
 
 
@@ -126,6 +127,10 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
     items = items.with_columns(embedding_model=pl.lit(embedder.model_id))
 
     previous_ids = set(previous["id"].to_list()) if previous is not None and not previous.is_empty() else set()
+    if previous_ids and "merged_from" in previous.columns:
+        merged_into = {m: r["id"] for r in previous.select("id", "merged_from").to_dicts() for m in (r["merged_from"] or [])}
+        items, vectors, refolded = dedup.fold_known(items, vectors, merged_into, bonus=config.confidence["merge_bonus"])
+        previous_ids.update(refolded)
     new_rows = np.asarray([i for i, x in enumerate(items["id"].to_list()) if x not in previous_ids], dtype=int)
     if new_rows.size:
         items, vectors, semantic = dedup.semantic_dedup(
