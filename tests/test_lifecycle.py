@@ -254,6 +254,31 @@ def test_only_the_given_neighbours_are_compared(embedder):
     assert none.counts["contradicted"] == 0 and given.counts["contradicted"] == 2
 
 
+def test_a_night_compares_only_new_and_changed_items(embedder):
+    """``changed``: a pair of unchanged items was looked at when the newer one arrived;
+    a night looks only around the items new or reworded since the last version."""
+    items = _items(_fact("old", STANDUP_OLD, category="work"),
+                   _fact("new", STANDUP_NEW, category="work", at=T0 + timedelta(days=2)),
+                   _fact("gym", "Aaron goes to the gym at 7:00", category="work", at=T0 + timedelta(days=2)))
+    vectors = embedder.embed(items["content"].to_list())
+    now = T0 + timedelta(days=3)
+    _, unchanged = lifecycle.apply(items, vectors, CONFIG, now, changed=[2])
+    _, arrived = lifecycle.apply(items, vectors, CONFIG, now, changed=[1])
+    _, everything = lifecycle.apply(items, vectors, CONFIG, now)
+    assert unchanged.counts["contradicted"] == 0
+    assert sorted(arrived.ids["contradicted"]) == sorted(everything.ids["contradicted"]) == ["new", "old"]
+
+
+def test_consolidate_reports_the_new_and_reworded_rows(embedder):
+    first_facts = pl.DataFrame([_fact("old", STANDUP_OLD, category="work")], schema=FACT_SCHEMA)
+    first = consolidate(first_facts, None, {}, embedder, CONFIG, T0)
+    assert first.changed is None  # no previous version: everything is new
+    more = pl.concat([first_facts, pl.DataFrame([_fact("gym", "Aaron goes to the gym at 7:00", category="health",
+                                                       at=T0 + timedelta(days=1))], schema=FACT_SCHEMA)])
+    second = consolidate(more, first.items, {}, embedder, CONFIG, T0 + timedelta(days=1))
+    assert [second.items["id"][i] for i in second.changed] == ["gym"]
+
+
 def test_alike_items_in_different_categories_are_not_contradictions(embedder):
     items = _items(_fact("a", STANDUP_OLD, category="work"), _fact("b", STANDUP_NEW, category="process"))
     out, _ = lifecycle.apply(items, embedder.embed(items["content"].to_list()), CONFIG, T0 + timedelta(days=3))

@@ -41,6 +41,9 @@ class Consolidated:
     embedded: int = 0
     reused_vectors: int = 0
     events_folded: dict[str, int] = field(default_factory=dict)
+    # Positions (in ``items``) of rows that are new or whose text changed since the
+    # previous version: the only rows the lifecycle compares for contradictions nightly.
+    changed: list[int] | None = None
 
 
 # What ``supersession.resolve`` reads of a row (only these columns become dicts for it).
@@ -153,9 +156,14 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
         new["supersedes"] = old["id"]
         superseded.append((new["id"], old["id"]))
     items = dedup.replace_rows(items, rows).select(list(ITEM_SCHEMA))
+    changed = None
+    if previous_ids:
+        before = dict(zip(previous["id"].to_list(), previous["content_hash"].to_list()))
+        changed = [i for i, (item_id, digest) in enumerate(zip(items["id"].to_list(), items["content_hash"].to_list()))
+                   if before.get(item_id) != digest]
     return Consolidated(items, vectors, merges, superseded, embedded=len(missing),
                         reused_vectors=len(set(items["content_hash"].to_list()) - set(missing)),
-                        events_folded=folded)
+                        events_folded=folded, changed=changed)
 
 
 _LINKS = ("supersedes", "superseded_by", "contradicts")

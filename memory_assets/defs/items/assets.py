@@ -86,7 +86,10 @@ def memory_items(context: dg.AssetExecutionContext, config: ItemsRun, memory: Me
     # Monthly: every item is embedded again with the configured model (a model change shows).
     known = {} if config.monthly else store.vectors_by_hash()
     result = consolidate(facts, previous, known, model, settings, now, events=batch.events)
-    items, report = lifecycle.apply(result.items, result.vectors, settings, now)
+    # Nightly and weekly, contradictions are looked for around new and reworded items
+    # only; the monthly run (everything re-embedded) sweeps every item.
+    items, report = lifecycle.apply(result.items, result.vectors, settings, now,
+                                    changed=None if config.monthly else result.changed)
     if config.weekly:
         items, weekly = lifecycle.archive_unaccessed(items, settings, now)
         _add(report, weekly)

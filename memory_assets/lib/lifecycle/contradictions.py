@@ -41,7 +41,7 @@ def _given(neighbors: Neighbors) -> Iterator[tuple[int, int]]:
 
 
 def _top_k(rows: list[dict], vectors: np.ndarray, active: list[int], threshold: float, k: int,
-           block: int) -> Iterator[tuple[int, int]]:
+           block: int, only: set[int] | None = None) -> Iterator[tuple[int, int]]:
     groups: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i in active:
         groups[_group(rows[i])].append(i)
@@ -51,25 +51,29 @@ def _top_k(rows: list[dict], vectors: np.ndarray, active: list[int], threshold: 
         idx = np.asarray(members)
         group = vectors[idx]
         kk = min(k, len(idx) - 1)
-        for start in range(0, len(idx), block):
-            sims = group[start:start + block] @ group.T
-            sims[np.arange(len(sims)), np.arange(start, start + len(sims))] = -np.inf  # not itself
+        # Rows whose neighbours are looked up: all, or only those in ``only``.
+        queries = np.arange(len(idx)) if only is None else np.flatnonzero(np.isin(idx, list(only)))
+        for start in range(0, len(queries), block):
+            part = queries[start:start + block]
+            sims = group[part] @ group.T
+            sims[np.arange(len(part)), part] = -np.inf  # not itself
             above = sims >= threshold
             # A row with at most kk neighbours at or above the threshold keeps all of them
             # (they outrank everything below it); only a crowded row needs its top kk.
             crowded = above.sum(axis=1) > kk
             for r, c in zip(*np.nonzero(above & ~crowded[:, None])):
-                yield int(idx[start + r]), int(idx[c])
-            rows = np.flatnonzero(crowded)
-            if rows.size:
-                top = np.argpartition(-sims[rows], kk - 1, axis=1)[:, :kk]
-                close = np.take_along_axis(sims[rows], top, axis=1) >= threshold
+                yield int(idx[part[r]]), int(idx[c])
+            crowded_rows = np.flatnonzero(crowded)
+            if crowded_rows.size:
+                top = np.argpartition(-sims[crowded_rows], kk - 1, axis=1)[:, :kk]
+                close = np.take_along_axis(sims[crowded_rows], top, axis=1) >= threshold
                 for r, c in zip(*np.nonzero(close)):
-                    yield int(idx[start + rows[r]]), int(idx[top[r, c]])
+                    yield int(idx[part[crowded_rows[r]]]), int(idx[top[r, c]])
 
 
 def candidate_pairs(rows: list[dict], vectors: np.ndarray, threshold: float, *,
-                    neighbors: Neighbors | None = None, k: int = TOP_K, block: int = BLOCK) -> list[tuple[float, int, int]]:
+                    neighbors: Neighbors | None = None, only: Sequence[int] | None = None,
+                    k: int = TOP_K, block: int = BLOCK) -> list[tuple[float, int, int]]:
     """Pairs of active rows alike enough to be about the same subject.
 
     Args:
@@ -77,13 +81,17 @@ def candidate_pairs(rows: list[dict], vectors: np.ndarray, threshold: float, *,
         threshold: the cosine at or above which two items share a subject.
         neighbors: for each row index, candidate neighbour row indices; when None, the
             top ``k`` by cosine within the row's (namespace, category) group.
+        only: with the numpy top-k, look up the neighbours of these rows only (the new
+            and changed ones: pairs of unchanged rows were looked at when the newer of
+            the two arrived), so a night costs changed × group, not group².
     Returns:
         (cosine, i, j) with i < j, most alike first (ties by index, so the order is stable).
     """
     active = [i for i, r in enumerate(rows) if r.get("status") == "active"]
     is_active = set(active)
     found: dict[tuple[int, int], float] = {}
-    source = _given(neighbors) if neighbors is not None else _top_k(rows, vectors, active, threshold, k, block)
+    source = (_given(neighbors) if neighbors is not None
+              else _top_k(rows, vectors, active, threshold, k, block, None if only is None else set(only)))
     for i, j in source:
         if i == j or i not in is_active or j not in is_active or _group(rows[i]) != _group(rows[j]):
             continue

@@ -42,6 +42,7 @@ the pipeline itself bumps it when it supersedes or archives.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -117,10 +118,10 @@ def _replaces(row: dict) -> bool:
 
 
 def _contradictions(rows: list[dict], vectors: np.ndarray, config: MemoryConfig,
-                    neighbors: Neighbors | None, report: LifecycleReport) -> None:
+                    neighbors: Neighbors | None, report: LifecycleReport, changed: Sequence[int] | None = None) -> None:
     """Flag or supersede active pairs about one subject that disagree (see ``contradictions``)."""
     threshold = float(config.lifecycle["contradiction_similarity"])
-    for _sim, i, j in contradictions.candidate_pairs(rows, vectors, threshold, neighbors=neighbors):
+    for _sim, i, j in contradictions.candidate_pairs(rows, vectors, threshold, neighbors=neighbors, only=changed):
         a, b = rows[i], rows[j]
         if a["status"] != "active" or b["status"] != "active" or b["id"] in (a["contradicts"] or []):
             continue
@@ -163,7 +164,7 @@ def _expiry(row: dict, config: MemoryConfig, now: datetime) -> tuple[str, dateti
 
 
 def apply(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig, now: datetime, *,
-          neighbors: Neighbors | None = None) -> tuple[pl.DataFrame, LifecycleReport]:
+          neighbors: Neighbors | None = None, changed: Sequence[int] | None = None) -> tuple[pl.DataFrame, LifecycleReport]:
     """One night of the lifecycle over every item (order and rules: module docstring).
 
     Args:
@@ -175,6 +176,8 @@ def apply(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig, now: d
         neighbors: for each row index, candidate neighbour row indices for contradiction
             detection (a list per row, or a mapping for the rows that changed); when
             None, the nearest 10 within each (namespace, category) by numpy.
+        changed: positions of the rows new or reworded since the previous version; when
+            given, only their neighbours are looked at for contradictions (None: all rows).
     Returns:
         the items, same rows and schema, and what was done.
     """
@@ -195,7 +198,7 @@ def apply(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig, now: d
         if row["status"] == "active" and scoring.created_today(row, now):
             report.record("boosted", row["id"])
 
-    _contradictions(rows, _unit(vectors), config, neighbors, report)
+    _contradictions(rows, _unit(vectors), config, neighbors, report, changed)
 
     for row, importance, conf in zip(rows, base_importance, base_confidence):
         row["importance"] = scoring.lifecycle_importance(config, {**row, "importance": importance}, now)
