@@ -93,6 +93,7 @@ def test_an_earlier_merge_is_refolded_without_being_found_again(embedder):
     assert set(survivor["source_turn_ids"]) == {"D1:1", "D4:2", "D6:1"}
     same = consolidate(facts, first.items, known, embedder, load_config(), now)
     assert same.merges == [] and same.items.drop("updated_at").equals(first.items.drop("updated_at"))
+    assert same.embedded == 0  # the merged wording needs no vector of its own
 
 
 def test_duplicates_in_different_namespaces_stay_apart(embedder):

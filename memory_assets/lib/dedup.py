@@ -88,18 +88,17 @@ def _fold_clusters(items: pl.DataFrame, parent: dict[int, int], bonus: float) ->
     return replace_rows(items, changed, alive), alive
 
 
-def fold_known(items: pl.DataFrame, vectors: np.ndarray, merged_into: dict[str, str], *,
-               bonus: float) -> tuple[pl.DataFrame, np.ndarray, set[str]]:
+def fold_known(items: pl.DataFrame, merged_into: dict[str, str], *, bonus: float) -> tuple[pl.DataFrame, set[str]]:
     """Rows an earlier version already merged fold into the same survivor again.
 
     Items are rebuilt from every fact on each run; a fact an earlier run merged comes
     back under its own id. ``merged_into`` (merged id → survivor id, from the previous
     version's ``merged_from``) folds it straight back, so only facts never seen before
-    are compared by similarity: a nightly run costs new × all, not merged × all.
-    Returns the rows, their vectors and the ids folded.
+    are compared by similarity (and embedded): a nightly run costs new × all, not
+    merged × all. Returns the rows and the ids folded.
     """
     if not merged_into or items.is_empty():
-        return items, vectors, set()
+        return items, set()
     ids = items["id"].to_list()
     position = {item_id: i for i, item_id in enumerate(ids)}
     namespaces = items["namespace"].to_list()
@@ -109,9 +108,9 @@ def fold_known(items: pl.DataFrame, vectors: np.ndarray, merged_into: dict[str, 
         if root is not None and root != i and namespaces[root] == namespaces[i] and ids[root] not in merged_into:
             parent[i] = root
     if not parent:
-        return items, vectors, set()
-    out, alive = _fold_clusters(items, parent, bonus)
-    return out, vectors[alive], {ids[i] for i in parent}
+        return items, set()
+    out, _alive = _fold_clusters(items, parent, bonus)
+    return out, {ids[i] for i in parent}
 
 
 def _replaces(hint: str | None, old_content: str) -> bool:

@@ -120,6 +120,14 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
     if events is not None:
         items, folded = feedback.fold(items, events, config)
 
+    # Facts an earlier version merged fold straight back into their survivor, before
+    # embedding: they need no vector and no similarity search.
+    previous_ids = set(previous["id"].to_list()) if previous is not None and not previous.is_empty() else set()
+    if previous_ids and "merged_from" in previous.columns:
+        merged_into = {m: r["id"] for r in previous.select("id", "merged_from").to_dicts() for m in (r["merged_from"] or [])}
+        items, refolded = dedup.fold_known(items, merged_into, bonus=config.confidence["merge_bonus"])
+        previous_ids.update(refolded)
+
     missing = [h for h in dict.fromkeys(items["content_hash"].to_list()) if h not in known_vectors]
     vectors_by_hash = dict(known_vectors)
     if missing:
@@ -129,11 +137,6 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
     vectors = np.stack([vectors_by_hash[h] for h in items["content_hash"].to_list()]).astype(np.float32) if items.height else np.zeros((0, 1), np.float32)
     items = items.with_columns(embedding_model=pl.lit(embedder.model_id))
 
-    previous_ids = set(previous["id"].to_list()) if previous is not None and not previous.is_empty() else set()
-    if previous_ids and "merged_from" in previous.columns:
-        merged_into = {m: r["id"] for r in previous.select("id", "merged_from").to_dicts() for m in (r["merged_from"] or [])}
-        items, vectors, refolded = dedup.fold_known(items, vectors, merged_into, bonus=config.confidence["merge_bonus"])
-        previous_ids.update(refolded)
     new_rows = np.asarray([i for i, x in enumerate(items["id"].to_list()) if x not in previous_ids], dtype=int)
     if new_rows.size:
         items, vectors, semantic = dedup.semantic_dedup(
