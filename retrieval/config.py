@@ -28,6 +28,8 @@ class Category:
     ttl_days: int
     summary_file: str
     keywords: tuple[str, ...] = ()
+    # What happens here is part of the person's story: its events are not transient.
+    lasting: bool = False
 
 
 @dataclass(frozen=True)
@@ -62,10 +64,14 @@ class MemoryConfig:
     def confidence_for(self, strength: str) -> float:
         return float(self.confidence[strength])
 
-    def tier_for(self, kind: str) -> str:
+    def tier_for(self, kind: str, category: str | None = None) -> str:
+        """The tier a ``kind`` lands in (``[tiers]``); in a ``lasting`` category a
+        transient kind is standard instead: "Caroline went to a support group on 7 May"
+        is autobiography, not chatter to forget in weeks."""
         for tier, kinds in self.tiers.items():
             if kind in kinds:
-                return tier
+                lasting = category in self.categories and self.categories[category].lasting
+                return "standard" if tier == "transient" and lasting else tier
         return "standard"
 
 
@@ -105,6 +111,7 @@ def _load(path: str | None) -> MemoryConfig:
             ttl_days=int(spec.get("ttl_days", 0)),
             summary_file=str(spec.get("summary_file", f"{name}.md")),
             keywords=tuple(k.lower() for k in spec.get("keywords", ())),
+            lasting=bool(spec.get("lasting", False)),
         )
     return MemoryConfig(
         categories=categories,

@@ -139,6 +139,10 @@ ITEM_SCHEMA: dict[str, pl.DataType] = {
     # When the pipeline first stored the item; a backfilled transcript from 2023 is
     # new to the memory today, so its decay and TTLs count from today.
     "first_seen_at": pl.Datetime("us", "UTC"),
+    # The turns the item came from, as said ("[8 May 2023] Caroline: I went to…", one per
+    # line; credentials already redacted at ingest). Searched with the content: a question
+    # often uses the speaker's own words, which the atomic fact paraphrased away.
+    "source_text": pl.String(),
 }
 
 REJECTION_SCHEMA: dict[str, pl.DataType] = {

@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 from memory_assets.lib.ingest import ingest_paths
+from memory_assets.lib.source_text import MAX_TURNS
 from memory_assets.lib.runner import materialize_pending
 from retrieval import MemoryClient
 from retrieval.paths import DataRoot
@@ -50,6 +51,18 @@ def test_every_item_points_back_to_stored_resources(built):
     known = set(resources["resource_id"].to_list())
     for ids in _items(paths)["source_resource_ids"].to_list():
         assert ids and set(ids) <= known
+
+
+def test_each_item_keeps_the_text_of_exactly_its_source_turns(built):
+    paths, _, _ = built
+    resources = pl.concat([pl.read_parquet(p) for p in paths.resources.rglob("part-*.parquet")])
+    said = {r: " ".join(c.split()) for r, c in zip(resources["resource_id"], resources["content"])}
+    items = _items(paths)
+    assert items["source_text"].null_count() == 0
+    for ids, text in items.select("source_resource_ids", "source_text").iter_rows():
+        lines = text.splitlines()
+        assert len(lines) == min(len(ids), MAX_TURNS)
+        assert all(line.endswith(said[rid]) for rid, line in zip(ids, lines))
 
 
 def test_credentials_never_reach_any_store(built):

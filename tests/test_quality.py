@@ -304,11 +304,12 @@ class _Index:
 
 @pytest.mark.parametrize("indices,rows,passed,severity", [
     ([_Index("FTS", ["content"])], 10, True, "ERROR"),
+    ([_Index("FTS", ["search_text"])], 10, True, "ERROR"),
     ([], 10, False, "ERROR"),
     ([_Index("IVF_HNSW_SQ", ["vector"])], 10, False, "ERROR"),
     ([], 0, True, "ERROR"),
     ([_Index("FTS", ["content"], num_unindexed_rows=3)], 10, False, "WARN"),
-], ids=["present", "missing", "only a vector index", "empty table", "stale"])
+], ids=["present", "content and source text", "missing", "only a vector index", "empty table", "stale"])
 def test_the_full_text_index_must_cover_content(indices, rows, passed, severity):
     report = index_report(indices, rows=rows)
     assert report.passed is passed and report.severity == severity

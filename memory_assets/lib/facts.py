@@ -78,7 +78,7 @@ def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryCo
             "confidence": scoring.confidence(config, strength),
             "strength": strength,
             "sentiment": _pick(cand.sentiment, SENTIMENTS, "neutral"),
-            "tier": _pick(cand.tier, TIERS, config.tier_for(kind)),
+            "tier": _pick(cand.tier, TIERS, config.tier_for(kind, category)),
             "scope": "global",
             "namespace": namespace,
             "source_trust": trust,

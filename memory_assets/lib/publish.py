@@ -26,6 +26,17 @@ from retrieval.store import ITEMS_TABLE, PUBLISHED_TAG, ItemStore
 # Above this many rows brute-force vector search gets slow (~250 ms at 100k on 2 cores):
 # build an ANN index instead.
 VECTOR_INDEX_MIN_ROWS = 20_000
+# The full-text index covers the content and the turns it came from (``search_text``,
+# LanceDB only); retrieval's full-text query finds the table's one FTS index by itself.
+FTS_COLUMN = "search_text"
+
+
+def search_text(frame: pl.DataFrame) -> pl.Series:
+    """What full-text search reads of each item: its content, then its source text."""
+    if "source_text" not in frame.columns:
+        return frame["content"].alias(FTS_COLUMN)
+    return frame.select(pl.concat_str([pl.col("content"), pl.col("source_text")], separator="\n",
+                                      ignore_nulls=True).alias(FTS_COLUMN)).to_series()
 
 
 @dataclass(frozen=True)
@@ -61,11 +72,11 @@ def write_items(paths: DataRoot, items: pl.DataFrame, vectors: np.ndarray, now: 
     items.write_parquet(tmp)
     os.replace(tmp, parquet)
 
-    table_data = _with_vectors(items, vectors)
+    table_data = _with_vectors(items.with_columns(search_text(items)), vectors)
     db = lancedb.connect(str(paths.lancedb))
     table = db.create_table(ITEMS_TABLE, data=table_data, mode="overwrite")
     if items.height:
-        table.create_fts_index("content", replace=True, with_position=False)
+        table.create_fts_index(FTS_COLUMN, replace=True, with_position=False)
         if items.height >= VECTOR_INDEX_MIN_ROWS:
             table.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_HNSW_SQ")
     return ItemsVersion(version=table.version, parquet=parquet, rows=items.height, written_at=now.isoformat())

@@ -10,10 +10,11 @@ from dagster_duckdb import DuckDBResource
 
 from memory_assets.defs.extraction.assets import read_all_facts
 from memory_assets.defs.resources import EmbedderResource, MemoryRoot
-from memory_assets.lib import feedback, freshness, lifecycle, publish
+from memory_assets.lib import feedback, freshness, lifecycle, publish, source_text
 from memory_assets.lib.clock import Clock
 from memory_assets.lib.items import consolidate, repair_links
 from memory_assets.lib.quality import audit
+from memory_assets.lib.quality.inputs import read_resources
 from retrieval.store import ItemStore
 
 
@@ -57,7 +58,7 @@ class ItemsRun(Clock):
     deps=["extracted_facts"],
     group_name="items",
     kinds={"python", "parquet", "lancedb", "duckdb"},
-    code_version="memory-items-v2",
+    code_version="memory-items-v3",
     pool="duckdb",
     automation_condition=dg.AutomationCondition.eager(),
 )
@@ -70,7 +71,9 @@ def memory_items(context: dg.AssetExecutionContext, config: ItemsRun, memory: Me
     and it keeps every source); a fact that replaces an older one marks the older one
     superseded; the agent's feedback (reinforce, demote, update, forget, echo/fizzle)
     is folded in; the lifecycle (decay, boosts, confidence, contradictions, TTLs, purge,
-    promotion; weekly archive, monthly cold) is applied as of the run's clock. Written as a new Parquet version and a new LanceDB ``items`` version
+    promotion; weekly archive, monthly cold) is applied as of the run's clock. Each item
+    keeps the text of the turns it came from (``source_text``), which full-text search
+    reads with its content. Written as a new Parquet version and a new LanceDB ``items`` version
     (vectors + full-text index), staged for its checks; ``published_items`` makes it
     what retrieval reads.
     """
@@ -97,6 +100,7 @@ def memory_items(context: dg.AssetExecutionContext, config: ItemsRun, memory: Me
         items, monthly = lifecycle.to_cold(items, settings, now)
         _add(report, monthly)
     items = repair_links(preload_due_triggers(items, settings, now))
+    items = source_text.attach(items, source_text.turn_texts(read_resources(paths)))
     written = publish.write_items(paths, items, result.vectors, now)
     written = publish.ItemsVersion(**{**written.__dict__, "event_files": [f.name for f in batch.files]})
     publish.stage(paths, written)
@@ -200,7 +204,9 @@ def items_index(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg.Mat
     published_is_latest = live.version == table.version
     stats = live.optimize(cleanup_older_than=timedelta(days=30))
     rows = live.count_rows()
-    live.create_fts_index("content", replace=True, with_position=False)
+    # A table written before items kept their source text has only the content to index.
+    fts_column = publish.FTS_COLUMN if publish.FTS_COLUMN in live.schema.names else "content"
+    live.create_fts_index(fts_column, replace=True, with_position=False)
     if rows >= publish.VECTOR_INDEX_MIN_ROWS:
         live.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_HNSW_SQ", replace=True)
     # Same rows, fresh indexes: the agent moves to the compacted version.

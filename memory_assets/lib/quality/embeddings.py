@@ -14,6 +14,7 @@ import numpy as np
 import polars as pl
 import pyarrow as pa
 
+from memory_assets.lib.publish import FTS_COLUMN
 from memory_assets.lib.quality.report import QualityReport
 from memory_assets.lib.quality.validation import Rule, validate
 from retrieval.config import MemoryConfig
@@ -62,7 +63,7 @@ def vector_rules(model_id: str, dimension: int) -> list[Rule]:
 
 INDEX_RULES = [
     Rule("full_text_index_present", "ExpectColumnValuesToBeInSet", "ERROR",
-         "the BM25 half of hybrid search needs the full-text index on content",
+         "the BM25 half of hybrid search needs the full-text index on the items' text",
          {"column": "present", "value_set": [True]}),
     Rule("full_text_index_covers_all_rows", "ExpectColumnValuesToBeBetween", "WARN",
          "rows outside the index are found by a slower flat scan",
@@ -114,12 +115,14 @@ def vectors_report(table: pa.Table, config: MemoryConfig, *, subject: str = "ite
 
 
 def index_report(indices: list[Any], *, rows: int, subject: str = "items full-text index") -> QualityReport:
-    """Check that a full-text index covers ``content`` (``table.list_indices()``).
+    """Check that a full-text index covers the items' text (``table.list_indices()``):
+    ``search_text`` (content and source turns), or ``content`` alone in a table written
+    before items kept their source text.
 
     An empty table has nothing to index, so no index is required there.
     """
     fts = [i for i in indices if str(getattr(i, "index_type", "")).upper() == "FTS"
-           and "content" in list(getattr(i, "columns", []) or [])]
+           and {FTS_COLUMN, "content"} & set(getattr(i, "columns", []) or [])]
     unindexed = sum(int(getattr(i, "num_unindexed_rows", 0) or 0) for i in fts)
     frame = pl.DataFrame({"index": ["content (full-text)"], "present": [bool(fts) or rows == 0],
                           "unindexed_rows": [unindexed]})

@@ -1,0 +1,114 @@
+"""Items keep the words of the turns they came from, and full-text search reads them."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import polars as pl
+import pytest
+
+from memory_assets.lib import publish, source_text
+from memory_assets.lib.dedup import content_hash
+from memory_assets.lib.items import facts_to_items
+from retrieval import MemoryClient
+from retrieval.config import load_config
+from retrieval.embeddings import Embedder
+from retrieval.options import RetrievalOptions
+from retrieval.paths import DataRoot
+from retrieval.schema import FACT_SCHEMA, ITEM_SCHEMA
+
+NOW = datetime(2023, 5, 9, 12, 0, tzinfo=timezone.utc)
+SAID = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
+
+RESOURCES = pl.DataFrame({
+    "resource_id": ["r-metime", "r-group", "r-ask", "r-later"],
+    "speaker": ["Melanie", "Caroline", "Melanie", "Caroline"],
+    "content": [
+        "So I'm carving out some me-time each day - running, reading, or playing my violin.",
+        "I went to a LGBTQ support group yesterday and it was so powerful.",
+        "Wow, what happened there?",
+        "The transgender stories were so inspiring!",
+    ],
+    "content_at": [SAID, SAID, SAID, SAID + timedelta(days=30)],
+})
+
+
+def _fact(fid: str, content: str, resource_ids: list[str], turn_ids: list[str]) -> dict:
+    return {
+        "id": fid, "content": content, "category": "personal", "kind": "fact", "memory_kind": "note",
+        "tags": [], "entities": [], "importance": 0.5, "confidence": 0.9, "strength": "explicit",
+        "sentiment": "neutral", "tier": "standard", "scope": "global", "namespace": "default",
+        "source_trust": "trusted", "provenance": "user_stated", "source_session": "s1",
+        "source_resource_ids": resource_ids, "source_turn_ids": turn_ids, "supersedes_hint": None,
+        "content_hash": content_hash(content), "created_at": SAID, "prompt_version": "test", "extractor": "offline",
+    }
+
+
+FACTS = [
+    # The fact paraphrases its turn: "me-time" and "violin" are only in the turn.
+    _fact("selfcare", "Melanie is starting to realize that self-care is really important", ["r-metime"], ["D2:5"]),
+    _fact("group", "Caroline went to a LGBTQ support group", ["r-group", "r-later"], ["D1:3", "D5:2"]),
+    _fact("orphan", "Caroline keeps a journal of her transition", ["r-unknown"], ["D9:9"]),
+    *[_fact(f"filler-{i}", f"Melanie mentioned household detail number {i} about the garden and chores",
+            [f"r-none-{i}"], [f"D3:{i}"]) for i in range(8)],
+]
+
+
+def _items() -> pl.DataFrame:
+    items = facts_to_items(pl.DataFrame(FACTS, schema=FACT_SCHEMA), NOW).select(list(ITEM_SCHEMA))
+    return source_text.attach(items, source_text.turn_texts(RESOURCES))
+
+
+def _text(items: pl.DataFrame, fid: str) -> str | None:
+    return items.filter(pl.col("id") == fid)["source_text"][0]
+
+
+def test_source_text_is_the_items_own_turns_with_speaker_and_day():
+    items = _items()
+    assert _text(items, "selfcare") == (
+        "[8 May 2023] Melanie: So I'm carving out some me-time each day - running, reading, or playing my violin.")
+    # Every source of a merged item, in source order, and no neighbouring turn ("r-ask").
+    assert _text(items, "group").splitlines() == [
+        "[8 May 2023] Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
+        "[7 June 2023] Caroline: The transgender stories were so inspiring!",
+    ]
+    assert _text(items, "orphan") is None  # no known resource: no text, and nothing made up
+    assert items["id"].to_list() == [f["id"] for f in FACTS]
+    assert items["source_turn_ids"].to_list() == [f["source_turn_ids"] for f in FACTS]
+
+
+def test_a_long_merged_item_keeps_the_text_of_its_first_turns_only():
+    many = pl.DataFrame({"resource_id": [f"r{i}" for i in range(20)], "speaker": ["Jon"] * 20,
+                         "content": [f"turn {i}" for i in range(20)], "content_at": [SAID] * 20})
+    items = pl.DataFrame({"id": ["x"], "source_resource_ids": [[f"r{i}" for i in range(20)]],
+                          "source_text": [None]}, schema={"id": pl.String, "source_resource_ids": pl.List(pl.String),
+                                                          "source_text": pl.String})
+    lines = source_text.attach(items, source_text.turn_texts(many))["source_text"][0].splitlines()
+    assert len(lines) == source_text.MAX_TURNS and lines[0].endswith("Jon: turn 0")
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory):
+    paths = DataRoot.resolve(tmp_path_factory.mktemp("source-text") / "data")
+    items = _items()
+    vectors = Embedder(load_config()).embed(items["content"].to_list())
+    publish.publish(paths, publish.write_items(paths, items, vectors, NOW))
+    return paths
+
+
+def test_an_item_is_found_by_a_word_only_its_source_turn_has(published):
+    client = MemoryClient(published.root, options=RetrievalOptions(fusion="fts"))
+    hits = client.search("me-time violin", k=3, now=NOW)
+    assert hits and hits[0].id == "selfcare"
+    assert hits[0].source_turn_ids == ["D2:5"]  # the turns it came from, exactly
+
+
+def test_the_day_a_fact_was_said_is_searchable(published):
+    hits = MemoryClient(published.root, options=RetrievalOptions(fusion="fts")).search("June 2023", k=3, now=NOW)
+    assert [h.id for h in hits][:1] == ["group"]
+
+
+def test_the_block_quotes_the_item_not_its_source_turns(published):
+    injection = MemoryClient(published.root).inject("How does Melanie make me-time?", now=NOW, record=False)
+    assert "selfcare" in {h.id for h in injection.items}
+    assert "carving" not in injection.text and "self-care is really important" in injection.text
