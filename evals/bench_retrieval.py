@@ -510,6 +510,7 @@ def machine() -> dict[str, Any]:
         import torch
 
         info["torch_threads"] = torch.get_num_threads()
+        info["query_threads"] = int(load_config().embedding.get("query_threads", 0)) or info["torch_threads"]
     except ImportError:
         pass
     if hasattr(os, "getloadavg"):
@@ -542,22 +543,19 @@ def run_bench(n_items: int, *, queries: int = 200, warmup: int = 20, seed: int =
         seed: the generator's seed for items and questions.
         embed: how item vectors were made: ``model`` or ``random``.
         cache_dir: where built roots are kept (default: a folder in the system temp dir).
-        torch_threads: intra-op threads for the query embedding (default: torch's, one
-            per core); the process-wide ``torch.set_num_threads`` an agent could call.
+        torch_threads: torch threads for the query embedding (default: the config's
+            ``embedding.query_threads``).
         progress: called with a line of text as the run goes.
     Returns:
         a JSON-able report; ``inject_ms`` is None (and ``inject_error`` set) when inject fails.
     """
     from retrieval import MemoryClient
 
-    if torch_threads:
-        import torch
-
-        torch.set_num_threads(torch_threads)
-
     root, reused = cached_root(n_items, seed=seed, embed=embed, cache_dir=cache_dir, progress=progress)
     built = json.loads((root / MANIFEST).read_text())
     client = MemoryClient(root)
+    if torch_threads:
+        client.embedder.query_threads = torch_threads
     client.embedder.embed_one("load the model")  # excluded: a long-lived agent loads it once
     search = _search_call(client)
     contexts = synthetic_queries(warmup + queries, seed=seed)
@@ -805,7 +803,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="item vectors: the real model (default; 100k ≈ 8 min once) or random unit vectors")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--torch-threads", type=int, default=None, metavar="N",
-                        help="torch intra-op threads for the query embedding (default: one per core)")
+                        help="torch threads for the query embedding (default: embedding.query_threads in the config)")
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help=f"where built data roots are kept (default {default_cache_dir()})")
     parser.add_argument("--study", action="store_true",

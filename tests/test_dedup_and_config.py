@@ -132,6 +132,22 @@ def test_embeddings_are_unit_vectors_of_the_local_model(embedder):
     assert embedder.model_id == "local:all-MiniLM-L6-v2"
 
 
+def test_a_query_is_embedded_with_the_configured_threads_and_the_same_vector(embedder):
+    import numpy as np
+    import torch
+
+    before = torch.get_num_threads()
+    seen = []
+    real = embedder.embed
+    embedder.embed = lambda texts: (seen.append(torch.get_num_threads()), real(texts))[1]
+    try:
+        one = embedder.embed_one("When is the WRX oil change due?")
+    finally:
+        del embedder.embed
+    assert seen == [load_config().embedding["query_threads"]] and torch.get_num_threads() == before
+    assert np.allclose(one, embedder.embed(["When is the WRX oil change due?"])[0], atol=1e-5)
+
+
 def test_openai_embeddings_are_used_when_configured(tmp_path, fake_openai):
     override = tmp_path / "memory.toml"
     override.write_text('[embedding]\nprovider = "openai"\nopenai_model = "text-embedding-3-small"\n')
