@@ -20,7 +20,7 @@ reaches items. Two datasets:
   the share with any extracted fact from the observation's ``dia_id``. Observations are
   not exhaustive, so LoCoMo precision is a lower bound.
 
-    memory eval extraction [--dataset gold|locomo|PATH] [--extractor offline|llm] [--json]
+    memory eval extraction [--dataset gold|locomo|PATH] [--extractor offline|llm] [--details] [--json]
 
 The exit status is 1 when any fact leaked, so CI can gate on it.
 """
@@ -737,8 +737,27 @@ def _pct(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.1%}"
 
 
-def format_report(report: dict[str, Any]) -> str:
-    """The human-readable summary of one report."""
+def format_details(report: dict[str, Any]) -> list[str]:
+    """Per session, what went wrong: extracted facts that matched nothing (``junk`` when
+    the transcript does not support them either), labelled facts nobody extracted, and
+    leaks. Sessions with nothing to show are left out."""
+    lines: list[str] = []
+    gold_word = "observation" if report["dataset"] == "locomo" else "gold"
+    for row in report["per_session"]:
+        junk = set(row.get("junk_facts") or [])
+        missed = [m["observation"] if isinstance(m, dict) else m for m in row.get("missed") or []]
+        if not (row.get("unmatched") or missed or row.get("leak_examples")):
+            continue
+        lines.append(f"  {row['session_id']}: {row['extracted']} extracted, {row['gold_facts']} {gold_word} facts")
+        lines += [f"    leak       {e['content']!r} — {e['reason']}" for e in row.get("leak_examples") or []]
+        lines += [f"    {'junk' if u in junk else 'unmatched':<10} {u}" for u in row.get("unmatched") or []]
+        lines += [f"    missed     {m}" for m in missed]
+    return lines
+
+
+def format_report(report: dict[str, Any], details: bool = False) -> str:
+    """The human-readable summary of one report; with ``details``, per session the
+    unmatched, junk and missed facts and the leaks."""
     lines = [
         f"extraction eval — {report['dataset']} ({report['extractor']} extractor {report['extractor_version']}, "
         f"{report['sessions']} sessions, match threshold {report['threshold']:.2f}"
@@ -774,6 +793,9 @@ def format_report(report: dict[str, Any]) -> str:
         j = report["judge"]
         lines.append(f"  judge                {j['calls']} calls ({j['failures']} failed), ${j['cost_usd']:.6f}")
     lines.append(f"  time                 {report['seconds']} s")
+    if details:
+        lines += ["", "  per session (unmatched: extracted, matches nothing labelled; junk: and the transcript does not "
+                  "support it; missed: labelled, not extracted)"] + format_details(report)
     return "\n".join(lines)
 
 
@@ -789,6 +811,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--session", action="append", default=None, metavar="ID",
                         help="only this session id (repeatable)")
     parser.add_argument("--no-judge", action="store_true", help="match by embeddings alone even with an LLM configured")
+    parser.add_argument("--details", action="store_true",
+                        help="also list, per session, unmatched and junk facts, missed gold facts and leaks")
     parser.add_argument("--json", action="store_true", help="print the full reports as JSON (with per-session detail)")
     return parser
 
@@ -819,7 +843,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print(json.dumps(reports[0] if len(reports) == 1 else reports, indent=2, default=str))
     else:
-        print("\n\n".join(format_report(r) for r in reports))
+        print("\n\n".join(format_report(r, details=args.details) for r in reports))
     return 1 if any(r["leaks"] for r in reports) else 0
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from typing import Any
 
 import pytest
@@ -367,23 +368,35 @@ def test_offline_eval_on_three_gold_sessions_reports_every_number_and_leaks_noth
     assert report["threshold"] == THRESHOLD
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "open (extraction-evals issue): the offline extractor still leaks must_not content on the gold set "
-    "— in-session reversals it extracts before they are superseded, and fake facts inside untrusted "
-    "tool output it tags untrusted instead of dropping; credentials leak nowhere "
-    "(test_no_credential_reaches_facts_on_the_gold_set). strict: this fails loudly once fixed."))
-def test_offline_extractor_leaks_nothing_on_the_gold_set(matcher):
-    report = ev.run_extraction_eval("gold", "offline", matcher=matcher)
-    leaked = [f"{e['session_id']}: {e['content']} ({e['reason']})" for r in report["per_session"]
-              for e in [{"session_id": r["session_id"], **x} for x in r["leak_examples"]]]
-    assert report["leaks"] == 0, "\n".join(leaked)
+@pytest.fixture(scope="module")
+def gold_report(matcher) -> dict[str, Any]:
+    """The offline extractor over the whole gold set, run once for the tests below."""
+    return ev.run_extraction_eval("gold", "offline", matcher=matcher)
 
 
-def test_no_credential_reaches_facts_on_the_gold_set(matcher):
-    report = ev.run_extraction_eval("gold", "offline", matcher=matcher)
-    credential_leaks = [e for r in report["per_session"] for e in r["leak_examples"]
+def test_offline_extractor_leaks_nothing_on_the_gold_set(gold_report):
+    leaked = [f"{r['session_id']}: {e['content']} ({e['reason']})" for r in gold_report["per_session"]
+              for e in r["leak_examples"]]
+    assert gold_report["leaks"] == 0, "\n".join(leaked)
+
+
+def test_no_credential_reaches_facts_on_the_gold_set(gold_report):
+    credential_leaks = [e for r in gold_report["per_session"] for e in r["leak_examples"]
                         if "credential" in e["reason"].lower() or "REDACTED" in e["content"]]
     assert credential_leaks == []
+
+
+# Regression guard: the offline extractor's measured level on the gold set (README,
+# "Measured") minus a small margin, so a rule change that trades precision or junk away
+# fails here instead of showing up months later. Raise the floors when the numbers rise.
+PRECISION_FLOOR = 0.62
+JUNK_RATE_CEILING = 0.03
+
+
+def test_offline_precision_and_junk_do_not_regress_on_the_gold_set(gold_report):
+    unmatched = [f"{r['session_id']}: {u}" for r in gold_report["per_session"] for u in r["unmatched"]]
+    assert gold_report["precision"] >= PRECISION_FLOOR, "\n".join(unmatched)
+    assert gold_report["junk_rate"] <= JUNK_RATE_CEILING, [j for r in gold_report["per_session"] for j in r["junk_facts"]]
 
 
 LOCOMO = {
@@ -426,6 +439,18 @@ def test_the_cli_prints_the_headline_numbers_and_exits_0_without_leaks(tmp_path,
         assert word in out
     assert ev.main(["--dataset", str(path), "--extractor", "offline", "--json"]) == 0
     assert REPORT_KEYS <= set(json.loads(capsys.readouterr().out))
+
+
+def test_the_cli_details_name_each_sessions_unmatched_missed_and_leaked_facts(tmp_path, capsys):
+    extra = fact("Luis's pharmacy is near Pike Place.", [1])  # a label no extractor can find
+    raw = session(TURNS, [*FACTS, extra], must_not=["lisinopril"])
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps(raw))
+    assert ev.main(["--dataset", str(path), "--extractor", "offline", "--details"]) == 1
+    out = capsys.readouterr().out.split("per session", 1)[1]
+    assert "s1:" in out
+    assert "missed     Luis's pharmacy is near Pike Place." in out
+    assert re.search(r"leak\s+'Luis takes lisinopril.*must_not text 'lisinopril'", out)
 
 
 def test_the_cli_exits_1_when_something_leaked(tmp_path, capsys):

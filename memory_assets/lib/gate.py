@@ -107,6 +107,13 @@ _INSTRUCTION = tuple(re.compile(p, re.IGNORECASE | re.MULTILINE) for p in INSTRU
 _UNTRUSTED_ADDRESS = tuple(re.compile(p, re.IGNORECASE) for p in UNTRUSTED_ADDRESS_PATTERNS)
 
 
+def steers_agent(text: str) -> bool:
+    """Whether untrusted ``text`` tries to instruct the agent or its memory (the patterns
+    the gate refuses). The offline extractor drops such a line whole: the rest of it comes
+    from the same author trying to steer the model."""
+    return any(p.search(text) for p in (*_INSTRUCTION, *_UNTRUSTED_ADDRESS))
+
+
 @dataclass(frozen=True)
 class Rejection:
     """Why the gate refused a candidate. ``detail`` never contains a secret."""

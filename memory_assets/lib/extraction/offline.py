@@ -11,6 +11,7 @@ is the procedure.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -18,10 +19,11 @@ from datetime import datetime, timedelta
 from memory_assets.lib.extraction import rules as R
 from memory_assets.lib.extraction.base import ExtractionResult
 from memory_assets.lib.extraction.preprocess import Segment, segments
+from memory_assets.lib.gate import steers_agent
 from retrieval.config import MemoryConfig
 from retrieval.schema import Candidate, Turn
 
-_ABBREV = re.compile(r"\b(" + "|".join(re.escape(a) for a in R.ABBREVIATIONS) + r")\.", re.IGNORECASE)
+_ABBREV = re.compile(r"\b(" + "|".join(a if "(" in a else re.escape(a) for a in R.ABBREVIATIONS) + r")\.", re.IGNORECASE)
 # "…amazing!Thanks" splits; "sqlalchemy.exc.TimeoutError" does not.
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+|(?<=[!?])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
@@ -32,6 +34,8 @@ _VERB = re.compile(
     r"\b(?!(?:for|to|with|at|of|from|about|like|than|by|on|in|behind|around|without|near|and|or|but)\b)[a-z]{3,}\s+(?:me|us)\b|"
     r"\b(?:matters|means|helps|makes|keeps|gives|brings|takes|feels|seems|works|goes|comes|needs|wants|likes|loves|"
     r"hates|says|plays|runs|lives|stays|reminds|lets)\b|"
+    # "Completion moves to June 26": a short subject, then a verb in -s and a preposition.
+    r"^(?:(?:the|a|an|my|our|his|her|their)\s+)?[\w'-]+(?:\s+[\w'-]+)?\s+[a-z]{3,}s\s+(?:to|on|at|in|from|into|every|each|until|by)\b|"
     r"\b(?:" + "|".join(sorted(R.IRREGULAR_PAST)) + r")\b",
     re.IGNORECASE,
 )
@@ -146,6 +150,10 @@ def is_question(clause: str) -> bool:
 
 
 def drop_tail_question(clause: str) -> str:
+    # "…about my flight, does it look right?": the tail question goes whole, before a tag
+    # ("right?") is peeled off and leaves "does it look" behind.
+    if found := R.TAIL_QUESTION.match(clause.strip()):
+        return found.group(1)
     text = R.QUESTION_TAG.sub("", clause.strip()).strip()
     found = R.TAIL_QUESTION.match(text)
     return found.group(1) if found else text
@@ -185,7 +193,7 @@ def _finish(text: str) -> str:
         return ""
     # Capitalise a sentence, not an identifier ("sqlalchemy.exc.TimeoutError: …").
     head = text.split()[0]
-    return (text if re.search(r"[._/]", head) else text[:1].upper() + text[1:]) + "."
+    return (text if re.search(r"[._/-]", head) and head[:1].islower() else text[:1].upper() + text[1:]) + "."
 
 
 # --- Pronouns ------------------------------------------------------------------------
@@ -394,7 +402,7 @@ class OfflineExtractor:
     """
 
     name = "offline"
-    version = "rules-v1"
+    version = "rules-v2"
 
     def __init__(self, config: MemoryConfig):
         self.config = config
@@ -407,6 +415,7 @@ class OfflineExtractor:
             by_turn.setdefault(seg.turn.turn, []).append(seg)
         ordered = [t for t in turns if t.role != "system"]
         names = tuple(dict.fromkeys(speaker_name(t) for t in turns if t.role == "user"))
+        user_names = tuple(n for n in names if n != "User")
         # Two people talking (LoCoMo) rather than a user instructing an assistant, whose
         # turns an agent may not even send: there "never give up" is advice, not a rule.
         agent = any(t.role == "assistant" for t in turns) or len(names) < 2
@@ -419,11 +428,15 @@ class OfflineExtractor:
             found: list[Candidate] = []
             for seg in by_turn.get(turn.turn, []):
                 if not seg.trusted:
-                    found += self._untrusted(seg)
+                    later = [s.text for t in ordered[index + 1:] if t.role == "user"
+                             for s in by_turn.get(t.turn, []) if s.trusted]
+                    found += self._untrusted(seg, user_names, later)
                 elif turn.role == "assistant":
                     reply = next((t for t in ordered[index + 1:] if t.role != "tool"), None)
                     if reply is not None and reply.role == "user" and _confirms(reply):
-                        found += self._confirmed(seg, reply)
+                        untrusted = {w for t in ordered[:index] for s in by_turn.get(t.turn, []) if not s.trusted
+                                     for w in _tokens(s.text)}
+                        found += self._confirmed(seg, reply, untrusted)
                 elif turn.role == "user":
                     name = speaker_name(turn)
                     if m := R.COMPANION.search(seg.text):
@@ -438,7 +451,10 @@ class OfflineExtractor:
                 if cand.content.lower() not in seen:
                     seen.add(cand.content.lower())
                     out.append(cand)
-        return ExtractionResult(candidates=out)
+        # "Hmm, actually no." opening a turn: everything in it changes what came before.
+        reversing = {t.turn for t in ordered if t.role == "user" and R.TURN_REVERSAL.match(t.content)}
+        speakers = {t.turn: speaker_name(t) for t in ordered}
+        return ExtractionResult(candidates=_settle_reversals(out, names, reversing, speakers))
 
     # A user's own words.
     def _stated(self, seg: Segment, voice: _Voice, names: tuple[str, ...], agent: bool,
@@ -447,11 +463,21 @@ class OfflineExtractor:
         found: list[Candidate] = []
         all_names = tuple(dict.fromkeys(names + ((voice.addressee,) if voice.addressee else ())))
         antecedent, things = person, False
+        previous: Candidate | None = None  # the fact the last sentence ended on
         for sentence in sentences(text):
+            # "I finally bought a kiln! A used Skutt KM-818, 600 dollars from a retiring
+            # teacher.": a verbless sentence right after a fact describes that fact.
+            if previous is not None and (tail := _appositive(sentence, all_names)):
+                merged = dataclasses.replace(previous, content=_finish(f"{previous.content.rstrip('.')}, {tail}"))
+                found[found.index(previous)] = merged
+                previous = None
+                continue
+            previous = None
             for raw in clauses(sentence):
                 cand = self._clause(raw, sentence, seg.turn, voice, all_names, agent, antecedent, things)
                 if cand is not None:
                     found.append(cand)
+                    previous = cand
             named = _antecedent(sentence, all_names)
             antecedent, things = (named, True) if named else (person, False)
         if caption and R.REFERS_TO_IMAGE.search(text):
@@ -476,6 +502,8 @@ class OfflineExtractor:
                 or R.SUBORDINATE_START.match(clause) and "," not in clause
                 or R.PREPOSITION_START.match(clause) and not R.SUBJECT_PRONOUN.search(clause)):
             return None
+        if agent and (R.PASTE_INTRO.search(clause) or R.LET_ME.match(clause)):
+            return None  # "here's what I set in the env:" hands material over; "let me ask" is a next step
         if agent:
             request = self._request(clause, cue, sentence, turn, voice, remember)
             if request is not None:
@@ -505,9 +533,20 @@ class OfflineExtractor:
             return None
         if R.DEICTIC_SUBJECT.match(text) and len(content_words(text, names)) < 3:
             return None
-        if not has_verb(text) and not (agent and is_specific(text)):
+        # A verbless answer ("Max 200, not 500.", "Sundays at 4pm.") leans on the question
+        # it answers; only one with enough of its own ("Dr. Alvarez at Cedar Animal Clinic")
+        # stands alone.
+        if not has_verb(text) and not (agent and is_specific(text) and len(content_words(text, names)) >= 4):
+            return None
+        if agent and R.PRONOUN_OBJECT.search(text) and not is_specific(text) and len(content_words(text, names)) < 3:
+            return None  # "I'll rotate it": what "it" is lives in another sentence
+        # "I need a hotel too", "I want a training plan": what the user asks the assistant
+        # for in this chat, unless it carries a specific (a date, a number, a name).
+        if agent and R.BARE_WANT.match(text) and not is_specific(text) and len(content_words(text, names)) <= 3:
             return None
         content = _finish(rewrite_first_person(text, voice))
+        if re.search(r"\b(\w+) is \1\b", content):
+            return None  # "I'm Kenji" said by Kenji
         kind = kind_of(cue)
         if not _informative(content, clause, voice, names, kind):
             return None
@@ -529,12 +568,17 @@ class OfflineExtractor:
                 kind = "negative"
             elif kind not in ("procedure", "correction", "preference"):
                 kind = "procedure"
+            # "No, never." / "Yes, always.": an answer, with the rule itself in the question.
+            if not content_words(re.sub(r"^(?:not to|to)\s+(?:always|never)?", "", body, flags=re.IGNORECASE), (n,)):
+                return False
             content = _finish(f"{n} wants the assistant {rewrite_first_person(body, voice)}")
             return self._candidate(content, clause, sentence, turn, voice, kind, remember)
         if R.REMIND_ME.match(clause):
             body = R.REMIND_ME.sub("", clause)
             if R.DATE.match(body) or R.WEEKDAY.match(body):
                 body = "on " + body  # "remind me October 1" → "a reminder on October 1"
+            if not content_words(body, (n,)) and not is_specific(body):
+                return False  # "remind me" alone: the reminder is in the question it answers
             content = _finish(f"{n} wants a reminder {rewrite_first_person(body, voice)}")
             return self._candidate(content, clause, sentence, turn, voice, "commitment", True)
         if R.LETS.match(clause):
@@ -586,7 +630,10 @@ class OfflineExtractor:
         )
 
     # An assistant statement the user confirmed.
-    def _confirmed(self, seg: Segment, reply: Turn) -> list[Candidate]:
+    def _confirmed(self, seg: Segment, reply: Turn, untrusted: set[str] = frozenset()) -> list[Candidate]:
+        """What the assistant said and the user's reply confirmed. ``untrusted`` holds the
+        words of the session's tool output and pasted data so far: an assistant sentence
+        made of them restates untrusted content, and a "right" does not make it trusted."""
         user = speaker_name(reply)
         voice = _Voice("the assistant", user)
         sources = sorted({seg.turn.turn, reply.turn})
@@ -601,8 +648,9 @@ class OfflineExtractor:
             question = R.ASSISTANT_HEDGE.sub("", split_label(said[-1].strip())[1], count=1).strip()
             if offer := R.ASSISTANT_OFFER.match(question):
                 body = rewrite_first_person(offer.group(1), voice)
-                if len(content_words(body)) < 2:
-                    return []
+                dated = R.DATE.search(body) or R.WEEKDAY.search(body) or R.TIME_ANCHOR.search(body)
+                if len(content_words(body)) < 2 or not (R.STANDING.search(body) or dated):
+                    return []  # "Shall I add tests?" "Yes.": a task for now, not a memory
                 return [confirmed(_finish(f"{user} wants the assistant to {body}"), question, said[-1], "decision")]
             for pattern, lead in R.ASSISTANT_QUESTIONS:
                 if asked := pattern.match(question):
@@ -624,33 +672,141 @@ class OfflineExtractor:
                 continue  # chatter, a question, or the assistant talking about itself
             if not has_verb(guess) or len(content_words(guess)) < 2:
                 continue
+            words = _tokens(guess)
+            if untrusted and words and len(words & untrusted) >= 0.75 * len(words):
+                continue  # a summary of tool output: the untrusted fact is kept from the source
             content = _finish(rewrite_first_person(guess, voice))
             picked.append(confirmed(content, guess, sentence, kind_of(guess)))
         about_user = [c for c in picked if user in c.content]
         return (about_user or picked)[-2:]
 
     # Tool output and pasted documents: facts, never instructions.
-    def _untrusted(self, seg: Segment) -> list[Candidate]:
-        if R.INJECTION.search(seg.text):
-            return []  # a source that tries to steer the model is not a source of facts
+    def _untrusted(self, seg: Segment, users: tuple[str, ...], later: list[str]) -> list[Candidate]:
+        """The labelling policy for untrusted text: a fact worth keeping is kept, tagged
+        untrusted; a line that steers the agent, a claim about the user (named, or "you")
+        and a claim the user denies later in the session are not facts.
+
+        Args:
+            users: the session's user names; untrusted text naming them speaks for them.
+            later: what the user says after this turn, where a denial would be.
+        """
         found = []
         voice = _Voice(speaker_name(seg.turn), None)
-        prose = "\n".join(R.LOG_PREFIX.sub("", line) for line in seg.text.splitlines() if not R.TOOL_NOISE.search(line))
-        for sentence in sentences(prose):
-            for clause in clauses(sentence):
-                clause = clause.strip()
-                # First person in a document is its author, not the user: skip rather than misattribute.
-                if (is_question(clause) or R.IMPERATIVE.match(clause) or R.FIRST_PERSON.search(clause)
-                        or R.TOOL_NOISE.search(clause) or is_chatter(clause) or not is_specific(clause)):
-                    continue
-                content = _finish(clause)
-                words = content.split()
-                if len(words) < 4 or sum(w[:1].isalpha() for w in words) < 0.6 * len(words):
-                    continue
-                strength = "inferred" if strength_of(sentence) == "inferred" else "implied"
-                found.append(self._candidate(content, clause, sentence, seg.turn, voice, kind_of(clause), False,
-                                             strength=strength, provenance="extracted", trust="untrusted"))
+        about_user = re.compile(r"\b(?:" + "|".join(re.escape(u) for u in users) + r")\b") if users else None
+        denials = [s for text in later for s in sentences(text) if R.DENIAL.search(s)]
+        title = None  # a page's "# pdfkit-plus 1.4.0" names what "Requires Chromium 120" is about
+        for line in seg.text.splitlines():
+            if heading := R.DOC_TITLE.match(line):
+                title = title or heading.group(1)
+                continue
+            if R.INJECTION.search(line) or steers_agent(line):
+                continue  # the rest of the line is the same author steering the model
+            line = R.LOG_PREFIX.sub("", line)
+            if R.TOOL_NOISE.search(line) or R.DOC_METADATA.match(line) or R.CODE_LINE.search(line):
+                continue
+            line = R.SOURCE_PREFIX.sub("", line)
+            for sentence in sentences(line):
+                if _denied(sentence, denials, users):
+                    continue  # "…moved to MySQL 5.7, so configure the MySQL backend": all of it
+                for clause in clauses(sentence):
+                    clause = clause.strip()
+                    # First person in a document is its author, not the user: skip rather than misattribute.
+                    if (is_question(clause) or R.IMPERATIVE.match(clause) or R.FIRST_PERSON.search(clause)
+                            or R.TOOL_NOISE.search(clause) or is_chatter(clause) or not is_specific(clause)
+                            or R.ADDRESSES_READER.search(clause) or about_user and about_user.search(clause)
+                            or _denied(clause, denials, users)):
+                        continue
+                    if title and R.DESCRIBES.match(clause):
+                        clause = f"{title} {clause[:1].lower()}{clause[1:]}"
+                    content = _finish(clause)
+                    words = content.split()
+                    if len(words) < 4 or sum(w[:1].isalpha() for w in words) < 0.6 * len(words):
+                        continue
+                    strength = "inferred" if strength_of(sentence) == "inferred" else "implied"
+                    found.append(self._candidate(content, clause, sentence, seg.turn, voice, kind_of(clause), False,
+                                                 strength=strength, provenance="extracted", trust="untrusted"))
         return found
+
+
+def _tokens(text: str, names: tuple[str, ...] = ()) -> set[str]:
+    """Lower-cased content words and identifiers ("tp6104", "postgres"), names left out."""
+    skip = {n.lower() for n in names}
+    return {w for w in (t.lower().strip(".-'") for t in re.findall(r"[A-Za-z0-9][\w.+#/-]*", text))
+            if (len(w) > 2 or w.isdigit()) and w not in R.STOPWORDS and w not in skip}
+
+
+def _value(token: str) -> str:
+    return re.sub(r"(?<=\d)(?:st|nd|rd|th)$", "", token.lower())
+
+
+def _settle_reversals(found: list[Candidate], names: tuple[str, ...], reversing: set[int],
+                      speakers: dict[int, str]) -> list[Candidate]:
+    """Within one session the user's last word stands: a fact the user changes later
+    ("I like dark roast" … "actually no, I'm switching to a medium roast"; "April 17"
+    … "April 15 now, not the 17th") is dropped, and the change names what it replaces.
+
+    A later trusted statement that reads as a change (``R.REVERSAL``, or any statement
+    in a turn that opens with "actually no") replaces an earlier fact from an earlier
+    turn of the same speaker (or of a tool) when they share two content words, or when it
+    denies one of the earlier fact's values ("not the 17th"). A correction in such a turn
+    names what it replaced even when it shares only one word with it.
+    """
+    def same_voice(earlier: Candidate, later: Candidate) -> bool:
+        return earlier.source_trust == "untrusted" or speakers.get(max(earlier.source_turns)) == speakers.get(
+            max(later.source_turns))
+
+    def replaced(earlier: Candidate, mine: set[str]) -> str:
+        theirs = _tokens(earlier.content, names)
+        words = [w for w in re.findall(r"[\w.+#/:'-]*\w", earlier.content) if w.lower() in theirs - mine]
+        return " ".join(words[:4]) or earlier.content.rstrip(".")
+
+    dropped: set[int] = set()
+    hints: dict[int, str] = {}
+    for j, later in enumerate(found):
+        says_so = later.kind == "correction" or R.REVERSAL.search(later.content)
+        if later.source_trust != "trusted" or not (says_so or reversing & set(later.source_turns)):
+            continue
+        mine = _tokens(later.content, names)
+        denied = {_value(v) for v in R.NEGATED_VALUE.findall(later.content)} - R.STOPWORDS
+        for i, earlier in enumerate(found[:j]):
+            if max(earlier.source_turns) >= max(later.source_turns) or not same_voice(earlier, later):
+                continue
+            theirs = _tokens(earlier.content, names)
+            if len(mine & theirs) >= 2 or denied & {_value(t) for t in theirs}:
+                dropped.add(i)
+                if says_so and later.supersedes is None and j not in hints:
+                    hints[j] = replaced(earlier, mine)
+    for j, later in enumerate(found):
+        if j in hints or later.supersedes is not None or later.kind != "correction":
+            continue
+        mine = _tokens(later.content, names)
+        for i in sorted(dropped):
+            if max(found[i].source_turns) < max(later.source_turns) and _tokens(found[i].content, names) & mine:
+                hints[j] = replaced(found[i], mine)
+                break
+    return [dataclasses.replace(c, supersedes=hints[k]) if k in hints else c
+            for k, c in enumerate(found) if k not in dropped]
+
+
+def _denied(clause: str, denials: list[str], names: tuple[str, ...]) -> bool:
+    """A later user sentence that denies something and shares two of the clause's words,
+    or one identifier ("TP6104 still leaves at 10:05" against "TP6104 … moved to 06:00")."""
+    mine = _tokens(clause, names)
+    for sentence in denials:
+        shared = mine & _tokens(sentence, names)
+        if len(shared) >= 2 or any(re.search(r"\d", w) and re.search(r"[a-z]", w) for w in shared):
+            return True
+    return False
+
+def _appositive(sentence: str, names: tuple[str, ...]) -> str | None:
+    """A verbless, specific phrase ("A used Skutt KM-818, 600 dollars from a retiring
+    teacher") that can follow the fact before it; None for anything else."""
+    text = strip_filler(sentence.strip(), names).strip().rstrip(".!")
+    # "A used Skutt KM-818": an -ed word right after the article is an adjective.
+    if (not text or has_verb(re.sub(r"^(an?|the)\s+[a-z]+ed\b", r"\1", text, flags=re.IGNORECASE)) or is_question(text) or is_chatter(text) or not is_specific(text)
+            or len(content_words(text, names)) < 2 or R.FIRST_PERSON.search(text)):
+        return None
+    return text[:1].lower() + text[1:] if re.match(r"(?:A|An|The)\b", text) else text
 
 
 def _informative(content: str, clause: str, voice: _Voice, names: tuple[str, ...], kind: str) -> bool:

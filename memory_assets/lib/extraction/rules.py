@@ -24,7 +24,7 @@ CLAUSE_BREAK = re.compile(r"\s+[-–—]+\s+|(?<=[a-z])[-–—]+\s+|\s*;\s+|\s*
 JOIN = re.compile(
     r",?\s+(?:and|but|so|plus|because|cause|cuz)\s+(?=(?:i|i'm|i've|i'll|i'd|we|we're|we've|my|our)\b)|"
     r",\s+(?:and|but|so)\s+(?=(?:you|you're|he|she|they|it|it's|that|that's|this)\b)|"
-    r",\s+so\s+(?=(?:the|a|an|his|her|their|mornings|evenings|food|no)\b)|"
+    r",\s+so\s+(?!(?:that|much|many|far|yes|no|long|what|i|we|you)\b)(?=[a-z])|"
     r",\s+(?:so\s+)?(?=(?:please\s+)?(?:keep|always|never|don't|do not|make sure|let's)\b)", _I)
 # ", I think it was…" is a hedge on the same statement, not a new one.
 COMMA_SUBJECT = re.compile(
@@ -44,8 +44,8 @@ LEFT_HAS_CLAUSE = re.compile(
 LABEL = re.compile(r"^((?:[^:\d]\S*\s+){0,5}[^:\d\s]+):\s+(?=\S+\s+\S+\s+\S+)")
 EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200d]+")
 
-# Periods that do not end a sentence.
-ABBREVIATIONS = ("mr", "mrs", "ms", "dr", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "a.m", "p.m", "approx", "no")
+# Periods that do not end a sentence ("No." only before a number: "No. 5", not "Actually no.").
+ABBREVIATIONS = ("mr", "mrs", "ms", "dr", "st", "jr", "sr", "vs", "etc", "e.g", "i.e", "a.m", "p.m", "approx", "no(?=\\.\\s*\\d)")
 
 # Words that open an interjection or discourse marker at the start of a sentence;
 # they carry no fact and are peeled off before the clause is judged.
@@ -397,6 +397,17 @@ KIND_RULES: list[tuple[str, re.Pattern[str]]] = [
                         r"passionate about", r"can't stand", r"obsessed with", r"adores?", r"always wants?",
                         r"wants? (?:a|an|the|some)", r"(?:i|we) use")),
 ]
+# A statement that changes something said earlier in the session ("switching to a medium
+# roast", "start on April 15 now, not the 17th", "soccer moved to Field 5").
+REVERSAL = re.compile(
+    r"\b(?:after all|instead|any ?more|no longer|switch(?:ed|ing)? (?:to|from|over)|changed? (?:my|our) mind|"
+    r"changed? (?:it|that|this) to|mov(?:ed|es|ing) to|scratch that)\b|^actually\b|,\s*not (?:the )?\w+|\bnot the \w+", _I)
+# A turn that opens by taking back what was just said.
+TURN_REVERSAL = re.compile(r"^\W*(?:(?:hmm+|oh|wait|um+|uh)[,.!]*\s+)*(?:actually,?\s+no|no,?\s+actually|"
+                           r"scratch that|change of plans?|correction|wait,?\s+no)\b", _I)
+# The value a reversal says no longer holds: "not the 17th", "not 500".
+NEGATED_VALUE = re.compile(r"\bnot (?:the |at |on |in )?(\w+)", _I)
+
 # Where a correction names what it replaces: "switch from X to Y", "X instead of Y", "no longer X".
 SUPERSEDES = [re.compile(p, _I) for p in (
     r"\bfrom (.+?) to\b", r"\binstead of (.+?)(?:[,.;!]|$)", r"\brather than (.+?)(?:[,.;!]|$)",
@@ -476,9 +487,26 @@ TASK_REQUEST = re.compile(
     r"draft|read|call|email|text|buy|order|reserve|change|remove|rename|install|deploy|merge|commit|review|tag|"
     r"ping|ask|help|start|finish|do|print|list|search|fetch|compare|summarize|explain|translate|plan|pick|"
     r"choose|sort|organize|clean|implement|refactor|document|retry|try|go|bump|revert|rotate|copy|paste|"
-    r"upload|download|share|post|reply|respond|message|invite|assign|close|mark)\b", _I)
+    r"upload|download|share|post|reply|respond|message|invite|assign|close|mark|block|re-?run|return|drop|leave|"
+    r"cap|opt|route|wrap|link|log|convert|flag|skip|raise|lower|bump|split|rerun|unblock|pin|unpin)\b", _I)
 # "remind me to…" is something the user wants done later: keep it, as a wish.
-REMIND_ME = re.compile(r"^(?:please\s+)?remind (?:me|us)\s+(?:to\s+|about\s+)?", _I)
+REMIND_ME = re.compile(r"^(?:please\s+)?remind (?:me|us)\s+", _I)
+# A confirmed offer ("Should I add tests?" "Yes.") is a one-off task unless it sets a
+# standing rule or a reminder.
+# (A confirmed offer with a date or a day is a commitment, kept too.)
+STANDING = _any(r"always", r"never", r"whenever", r"every(?:\s+\w+)?", r"each time", r"from now on",
+                r"going forward", r"in (?:the )?future", r"remind(?:er)?s?", r"by default")
+# "Here's what I set in the runner env:", "this is what you told me, pasted from the chat":
+# material handed to the assistant, not a statement about anything.
+PASTE_INTRO = re.compile(r"^(?:here's|here is|here are)\b|\bpasted\b|^(?:this|that) is what\b", _I)
+# "Let me talk to support first": the speaker's own next step in the chat.
+LET_ME = re.compile(r"^(?:ok(?:ay)?,?\s+|hmm+,?\s+)?let me\b", _I)
+# "I want a training plan", "I need a hotel too": a wish addressed to the assistant.
+BARE_WANT = re.compile(r"^(?:i|we)\s+(?:(?:really|just|also|still)\s+)?(?:want|need|would like|'d like)\b", _I)
+# An object pronoun with nothing it refers to in the clause ("I'll rotate it", "re-run it
+# after lunch"): the fact needs its neighbour to mean anything.
+PRONOUN_OBJECT = re.compile(r"\b(?!(?:is|was|are|were|be|been|that|if|when|because|and|but|so|in|on|at|for|with|"
+                            r"about|from|of|to|into|by|without)\b)[a-z]+\s+(?:it|them)\b", _I)
 WEEKDAY = re.compile(r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", _I)
 # "let's just call the API directly": in a chat with an assistant, a decision.
 LETS = re.compile(r"^(?:so\s+)?let'?s\s+(?:just\s+)?", _I)
@@ -507,11 +535,40 @@ TOOL_NOISE = re.compile(
 LOG_PREFIX = re.compile(
     r"^\s*(?:\d{4}-\d{2}-\d{2}[T ][\d:.,]+Z?\s+)?(?:\[?(?:INFO|ERROR|WARN(?:ING)?|CRITICAL|FATAL)\]?\s+)"
     r"(?:\[[\w.:-]+\]\s+)?")
+# Document and message metadata ("From: …", "Subject: …", "Reporter: support-bot"): who
+# sent or filed something, not a fact about the world.
+DOC_METADATA = re.compile(
+    r"^\s*(?:from|to|cc|bcc|reply-to|subject|date|sent|reporter|assignee|author|labels?|status|priority)\s*:", _I)
+# A chat log's or search result's source label ("[10:05] ravi: …", "Result 2 (forum.example): …",
+# "Comment from user 'quickfix99': …"): who said it, stripped so the statement stands alone.
+SOURCE_PREFIX = re.compile(
+    r"^\s*(?:\[\d{1,2}:\d{2}(?::\d{2})?\]\s*[\w.@-]+:|result\s+\d+\s*\([^)]*\):|"
+    r"comment\s+(?:from|by)\s+(?:user\s+)?\S+:)\s*", _I)
+# Code, data and machine output rather than prose: JSON, assignments, calls with keyword
+# arguments, compiler locations ("server.go:88:2:"), SQL statements, exit codes, plan summaries.
+CODE_LINE = re.compile(
+    r"^\s*[{\[](?!\d{1,2}:\d{2})|\w=\S|\w\([^)]*=|^\s*[\w./-]*\.[A-Za-z]{1,5}:\d+(?::\d+)?:|"
+    r"^\s*(?-i:DROP|CREATE|ALTER|SELECT|INSERT|UPDATE|DELETE|GRANT)\s|\bexit code \d+|"
+    r"\b\d+ to (?:add|change|destroy)\b", _I)
+# A document's top heading, whose first word names the thing the page describes.
+DOC_TITLE = re.compile(r"^\s*#{1,6}\s+(\S+)")
+# A subject-less sentence in such a page, describing it: "Requires Chromium 120 or newer."
+DESCRIBES = re.compile(r"^(?:requires|supports|needs|uses|runs|depends on|includes|provides|ships with|works with)\b", _I)
+# The reader addressed, or the user named as "the user": in untrusted text that is a claim
+# about the user, which the user never made (labelling rule: such claims are never facts).
+ADDRESSES_READER = re.compile(r"\b(?:you|your|yours|you're|you've|you'll|the user(?:'s)?)\b", _I)
+# How a user denies what a page, a tool or the assistant said: "No, billing is on Postgres
+# 16, nothing moved", "TP6104 still leaves at 10:05", "that's some other Ben".
+DENIAL = re.compile(
+    r"\b(?:no|not|never|nothing|nobody|still|wrong|false|fake|spam|scam|phishing|bogus|untrue|"
+    r"some ?one else|some other)\b|n't\b", _I)
+
 # An untrusted sentence that opens with a command is aimed at the reader, not a fact.
 IMPERATIVE = re.compile(
     r"^(?:please\s+)?(?:ignore|disregard|forget|remember|record|store|save|note|add|update|delete|"
     r"remove|send|tell|call|execute|run|write|print|output|respond|reply|say|answer|do|don't|"
-    r"never|always|make|set|change|use|click|visit|go|open|download|install|email|transfer)\b", _I)
+    r"never|always|make|set|change|use|click|visit|go|open|download|install|email|transfer|configure|enable|disable|"
+    r"upgrade|downgrade|switch|migrate|reply|verify|confirm|log in|sign in|buy|pay|render)\b", _I)
 
 # A user turn that opens with one of these confirms what the assistant just said.
 CONFIRM = re.compile(
