@@ -343,6 +343,24 @@ def test_a_bare_self_introduction_is_not_a_fact():
     assert said("Quick context since you're new to this repo: I'm Kenji.", "Kenji") == []
 
 
+@pytest.mark.parametrize("reply, expected", [
+    ("Yes, Sundays at 4pm.", "Aaron wants a weekly study reminder, Sundays at 4pm."),
+    ("Yes, once a week on Wednesdays, but only after the physio clears me.",
+     "Aaron wants a weekly study reminder, once a week on Wednesdays, but only after the physio clears Aaron."),
+])
+def test_the_details_after_a_yes_belong_to_what_it_confirms(reply, expected):
+    fact = only(extract(turn(1, "assistant", "Want a weekly study reminder?"), turn(2, "user", reply)))
+    assert fact.content == expected
+    assert fact.source_turns == [1, 2]
+
+
+def test_a_yes_followed_by_a_new_statement_keeps_both():
+    facts = extract(turn(1, "assistant", "Want a weekly study reminder?"),
+                    turn(2, "user", "Yes. I'm taking the CCRN exam on June 14."))
+    assert [c.content for c in facts] == ["Aaron wants a weekly study reminder.",
+                                          "Aaron is taking the CCRN exam on June 14."]
+
+
 def test_a_verbless_sentence_after_a_fact_describes_it():
     fact = only(said("I finally bought a kiln! A used Skutt KM-818, 600 dollars from a retiring teacher."))
     assert fact.content == "Aaron finally bought a kiln, a used Skutt KM-818, 600 dollars from a retiring teacher."

@@ -35,7 +35,9 @@ _VERB = re.compile(
     r"\b(?:matters|means|helps|makes|keeps|gives|brings|takes|feels|seems|works|goes|comes|needs|wants|likes|loves|"
     r"hates|says|plays|runs|lives|stays|reminds|lets)\b|"
     # "Completion moves to June 26": a short subject, then a verb in -s and a preposition.
-    r"^(?:(?:the|a|an|my|our|his|her|their)\s+)?[\w'-]+(?:\s+[\w'-]+)?\s+[a-z]{3,}s\s+(?:to|on|at|in|from|into|every|each|until|by)\b|"
+    r"^(?:(?:the|a|an|my|our|his|her|their)\s+)?[\w'-]+(?:\s+[\w'-]+)?\s+"
+    r"(?!(?:\w+ings|days|nights|weeks|weekends|months|years|hours|minutes|times|sets|reps|miles|dollars|euros|pounds)\b)"
+    r"[a-z]{3,}s\s+(?:to|on|at|in|from|into|every|each|until|by)\b|"
     r"\b(?:" + "|".join(sorted(R.IRREGULAR_PAST)) + r")\b",
     re.IGNORECASE,
 )
@@ -424,6 +426,7 @@ class OfflineExtractor:
         people: dict[str, tuple[int, str]] = {}
         out: list[Candidate] = []
         seen: set[str] = set()
+        absorbed: dict[int, str] = {}  # a reply's details already folded into the fact it confirmed
         for index, turn in enumerate(ordered):
             found: list[Candidate] = []
             for seg in by_turn.get(turn.turn, []):
@@ -436,7 +439,15 @@ class OfflineExtractor:
                     if reply is not None and reply.role == "user" and _confirms(reply):
                         untrusted = {w for t in ordered[:index] for s in by_turn.get(t.turn, []) if not s.trusted
                                      for w in _tokens(s.text)}
-                        found += self._confirmed(seg, reply, untrusted)
+                        confirmed = self._confirmed(seg, reply, untrusted)
+                        # "Want a reminder?" "Yes, Sundays at 4pm.": the details belong to the yes.
+                        if confirmed and (details := _answer_details(reply, names)):
+                            said = rewrite_first_person(details, _Voice(speaker_name(reply), "the assistant"))
+                            last = confirmed[-1]
+                            confirmed[-1] = dataclasses.replace(
+                                last, content=_finish(f"{last.content.rstrip('.')}, {_lower_lead(said)}"))
+                            absorbed[reply.turn] = _finish(said).lower()
+                        found += confirmed
                 elif turn.role == "user":
                     name = speaker_name(turn)
                     if m := R.COMPANION.search(seg.text):
@@ -446,7 +457,8 @@ class OfflineExtractor:
                     companion = _recent(companions.get(name), index)
                     person = _recent(people.get(name), index)
                     voice = _Voice(name, "the assistant" if agent else _addressee(ordered, index), companion)
-                    found += self._stated(seg, voice, names, agent, person)
+                    found += [c for c in self._stated(seg, voice, names, agent, person)
+                              if c.content.lower() != absorbed.get(turn.turn)]
             for cand in found:
                 if cand.content.lower() not in seen:
                     seen.add(cand.content.lower())
@@ -798,6 +810,28 @@ def _denied(clause: str, denials: list[str], names: tuple[str, ...]) -> bool:
             return True
     return False
 
+def _lower_lead(text: str) -> str:
+    """"Once a week…" continues a sentence as "once a week…"; "Thursday evenings…" keeps its capital."""
+    first = text.split(" ", 1)[0]
+    common = first.lower() in R.STOPWORDS or first.lower() in ("once", "twice", "every", "each", "only", "until",
+                                                                 "weekly", "daily", "monthly")
+    return text[:1].lower() + text[1:] if common else text
+
+
+def _answer_details(reply: Turn, names: tuple[str, ...]) -> str | None:
+    """What a "yes" adds ("Yes, once a week on Wednesdays, but only after the physio
+    clears me in June"): a phrase with no subject of its own right after the yes."""
+    first = (sentences(reply.content) or [""])[0]
+    rest = R.CONFIRM_WORD.sub("", first, count=1).strip(" ,.!")
+    if not rest or rest == first.strip(" ,.!") or is_question(rest) or is_chatter(rest):
+        return None
+    if R.ANSWER_SUBJECT.match(rest) or R.RULE_START.match(rest) or R.REMIND_ME.match(rest) or R.TASK_REQUEST.match(rest):
+        return None
+    if has_verb(rest) and not R.ANSWER_DETAIL.match(rest):
+        return None
+    return rest if content_words(rest, names) else None
+
+
 def _appositive(sentence: str, names: tuple[str, ...]) -> str | None:
     """A verbless, specific phrase ("A used Skutt KM-818, 600 dollars from a retiring
     teacher") that can follow the fact before it; None for anything else."""
@@ -806,7 +840,9 @@ def _appositive(sentence: str, names: tuple[str, ...]) -> str | None:
     if (not text or has_verb(re.sub(r"^(an?|the)\s+[a-z]+ed\b", r"\1", text, flags=re.IGNORECASE)) or is_question(text) or is_chatter(text) or not is_specific(text)
             or len(content_words(text, names)) < 2 or R.FIRST_PERSON.search(text)):
         return None
-    return text[:1].lower() + text[1:] if re.match(r"(?:A|An|The)\b", text) else text
+    if not re.match(r"(?:a|an)\b", text, re.IGNORECASE):
+        return None  # "minSdk 28 from the 4.12 release on" is a claim of its own
+    return text[:1].lower() + text[1:]
 
 
 def _informative(content: str, clause: str, voice: _Voice, names: tuple[str, ...], kind: str) -> bool:

@@ -575,6 +575,15 @@ CONFIRM = re.compile(
     r"^(?:yes|yeah|yep|yup|yea|exactly|correct|that'?s (?:right|correct|it)|right|precisely|"
     r"absolutely|indeed|spot on|you got it|sure|definitely|affirmative|ok(?:ay)?|perfect|sounds good|"
     r"please do|do it|do that|go ahead|go for it|take it|book it|that works|works for me)\b", _I)
+# The yes itself, peeled off to see what the reply adds.
+CONFIRM_WORD = re.compile(r"^\W*(?:yes|yeah|yep|yup|sure|ok(?:ay)?|right|correct|exactly|definitely|absolutely)\b[\s,.!:-]*", _I)
+# A reply that goes on with its own subject ("Yes, I'll…", "Yes, and my wife…") says something new.
+ANSWER_SUBJECT = re.compile(r"^(?:i|i'm|i've|i'll|i'd|we|we're|my|our|you|your|it|it's|that|that's|this|he|she|they|"
+                            r"and|but|so|also|please|thanks|thank you|no|not)\b", _I)
+# …but a phrase that opens on a when/how often/where is detail even with a verb in it.
+ANSWER_DETAIL = re.compile(r"^(?:once|twice|every|each|on|at|in|by|before|after|from|until|only|weekly|daily|monthly|"
+                           r"mornings?|evenings?|nights?|weekends?|monday|tuesday|wednesday|thursday|friday|saturday|"
+                           r"sunday)s?\b", _I)
 # …unless it goes on to contradict it.
 CONFIRM_BUT = _any(r"but", r"actually", r"except", r"not quite", r"no,", r"although", r"however")
 # How an assistant hedges a guess; peeled off before the guess is stored.
