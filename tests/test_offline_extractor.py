@@ -323,6 +323,15 @@ def test_an_unrelated_later_correction_keeps_earlier_facts():
     assert "Aaron and others need a PDF renderer for invoices in the billing service." in [c.content for c in facts]
 
 
+@pytest.mark.parametrize("claim, denial, replaced", [
+    ("Since you're vegetarian, here's a chickpea curry.", "I'm not vegetarian.", "vegetarian"),
+    ("As a senior engineer at Mozilla you'll like this.", "I don't work at Mozilla.", "Mozilla"),
+])
+def test_denying_what_the_assistant_said_is_a_correction_naming_it(claim, denial, replaced):
+    fact = only(extract(turn(1, "assistant", claim), turn(2, "user", denial)))
+    assert (fact.kind, fact.supersedes, fact.provenance) == ("correction", replaced, "user_corrected")
+
+
 def test_a_confirmed_one_off_offer_is_a_task_but_a_standing_one_is_kept():
     assert extract(turn(1, "assistant", "Shall I add tests?"), turn(2, "user", "Yes.")) == []
     fact = only(extract(turn(1, "assistant", "Should I flag chicken whenever you ask about dog treats?"),

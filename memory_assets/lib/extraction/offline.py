@@ -466,7 +466,11 @@ class OfflineExtractor:
         # "Hmm, actually no." opening a turn: everything in it changes what came before.
         reversing = {t.turn for t in ordered if t.role == "user" and R.TURN_REVERSAL.match(t.content)}
         speakers = {t.turn: speaker_name(t) for t in ordered}
-        return ExtractionResult(candidates=_settle_reversals(out, names, reversing, speakers))
+        # What others claimed: the assistant's sentences, tool output, pasted data.
+        claims = [(seg.turn.turn, sentence) for seg in segments(turns)
+                  if not seg.trusted or seg.turn.role == "assistant" for sentence in sentences(seg.text)]
+        settled = _settle_reversals(out, names, reversing, speakers)
+        return ExtractionResult(candidates=[_denial_of(c, claims, names, self.config) for c in settled])
 
     # A user's own words.
     def _stated(self, seg: Segment, voice: _Voice, names: tuple[str, ...], agent: bool,
@@ -798,6 +802,29 @@ def _settle_reversals(found: list[Candidate], names: tuple[str, ...], reversing:
                 break
     return [dataclasses.replace(c, supersedes=hints[k]) if k in hints else c
             for k, c in enumerate(found) if k not in dropped]
+
+
+def _denial_of(cand: Candidate, claims: list[tuple[int, str]], names: tuple[str, ...],
+               config: MemoryConfig) -> Candidate:
+    """A user's denial of what the assistant or a page said earlier ("Hannah does not work
+    at Mozilla" after the assistant's "you're a senior engineer at Mozilla") is a
+    correction, and names the claim it replaces."""
+    if (cand.source_trust != "trusted" or cand.supersedes is not None or " wants the assistant " in cand.content
+            or not R.NEGATION.search(cand.content)):
+        return cand  # "never disable verification" is a standing rule, not a denial
+    mine = _tokens(cand.content, names)
+    proper = {w.lower() for w in re.findall(r"(?<!^)\b[A-Z][\w.+-]*\w", cand.content)}  # "Mozilla", "TP6104"
+    for turn, claim in reversed(claims):
+        theirs = _tokens(claim, names)
+        shared = mine & theirs
+        if turn < min(cand.source_turns) and (len(shared) >= min(2, len(mine)) or shared & proper):
+            # What is denied is what both mention: "not vegetarian" replaces "vegetarian".
+            words = list(dict.fromkeys(w for w in re.findall(r"[\w.+#/:'-]*\w", claim) if w.lower() in shared))
+            if not words:
+                continue
+            return dataclasses.replace(cand, supersedes=" ".join(words[:4]), kind="correction",
+                                       tier=config.tier_for("correction"), provenance="user_corrected")
+    return cand
 
 
 def _denied(clause: str, denials: list[str], names: tuple[str, ...]) -> bool:

@@ -402,6 +402,8 @@ KIND_RULES: list[tuple[str, re.Pattern[str]]] = [
 REVERSAL = re.compile(
     r"\b(?:after all|instead|any ?more|no longer|switch(?:ed|ing)? (?:to|from|over)|changed? (?:my|our) mind|"
     r"changed? (?:it|that|this) to|mov(?:ed|es|ing) to|scratch that)\b|^actually\b|,\s*not (?:the )?\w+|\bnot the \w+", _I)
+# A plain negation: "Maya is not vegetarian", "Dev never agreed to marketing emails".
+NEGATION = re.compile(r"\b(?:not|no|never|nothing|nobody|none)\b|n't\b", _I)
 # A turn that opens by taking back what was just said.
 TURN_REVERSAL = re.compile(r"^\W*(?:(?:hmm+|oh|wait|um+|uh)[,.!]*\s+)*(?:actually,?\s+no|no,?\s+actually|"
                            r"scratch that|change of plans?|correction|wait,?\s+no)\b", _I)
