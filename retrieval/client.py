@@ -86,8 +86,10 @@ class MemoryClient:
         return self._embedder
 
     def _table(self, name: str = "items") -> Any | None:
-        opened_at, table = self._tables.get(name, (0.0, None))
-        if table is None or time.monotonic() - opened_at > _REOPEN_SECONDS:
+        # A missing table (no summaries yet) is remembered too, so each call does not
+        # look for it again; either is looked up anew after _REOPEN_SECONDS.
+        opened_at, table = self._tables.get(name, (-_REOPEN_SECONDS - 1.0, None))
+        if time.monotonic() - opened_at > _REOPEN_SECONDS:
             table = self.store.table() if name == "items" else self.store.summaries_table()
             self._tables[name] = (time.monotonic(), table)
             if name == "items":
@@ -101,31 +103,59 @@ class MemoryClient:
         return self._last_embedding[1]
 
     def _candidates(self, table: Any, query: str, limit: int) -> dict[str, list[dict[str, Any]]]:
-        """The vector and full-text candidate lists, each row with every item attribute.
+        """The vector and full-text candidate lists (at most ``limit`` each), every row
+        with all its item attributes, only rows the agent may see.
 
-        The full-text query runs on a worker thread while the query is embedded (LanceDB
-        releases the GIL), and both queries fetch ids only: the attributes come from the
-        in-memory published snapshot, and from LanceDB for any id it does not hold yet.
+        Both queries fetch ids only and run unfiltered for twice ``limit`` rows: the
+        attributes come from the in-memory published snapshot (from LanceDB for an id it
+        does not hold yet), and so does the filter (active, namespace, scopes), applied
+        before anything is ranked. A list that loses so many rows to the filter that it
+        falls short is asked again with the filter inside LanceDB (exact, slower). The
+        full-text query runs on a worker thread while the query is embedded (LanceDB
+        releases the GIL).
         """
-        fusion, where = self.options.fusion, self._where()
+        fusion = self.options.fusion
+        fetch = 2 * limit
         fts = None
         if fusion in ("hybrid", "fts") and fts_query(query):
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-fts")
-            fts = self._pool.submit(fts_list, table, query, limit=limit, where=where, columns=("id",))
+            fts = self._pool.submit(fts_list, table, query, limit=fetch, where=None, columns=("id",))
         lists: dict[str, list[dict[str, Any]]] = {}
         if fusion in ("hybrid", "vector"):
-            lists["vector"] = vector_list(table, self._embed(query), limit=limit, where=where, columns=("id",))
+            lists["vector"] = vector_list(table, self._embed(query), limit=fetch, where=None, columns=("id",))
         if fts is not None:
             lists["fts"] = fts.result()
+        attributes = self._attributes(table, lists)
+        out: dict[str, list[dict[str, Any]]] = {}
+        for name, rows in lists.items():
+            visible = [{**attributes[r["id"]], **r} for r in rows
+                       if r["id"] in attributes and self._visible(attributes[r["id"]])]
+            if len(visible) < limit and len(rows) == fetch:
+                # The filter dropped too many: let LanceDB filter before it ranks.
+                where = self._where()
+                again = (vector_list(table, self._embed(query), limit=limit, where=where, columns=("id",))
+                         if name == "vector" else fts_list(table, query, limit=limit, where=where, columns=("id",)))
+                attributes.update(self._attributes(table, {name: again}))
+                visible = [{**attributes[r["id"]], **r} for r in again if r["id"] in attributes]
+            out[name] = visible[:limit]
+        return out
+
+    def _attributes(self, table: Any, lists: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+        """id → item row for every id in ``lists``: the snapshot, else LanceDB."""
         ids = list(dict.fromkeys(r["id"] for rows in lists.values() for r in rows))
         attributes = self._rows.rows(ids)
         missing = [r["_rowid"] for rows in lists.values() for r in rows if r["id"] not in attributes]
         if missing:
             fetched = table.take_row_ids(list(dict.fromkeys(missing))).select(_ATTRIBUTES).to_list()
             attributes.update({row["id"]: row for row in fetched})
-        return {name: [{**attributes[r["id"]], **r} for r in rows if r["id"] in attributes]
-                for name, rows in lists.items()}
+        return attributes
+
+    def _visible(self, row: Mapping[str, Any]) -> bool:
+        """What ``_where`` says, for a row in hand: active, in the namespace and scopes."""
+        return (row.get("status") == "active"
+                and (not self.namespace or row.get("namespace") == self.namespace)
+                and (not self.scopes or row.get("scope") in self.scopes))
 
     def _where(self) -> str:
         clauses = ["status = 'active'"]

@@ -36,5 +36,7 @@ def record(events_dir: Path, type: str, item_ids: Sequence[str], now: datetime, 
            session_id: str | None = None, payload: dict[str, Any] | None = None) -> Event:
     event = Event(type=type, item_ids=list(item_ids), ts=now.isoformat(), session_id=session_id,
                   payload=payload or {})
-    write_event(events_dir, asdict(event))
+    # An ``injected`` event only counts injections (never a reference): it skips the
+    # fsync that every other event, the user's feedback, gets; inject stays fast.
+    write_event(events_dir, asdict(event), durable=type != "injected")
     return event

@@ -17,14 +17,19 @@ from typing import Any
 from retrieval.credentials import redact
 
 
-def atomic_write(path: Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` via a temporary sibling and an atomic rename."""
+def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> Path:
+    """Write ``data`` to ``path`` via a temporary sibling and an atomic rename.
+
+    ``durable``: fsync before the rename, so a power cut cannot leave an empty file
+    under the final name (off only for records whose loss costs nothing but a count).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     with open(tmp, "wb") as fh:
         fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
+        if durable:
+            fh.flush()
+            os.fsync(fh.fileno())
     os.replace(tmp, path)
     return path
 
@@ -48,7 +53,7 @@ def write_session(inbox: Path, session_id: str, messages: list[Mapping[str, Any]
     return atomic_write(path, data)
 
 
-def write_event(events_dir: Path, event: Mapping[str, Any]) -> Path:
+def write_event(events_dir: Path, event: Mapping[str, Any], *, durable: bool = True) -> Path:
     """Append one feedback event as its own file (never a shared log)."""
     name = f"{event.get('ts', '')}-{uuid.uuid4().hex}.json".replace(":", "")
-    return atomic_write(events_dir / name, json.dumps(event, ensure_ascii=False).encode())
+    return atomic_write(events_dir / name, json.dumps(event, ensure_ascii=False).encode(), durable=durable)

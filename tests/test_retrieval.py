@@ -144,6 +144,41 @@ def test_items_missing_from_the_snapshot_are_read_from_lancedb(root, tmp_path, m
     assert hits[0].source_turn_ids == ["D1:wrx"] and hits[0].row["status"] == "active"
 
 
+def test_a_filter_that_empties_the_candidates_asks_lancedb_to_filter(root, tmp_path, monkeypatch):
+    """Candidates are fetched unfiltered (2 × candidates) and filtered from the snapshot;
+    when the filter leaves too few, the query runs again with the filter in LanceDB."""
+    from retrieval import client as client_module
+
+    config = tmp_path / "memory.toml"
+    config.write_text("[ranking]\ncandidates = 2\n")
+    calls = []
+    real = client_module.vector_list
+    monkeypatch.setattr(client_module, "vector_list",
+                        lambda *a, **kw: (calls.append(kw["where"]), real(*a, **kw))[1])
+    client = MemoryClient(root.root, config_path=str(config), namespace="agent-b")
+    hits = client.search("WRX oil change service history", k=2, now=NOW)
+    assert [h.id for h in hits] == ["other-ns"]
+    assert calls == [None, "status = 'active' AND namespace = 'agent-b'"]
+    everyone = MemoryClient(root.root, config_path=str(config)).search("WRX oil change", k=2, now=NOW)
+    assert "wrx" in {h.id for h in everyone} and "other-ns" not in {h.id for h in everyone}
+
+
+def test_an_injected_event_is_written_without_fsync_and_feedback_with_it(root, tmp_path, monkeypatch):
+    import os
+    import shutil
+
+    copy = DataRoot.resolve(tmp_path / "data")
+    shutil.copytree(root.root, copy.root)
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    client = _client(copy)
+    injection = client.inject("When is the WRX oil change due?", now=NOW)
+    assert injection.items and not synced
+    client.reinforce(injection.items[0].id, now=NOW)
+    assert len(synced) == 1 and len(list(copy.events.glob("*.json"))) == 2
+
+
 def test_a_replaced_snapshot_is_reloaded(tmp_path):
     from retrieval.store import PublishedRows
 
