@@ -20,7 +20,7 @@ reaches items. Two datasets:
   the share with any extracted fact from the observation's ``dia_id``. Observations are
   not exhaustive, so LoCoMo precision is a lower bound.
 
-    memory eval extraction [--dataset gold|locomo|PATH] [--extractor offline|llm] [--details] [--json]
+    memory eval extraction [--dataset gold|locomo|PATH] [--extractor offline|llm] [--threshold COSINE] [--details] [--json]
 
 The exit status is 1 when any fact leaked, so CI can gate on it.
 """
@@ -670,8 +670,10 @@ def default_extractor() -> str:
     return "llm" if llm_configured() else "offline"
 
 
-def make_matcher(config: MemoryConfig, judge: bool | None = None) -> FactMatcher:
-    """The MiniLM matcher; with an LLM judge when ``judge`` is True, or None and a key is set."""
+def make_matcher(config: MemoryConfig, judge: bool | None = None, threshold: float = THRESHOLD) -> FactMatcher:
+    """The MiniLM matcher; with an LLM judge when ``judge`` is True, or None and a key is set.
+    ``threshold`` other than the calibrated one is for sensitivity checks: a lower one also
+    lowers the lexical floor's role (below it, cosine alone with the guards decides)."""
     from memory_assets.lib.extraction.llm import llm_configured
     from retrieval.embeddings import Embedder
 
@@ -682,12 +684,13 @@ def make_matcher(config: MemoryConfig, judge: bool | None = None) -> FactMatcher
 
         embed_config = dataclasses.replace(config, embedding={**config.embedding, "provider": "local"})
     use_judge = llm_configured() if judge is None else judge
-    return FactMatcher(Embedder(embed_config).embed, THRESHOLD, LLMJudge(config) if use_judge else None)
+    return FactMatcher(Embedder(embed_config).embed, threshold, LLMJudge(config) if use_judge else None)
 
 
 def run_extraction_eval(dataset: str | Path = "gold", extractor: str | None = None, *,
                         sessions: Sequence[str] | None = None, judge: bool | None = None,
-                        config: MemoryConfig | None = None, matcher: FactMatcher | None = None) -> dict[str, Any]:
+                        config: MemoryConfig | None = None, matcher: FactMatcher | None = None,
+                        threshold: float = THRESHOLD) -> dict[str, Any]:
     """Run one extractor over one dataset and score what reached items.
 
     Args:
@@ -697,7 +700,8 @@ def run_extraction_eval(dataset: str | Path = "gold", extractor: str | None = No
             ids such as ``conv-26-s3``); default all.
         judge: use the LLM judge for borderline matches; default when ``OPENAI_API_KEY`` is set.
         config: the memory config; default ``load_config()``.
-        matcher: a prepared matcher (tests share one); default MiniLM at ``THRESHOLD``.
+        matcher: a prepared matcher (tests share one); default MiniLM at ``threshold``.
+        threshold: the match threshold of the default matcher; ``THRESHOLD`` is the calibrated one.
 
     Returns:
         The report: ``dataset``, ``extractor``, ``sessions``, ``extracted``, ``gold_facts``,
@@ -711,7 +715,7 @@ def run_extraction_eval(dataset: str | Path = "gold", extractor: str | None = No
     config = config or load_config()
     kind, path = dataset_kind(dataset)
     impl = build_extractor(extractor or default_extractor(), config)
-    matcher = matcher or make_matcher(config, judge)
+    matcher = matcher or make_matcher(config, judge, threshold)
     wanted = set(sessions) if sessions is not None else None
     rows = []
     if kind == "gold":
@@ -811,6 +815,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--session", action="append", default=None, metavar="ID",
                         help="only this session id (repeatable)")
     parser.add_argument("--no-judge", action="store_true", help="match by embeddings alone even with an LLM configured")
+    parser.add_argument("--threshold", type=float, default=THRESHOLD, metavar="COSINE",
+                        help=f"match threshold (default {THRESHOLD}, the calibrated one; lower it only to see "
+                             "how sensitive a number is)")
     parser.add_argument("--details", action="store_true",
                         help="also list, per session, unmatched and junk facts, missed gold facts and leaks")
     parser.add_argument("--json", action="store_true", help="print the full reports as JSON (with per-session detail)")
@@ -831,7 +838,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         for dataset in datasets:
             try:
                 reports.append(run_extraction_eval(dataset, extractor, sessions=args.session, config=config,
-                                                   judge=False if args.no_judge else None))
+                                                   judge=False if args.no_judge else None, threshold=args.threshold))
             except NoSessions:
                 if not args.session or args.dataset:
                     raise  # --session picks among the default datasets; elsewhere it must match

@@ -320,7 +320,7 @@ def test_an_unrelated_later_correction_keeps_earlier_facts():
         turn(1, "user", "We need a PDF renderer for invoices in the billing service."),
         turn(2, "user", "Actually, legal won't approve AGPL licenses."),
     )
-    assert "Aaron and others need a PDF renderer for invoices in the billing service." in [c.content for c in facts]
+    assert "Aaron needs a PDF renderer for invoices in the billing service." in [c.content for c in facts]
 
 
 @pytest.mark.parametrize("claim, denial, replaced", [
@@ -368,6 +368,20 @@ def test_a_yes_followed_by_a_new_statement_keeps_both():
                     turn(2, "user", "Yes. I'm taking the CCRN exam on June 14."))
     assert [c.content for c in facts] == ["Aaron wants a weekly study reminder.",
                                           "Aaron is taking the CCRN exam on June 14."]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("We only squash-merge.", "Aaron only squash-merges."),
+    ("We're switching broadband to Zen.", "Aaron is switching broadband to Zen."),
+    ("Our metric is macro-F1.", "Aaron's metric is macro-F1."),
+])
+def test_we_said_to_an_assistant_is_the_users_own(text, expected):
+    assert [c.content for c in said(text)] == [expected]
+
+
+def test_we_with_a_named_companion_keeps_the_companion():
+    facts = said("My wife and I went to Lisbon in May. We loved the tram rides.")
+    assert any(c.content.startswith("Aaron and Aaron's wife") for c in facts)
 
 
 def test_a_verbless_sentence_after_a_fact_describes_it():

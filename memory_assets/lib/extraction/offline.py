@@ -560,6 +560,8 @@ class OfflineExtractor:
         # for in this chat, unless it carries a specific (a date, a number, a name).
         if agent and R.BARE_WANT.match(text) and not is_specific(text) and len(content_words(text, names)) <= 3:
             return None
+        if agent and not (voice.companion and not re.search(r"\b(?:dog|cat|puppy|kitten)s?$", voice.companion)):
+            text = _we_as_i(text)  # to an assistant, "we use uv" says what the user does: "Raj uses uv"
         content = _finish(rewrite_first_person(text, voice))
         if re.search(r"\b(\w+) is \1\b", content):
             return None  # "I'm Kenji" said by Kenji
@@ -836,6 +838,19 @@ def _denied(clause: str, denials: list[str], names: tuple[str, ...]) -> bool:
         if len(shared) >= 2 or any(re.search(r"\d", w) and re.search(r"[a-z]", w) for w in shared):
             return True
     return False
+
+_WE_AS_I = {"we": "I", "we're": "I'm", "we've": "I've", "we'll": "I'll", "we'd": "I'd", "us": "me", "our": "my",
+            "ours": "mine", "ourselves": "myself"}
+
+
+def _we_as_i(text: str) -> str:
+    """"We" in the user's mouth as "I": the user's team or household, attributed to the user
+    ("We're switching to Zen" → "I'm switching to Zen" → "Tariq is switching to Zen")."""
+    def swap(m: re.Match[str]) -> str:
+        word = _WE_AS_I[m.group(0).lower()]
+        return word if m.group(0)[:1].islower() or word == "I" or word.startswith("I'") else word.capitalize()
+    return re.sub(r"\b(?:we're|we've|we'll|we'd|we|us|ours|our|ourselves)\b", swap, text, flags=re.IGNORECASE)
+
 
 def _lower_lead(text: str) -> str:
     """"Once a week…" continues a sentence as "once a week…"; "Thursday evenings…" keeps its capital."""

@@ -245,7 +245,8 @@ LABEL_NAME = re.compile(r"^((?-i:[A-Z][a-z]+))(?=\s+(?:update|news|stuff|thing|a
 PERSON = re.compile(
     r"\b(?:my|our) (?:\w+ )?(?:sister|brother|mom|dad|mother|father|wife|husband|partner|friend|son|daughter|"
     r"boss|manager|coworker|colleague|doctor|physio|therapist|dog|cat|kid|girlfriend|boyfriend|cousin|aunt|uncle|"
-    r"grandma|grandpa|neighbou?r|mentor|roommate|puppy|kitten),? ((?-i:[A-Z][a-z]+))\b|"
+    r"grandma|grandpa|grandson|granddaughter|grandmother|grandfather|nephew|niece|fianc[eé]e?|stepson|stepdaughter|"
+    r"neighbou?r|mentor|roommate|puppy|kitten),? (?:is )?((?-i:[A-Z][a-z]+))\b|"
     r"\b(?:Dr|Mr|Mrs|Ms)\. (?:(?-i:[A-Z][a-z]+) )?((?-i:[A-Z][a-z]+))\b", _I)
 
 # A generic remark about everyone rather than a fact about the speaker.
