@@ -5,8 +5,9 @@ Per informative clause a user says, it proposes one literal fact in the third pe
 support group yesterday." Questions, greetings, thanks, filler and one-off requests to
 the assistant yield nothing. An assistant's statement becomes a fact only when the
 user's next turn confirms it; tool output and [UNTRUSTED DATA] yield untrusted facts,
-never instructions. The word lists and cue patterns live in ``rules.py``; this module
-is the procedure.
+never instructions, claims about the user or claims the user denies. Within a session
+the user's last word stands: a value changed later replaces the earlier one. The word
+lists and cue patterns live in ``rules.py``; this module is the procedure.
 """
 
 from __future__ import annotations
@@ -838,6 +839,7 @@ def _denied(clause: str, denials: list[str], names: tuple[str, ...]) -> bool:
         if len(shared) >= 2 or any(re.search(r"\d", w) and re.search(r"[a-z]", w) for w in shared):
             return True
     return False
+
 
 _WE_AS_I = {"we": "I", "we're": "I'm", "we've": "I've", "we'll": "I'll", "we'd": "I'd", "us": "me", "our": "my",
             "ours": "mine", "ourselves": "myself"}
