@@ -47,9 +47,11 @@ def test_built_root_is_published_with_a_full_text_index(small_run):
     assert PUBLISHED_TAG in table.tags.list()
     table.checkout(PUBLISHED_TAG)
     assert table.count_rows() == 300
-    assert any(index.columns == ["content"] and "FTS" in str(index.index_type).upper()
+    from memory_assets.lib.publish import FTS_COLUMN
+
+    assert any(index.columns == [FTS_COLUMN] and "FTS" in str(index.index_type).upper()
                for index in table.list_indices())
-    assert "FTS(content)" in report["index"]
+    assert f"FTS({FTS_COLUMN})" in report["index"]
 
 
 def test_second_run_reuses_the_cached_root(small_run):
