@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 
 import dagster as dg
 import numpy as np
@@ -351,6 +351,20 @@ def test_each_bad_summary_fails_its_expectation(case, frame, expectation, shown)
     assert SECRET not in repr(report.metadata())
 
 
+def test_lessons_and_triggers_are_checked_like_documents():
+    from memory_assets.lib.quality.citations import lifecycle_report
+
+    items = [r["id"] for r in FACT_ROWS]
+    triggers = pl.DataFrame({"trigger_date": [date(2026, 10, 2)], "message": ["WRX oil change due"],
+                             "item_ids": [["wrx"]]})
+    assert lifecycle_report(["Don't force-push"], triggers, items).passed
+    assert lifecycle_report([], triggers.clear(), items).passed  # a new store has none yet
+    dangling = lifecycle_report([], triggers.with_columns(item_ids=pl.lit(["gone"])), items)
+    assert _failed(dangling) == {"cited_items_exist"} and "gone" in _examples(dangling, "cited_items_exist")[0].values()
+    leaked = lifecycle_report([f"Use the key {SECRET}"], triggers, items)
+    assert _failed(leaked) == {"no_credentials"} and SECRET not in repr(leaked.metadata())
+
+
 # --- the credential-scan ledger ---------------------------------------------------------
 
 def test_the_ledger_scans_each_text_once_and_still_catches_new_credentials(tmp_path):
@@ -512,6 +526,13 @@ def test_every_asset_from_resources_to_published_items_has_a_check():
         assert checks.get(asset), f"no check on {asset}"
         assert all(spec.description for spec in checks[asset].values())
     assert all(spec.blocking for spec in checks["memory_items"].values())
+
+
+def test_every_asset_retrieval_reads_has_a_check():
+    """MemoryClient reads published items (LanceDB + Parquet), summaries (tier 1),
+    archive insights, and the lifecycle's lessons and triggers."""
+    checked = {spec.asset_key.to_user_string() for d in defs().asset_checks for spec in d.check_specs}
+    assert {"published_items", "category_summaries", "archive_clusters", "lifecycle"} <= checked
 
 
 def test_the_benchmark_reports_seconds_per_100k_items(tmp_path, capsys):

@@ -11,6 +11,7 @@ from memory_assets.defs.resources import MemoryRoot
 from memory_assets.lib import lifecycle as rules
 from memory_assets.lib import publish
 from memory_assets.lib.clock import Clock
+from memory_assets.lib.quality.citations import lifecycle_report
 from retrieval.inbox import atomic_write
 from retrieval.store import ItemStore
 
@@ -49,8 +50,13 @@ def lifecycle(context: dg.AssetExecutionContext, config: Clock, memory: MemoryRo
     items = ItemStore(paths).items()
     active = items.filter(pl.col("status") == "active")
     lessons = rules.lessons(active, settings)
-    atomic_write(paths.lessons, json.dumps(lessons, indent=1).encode())
     triggers = rules.forward_triggers(active, now)
+    # Audit before publishing: a failed suite leaves the previous lessons and triggers.
+    audit = lifecycle_report(lessons, triggers, items["id"])
+    if not audit.passed:
+        raise dg.Failure(description=f"lessons/triggers failed their checks; the previous ones stay published: "
+                                     f"{audit.summary()}")
+    atomic_write(paths.lessons, json.dumps(lessons, indent=1).encode())
     paths.triggers.parent.mkdir(parents=True, exist_ok=True)
     triggers.write_parquet(paths.triggers.with_suffix(".tmp"))
     os.replace(paths.triggers.with_suffix(".tmp"), paths.triggers)

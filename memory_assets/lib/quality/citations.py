@@ -65,3 +65,26 @@ def citations_report(frame: pl.DataFrame, *, id_column: str, text_column: str, c
     )
     return validate(derived, citation_rules(id_column, max_chars, min_rows=min_rows), subject=subject,
                     id_column=id_column, context_columns=(text_column,))
+
+
+# A lesson or a trigger message is one line of an agent's prompt.
+LIFECYCLE_MAX_CHARS = 1_000
+
+
+def lifecycle_frame(lessons: list[str], triggers: pl.DataFrame) -> pl.DataFrame:
+    """The lessons and forward triggers as documents: a name, a text and the items cited
+    (a lesson cites none: it is the wording of an item already checked)."""
+    rows = [{"name": f"lesson {i + 1}", "text": text, "cited": []} for i, text in enumerate(lessons)]
+    for i, trigger in enumerate(triggers.iter_rows(named=True)):
+        rows.append({"name": f"trigger {i + 1} ({trigger['trigger_date']})", "text": trigger["message"],
+                     "cited": list(trigger["item_ids"] or [])})
+    return pl.DataFrame(rows, schema={"name": pl.String, "text": pl.String, "cited": pl.List(pl.String)})
+
+
+def lifecycle_report(lessons: list[str], triggers: pl.DataFrame, item_ids: Iterable[str] | pl.Series) -> QualityReport:
+    """The lessons and triggers ``MemoryClient.lessons()``/``due_triggers()`` return: each
+    non-empty, one line's size, credential-free, citing only items that exist (none at
+    all is fine: a new store has no lessons yet)."""
+    return citations_report(lifecycle_frame(lessons, triggers), id_column="name", text_column="text",
+                            cited_column="cited", item_ids=item_ids, max_chars=LIFECYCLE_MAX_CHARS,
+                            subject="lifecycle", min_rows=0)
