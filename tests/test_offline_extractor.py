@@ -342,10 +342,15 @@ def test_a_confirmed_one_off_offer_is_a_task_but_a_standing_one_is_kept():
 @pytest.mark.parametrize("text", [
     "No, never.", "Yes, always.", "Max 200, not 500.", "Sundays at 4pm.",
     "Here's what I set in the runner env:", "I'll rotate it.", "Let me talk to support first.",
-    "I need a hotel too.",
+    "I need a hotel too.", "Let's check if pushes work first.",
 ])
 def test_an_answer_that_leans_on_the_question_yields_nothing(text):
     assert said(text) == []
+
+
+def test_a_lets_that_makes_a_choice_is_a_decision():
+    fact = only(said("AGPL is out. Let's use WeasyPrint instead."))
+    assert (fact.content, fact.kind) == ("Aaron wants to use WeasyPrint instead.", "decision")
 
 
 def test_a_bare_self_introduction_is_not_a_fact():

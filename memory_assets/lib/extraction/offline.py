@@ -601,9 +601,10 @@ class OfflineExtractor:
             content = _finish(f"{n} wants a reminder {rewrite_first_person(body, voice)}")
             return self._candidate(content, clause, sentence, turn, voice, "commitment", True)
         if R.LETS.match(clause):
-            content = _finish(f"{n} wants to {rewrite_first_person(R.LETS.sub('', clause), voice)}")
-            if len(content_words(content, (n,))) < 2:
-                return False
+            body = R.LETS.sub("", clause)
+            content = _finish(f"{n} wants to {rewrite_first_person(body, voice)}")
+            if len(content_words(content, (n,))) < 2 or not (R.CHOICE.match(body) or R.STANDING.search(body)):
+                return False  # "let's check if pushes work first": the chat's next step, not a decision
             return self._candidate(content, clause, sentence, turn, voice, "decision", remember)
         if R.TASK_REQUEST.match(clause) or R.SECOND_PERSON_SUBJECT.match(clause):
             return False

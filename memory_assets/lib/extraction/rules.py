@@ -511,6 +511,10 @@ BARE_WANT = re.compile(r"^(?:i|we)\s+(?:(?:really|just|also|still)\s+)?(?:want|n
 PRONOUN_OBJECT = re.compile(r"\b(?!(?:is|was|are|were|be|been|that|if|when|because|and|but|so|in|on|at|for|with|"
                             r"about|from|of|to|into|by|without)\b)[a-z]+\s+(?:it|them)\b", _I)
 WEEKDAY = re.compile(r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", _I)
+# "let's use WeasyPrint instead": a choice, kept as a decision; "let's check if pushes work
+# first" is the chat's next step.
+CHOICE = re.compile(r"^(?:use|go with|switch|keep|stick|stay|move|pick|choose|drop|cancel|adopt|migrate|standardi[sz]e|"
+                    r"call|build|put|store|run|deploy|ship|target|require|avoid|never|always)\b", _I)
 # "let's just call the API directly": in a chat with an assistant, a decision.
 LETS = re.compile(r"^(?:so\s+)?let'?s\s+(?:just\s+)?", _I)
 # "I'm Priya, tech lead on ledgerline": the name is the speaker's own.
