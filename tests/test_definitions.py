@@ -60,6 +60,53 @@ def test_extraction_code_version_is_the_prompt_hash():
     assert node.code_version == EXTRACTION_CODE_VERSION
 
 
+def test_a_prompt_edit_marks_every_session_stale_and_a_backfill_reextracts(tmp_path, monkeypatch):
+    """Issue: editing prompts/extract_facts.md shows extracted_facts stale in the UI; a
+    backfill over the sessions partitions re-extracts history and clears it."""
+    import shutil
+
+    from dagster._core.definitions.data_version import CODE_VERSION_TAG, StaleStatus
+    from dagster._utils.test.data_versions import get_stale_status_resolver
+
+    from memory_assets.defs.extraction.assets import extraction_code_version
+    from memory_assets.lib import prompts
+    from memory_assets.lib.ingest import ingest_paths
+    from memory_assets.lib.runner import _definitions, materialize_pending
+    from retrieval.paths import DataRoot
+    from tests.conftest import SAMPLES
+
+    root = tmp_path / "data"
+    paths = DataRoot.resolve(root)
+    key = dg.AssetKey("extracted_facts")
+    with dg.instance_for_test() as instance:
+        ingest_paths([SAMPLES / "coding-agent.jsonl", SAMPLES / "support-chat.json"], root)
+        materialize_pending(paths, extractor="offline", instance=instance)
+        sessions = instance.get_dynamic_partitions("sessions")
+        assets, resources = _definitions(str(root), "offline")
+        resolver = get_stale_status_resolver(instance, assets)
+        assert sessions and all(resolver.get_status(key, s) == StaleStatus.FRESH for s in sessions)
+
+        edited_dir = tmp_path / "prompts"
+        shutil.copytree(prompts.PROMPTS_DIR, edited_dir)
+        with open(edited_dir / "extract_facts.md", "a", encoding="utf-8") as fh:
+            fh.write("\nNever extract the user's guesses about other people.\n")
+        monkeypatch.setattr(prompts, "PROMPTS_DIR", edited_dir)
+        version = extraction_code_version(prompts.load_prompt("extract_facts"))
+        edited = [a.map_asset_specs(lambda spec: spec.replace_attributes(code_version=version))
+                  if isinstance(a, dg.AssetsDefinition) and key in a.keys else a for a in assets]
+        stale = get_stale_status_resolver(instance, edited)
+        assert all(stale.get_status(key, s) == StaleStatus.STALE for s in sessions)
+        assert any("code version" in cause.reason for cause in stale.get_stale_causes(key, sessions[0]))
+
+        for session in sessions:  # the backfill: one run per partition
+            assert dg.materialize(edited, selection=["extracted_facts"], partition_key=session,
+                                  instance=instance, resources=resources).success
+        fresh = get_stale_status_resolver(instance, edited)
+        assert all(fresh.get_status(key, s) == StaleStatus.FRESH for s in sessions)
+        latest = instance.get_latest_materialization_event(key)
+        assert latest.dagster_event.event_specific_data.materialization.tags[CODE_VERSION_TAG] == version
+
+
 def test_sensors_and_jobs_are_defined():
     loaded = defs()
     assert {s.name for s in loaded.sensors} >= {"inbox_sensor", "quarantine_retry_sensor"}

@@ -14,13 +14,18 @@ from memory_assets.lib.extraction.base import ExtractionFailed
 from memory_assets.lib.extraction.offline import OfflineExtractor
 from memory_assets.lib.facts import build_facts
 from memory_assets.lib.partitions import sessions
-from memory_assets.lib.prompts import load_prompt
+from memory_assets.lib.prompts import Prompt, load_prompt
 from retrieval.schema import FACT_SCHEMA, Turn
 
+def extraction_code_version(prompt: Prompt) -> str:
+    """``extracted_facts``' code version: the prompt's content hash and the offline rules'
+    version. A prompt edit or an offline rule change makes every session's facts stale
+    in the UI, and a backfill over `sessions` re-extracts history."""
+    return f"prompt-{prompt.version}.{OfflineExtractor.version}"
+
+
 EXTRACTION_PROMPT = load_prompt("extract_facts")
-# A prompt edit or an offline rule change makes every session's facts stale in the UI,
-# and a backfill over `sessions` re-extracts history.
-EXTRACTION_CODE_VERSION = f"prompt-{EXTRACTION_PROMPT.version}.{OfflineExtractor.version}"
+EXTRACTION_CODE_VERSION = extraction_code_version(EXTRACTION_PROMPT)
 
 
 def to_turns(frame: pl.DataFrame) -> list[Turn]:
