@@ -454,7 +454,16 @@ def test_reversal_sets_supersedes(text, expected):
 def test_kind_follows_the_cue_words(text, kind):
     fact = only(said(text))
     assert fact.kind == kind
-    assert fact.tier == CONFIG.tier_for(kind)
+    assert fact.tier == CONFIG.tier_for(kind, fact.category)
+
+
+def test_a_life_event_is_standard_tier_and_a_pastime_transient():
+    """Events in a lasting category (personal, relationships, work) are the person's
+    story, not chatter: they decay like facts instead of vanishing in weeks."""
+    life = only(said("I went to an LGBTQ support group yesterday."))
+    pastime = only(said("I went to a pottery class yesterday."))
+    assert (life.kind, life.category, life.tier) == ("event", "personal", "standard")
+    assert (pastime.kind, pastime.category, pastime.tier) == ("event", "hobbies", "transient")
 
 
 @pytest.mark.parametrize("text, category", [

@@ -92,5 +92,18 @@ def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryCo
             "prompt_version": prompt_version,
             "extractor": extractor,
         })
+    # A credential redacted at ingest is refused even when the extractor found no fact
+    # around it: the audit trail shows every pasted secret, whatever the extractor kept.
+    refused = {rid for row in rejected if row["reason"] == "credential" for rid in row["source_resource_ids"]}
+    for turn in turns:
+        kinds = sorted(set(gate.REDACTED.findall(turn.content)))
+        if kinds and turn.resource_id not in refused:
+            reasons["credential"] = reasons.get("credential", 0) + 1
+            rejected.append({
+                "session_id": session_id, "reason": "credential",
+                "detail": f"turn {turn.turn} held a credential ({', '.join(kinds)}), redacted at ingest",
+                "preview": gate.preview(turn.content), "source_resource_ids": [turn.resource_id],
+                "extractor": extractor, "rejected_at": now,
+            })
     fact_frame = pl.DataFrame(facts, schema=FACT_SCHEMA).unique(subset=["id"], keep="first", maintain_order=True)
     return GatedFacts(fact_frame, pl.DataFrame(rejected, schema=REJECTION_SCHEMA), reasons)

@@ -14,7 +14,7 @@ from retrieval.config import MemoryConfig
 from retrieval.credentials import find_credentials, redact
 from retrieval.schema import Candidate
 
-_REDACTED = re.compile(r"\[REDACTED:([a-z_]+)\]")
+REDACTED = re.compile(r"\[REDACTED:([a-z_]+)\]")  # what ingest leaves where a credential was
 REASONS = ("credential", "chatter", "opinion", "too_long", "too_short", "instruction", "empty")
 
 PREVIEW_CHARS = 120
@@ -134,7 +134,7 @@ def _credential(content: str, config: MemoryConfig) -> Rejection | None:
         return Rejection("credential", f"contains a credential ({', '.join(kinds)})")
     # A turn redacted at ingest still says "here is the key [REDACTED:…]": a fact about
     # a secret is no memory, and storing it would tell a reader where one was pasted.
-    redacted = sorted(set(_REDACTED.findall(content)))
+    redacted = sorted(set(REDACTED.findall(content)))
     if redacted:
         return Rejection("credential", f"mentions a redacted credential ({', '.join(redacted)})")
     return None

@@ -405,7 +405,7 @@ class OfflineExtractor:
     """
 
     name = "offline"
-    version = "rules-v2"
+    version = "rules-v3"
 
     def __init__(self, config: MemoryConfig):
         self.config = config
@@ -636,7 +636,7 @@ class OfflineExtractor:
             content=content,
             category=category,
             kind=kind,
-            tier=self.config.tier_for(kind),
+            tier=self.config.tier_for(kind, category),
             strength=strength or strength_of(sentence),
             sentiment=sentiment_of(sentence),
             tags=[t.lower() for t in tags],
