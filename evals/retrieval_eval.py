@@ -57,9 +57,9 @@ ABLATIONS: dict[str, RetrievalOptions] = {
 }
 
 
-# Bump when how the eval builds a data root changes (here: the lifecycle runs as of the
-# conversation's clock), so roots built the old way are not reused.
-BUILD_RECIPE = "2"
+# Bump when how the eval builds a data root changes (here: the nightly job runs after the
+# first build, so category summaries exist), so roots built the old way are not reused.
+BUILD_RECIPE = "3"
 # Config sections only retrieval reads; every other section can change what a build holds.
 QUERY_TIME_CONFIG = ("injection", "ranking", "source")
 
@@ -116,6 +116,7 @@ def build_key(conv: Conversation, extractor: str) -> dict[str, str]:
     """Everything a built data root depends on; a change to any part rebuilds it."""
     from memory_assets.defs.extraction.assets import EXTRACTION_CODE_VERSION
     from memory_assets.defs.items.assets import memory_items
+    from memory_assets.defs.summaries.assets import category_summaries
 
     config = dataclasses.asdict(load_config())
     # Read at question time, not build time: tuning them reuses the build.
@@ -129,6 +130,7 @@ def build_key(conv: Conversation, extractor: str) -> dict[str, str]:
         "extractor": extractor,
         "extraction_code_version": EXTRACTION_CODE_VERSION,
         "items_code_version": str(memory_items.code_versions_by_key[memory_items.key]),
+        "summaries_code_version": str(category_summaries.code_versions_by_key[category_summaries.key]),
         "config_sha256": hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest(),
     }
     if extractor == "llm":
@@ -146,7 +148,7 @@ def build_root(conv: Conversation, *, extractor: str, cache_dir: Path, rebuild: 
     import dagster as dg
 
     from memory_assets.lib.ingest import ingest_paths
-    from memory_assets.lib.runner import materialize_pending
+    from memory_assets.lib.runner import materialize_pending, run_job
 
     key = build_key(conv, extractor)
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
@@ -165,11 +167,15 @@ def build_root(conv: Conversation, *, extractor: str, cache_dir: Path, rebuild: 
         # An ephemeral instance: the eval's runs do not belong in anyone's run history. The
         # lifecycle runs as of the questions' clock: against the wall clock a 2023
         # conversation would have decayed, expired and been purged long ago.
+        # Then the nightly job, as the product runs it: items again (a no-op at the same
+        # clock), the lifecycle and the category summaries that tier 1 answers from.
         with dg.DagsterInstance.ephemeral(settings={"telemetry": {"enabled": False}}) as instance:
-            summary = materialize_pending(DataRoot.resolve(building), extractor=extractor, instance=instance,
-                                          now=conv.now)
-        if summary.failed or not summary.items_materialized:
-            raise EvalError(f"{conv.path}: the pipeline failed for {', '.join(summary.failed) or 'memory_items'}")
+            paths = DataRoot.resolve(building)
+            summary = materialize_pending(paths, extractor=extractor, instance=instance, now=conv.now)
+            if summary.failed or not summary.items_materialized:
+                raise EvalError(f"{conv.path}: the pipeline failed for {', '.join(summary.failed) or 'memory_items'}")
+            if not run_job(paths, "nightly", now=conv.now, extractor=extractor, instance=instance):
+                raise EvalError(f"{conv.path}: the nightly job failed (memory_items, lifecycle or category_summaries)")
         (building / "eval_build.json").write_text(json.dumps({
             **key, "sessions": len(report.sessions), "turns": report.messages,
             "quarantined": summary.quarantined, "build_seconds": round(time.perf_counter() - started, 1),

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from retrieval import events, jobs, scoring, trust
+from retrieval.citations import summary_lines
 from retrieval.config import MemoryConfig, load_config
 from retrieval.embeddings import Embedder
 from retrieval.inbox import write_session
@@ -207,28 +208,54 @@ class MemoryClient:
         return self._rank(query, k, now or datetime.now(timezone.utc))[0]
 
     def _tier1(self, query: str) -> list[Hit] | None:
-        """Category summaries that answer the query alone, or None when tier 2 must run."""
+        """Category summary lines that answer the query alone, or None when tier 2 must run.
+
+        Sufficient means a summary is close to the query (cosine ≥ ``summary_sufficient``)
+        and one of its lines states what the query asks: that line alone holds at least
+        ``summary_coverage`` of the query's terms. Terms spread over a page do not count
+        (a person's name is on every line of their summaries). Only such lines are served,
+        most terms first, each with the items it cites (``retrieval.citations``): their
+        ids (``row["item_ids"]``), source turns and lowest confidence; a line citing an
+        item the agent may not see (no longer active, another namespace or scope) is not.
+        """
         table = self._table("summaries")
         if table is None:
+            return None
+        terms = sorted({t.lower() for t in keywords(query)}, key=len, reverse=True)
+        if not terms:
             return None
         rows = table.search(self._embed(query)).distance_type("cosine").limit(3).to_list()
         if not rows:
             return None
         best = 1.0 - float(rows[0]["_distance"])
-        terms = {t.lower() for t in keywords(query)}
-        text = " ".join(r["content"].lower() for r in rows)
-        covered = sum(t in text for t in terms) / max(len(terms), 1)
-        if best < float(self.config.injection["summary_sufficient"]) or covered < 0.6:
+        if best < float(self.config.injection["summary_sufficient"]):
             return None
+        coverage = float(self.config.injection["summary_coverage"])
+        # A term matches at the start of a word: "start" finds "started", not "restart".
+        term = re.compile(r"\b(?:" + "|".join(re.escape(t) for t in terms) + ")")
+        self._table()  # refreshes the items snapshot the citations are looked up in
         hits = []
         for row in rows:
-            sentences = [s.strip() for s in re.split(r"(?<=[.!?])\s+|\n+", row["content"]) if s.strip().lstrip("#- ")]
-            useful = [s.lstrip("#- ") for s in sentences if any(t in s.lower() for t in terms)][:3]
-            for sentence in useful:
-                hits.append(Hit(id=f"summary:{row['category']}:{len(hits)}", content=sentence, category=row["category"],
-                                importance=1.0, confidence=0.9, source_trust="trusted", session_id="",
-                                source_resource_ids=[], source_turn_ids=[], relevance=best, score=best,
-                                row={"updated_at": row.get("updated_at")}))
+            lines = []
+            for line, ids in summary_lines(row.get("markdown") or ""):
+                covered = len(set(term.findall(line.lower()))) / len(terms)
+                if covered >= coverage and ids:
+                    lines.append((covered, line, ids))
+            lines.sort(key=lambda c: -c[0])
+            served = 0
+            for _, line, ids in lines:
+                items = [self._rows.rows(ids).get(i) for i in ids]
+                if served == 3 or not all(item is not None and self._visible(item) for item in items):
+                    continue
+                served += 1
+                hits.append(Hit(
+                    id=f"summary:{row['category']}:{len(hits)}", content=line, category=row["category"],
+                    importance=max(float(i["importance"]) for i in items),
+                    confidence=min(float(i["confidence"]) for i in items), source_trust="trusted",
+                    session_id=str(items[0]["session_id"]),
+                    source_resource_ids=list(dict.fromkeys(r for i in items for r in i["source_resource_ids"] or [])),
+                    source_turn_ids=list(dict.fromkeys(t for i in items for t in i["source_turn_ids"] or [])),
+                    relevance=best, score=best, row={"updated_at": row.get("updated_at"), "item_ids": ids}))
         return hits or None
 
     def inject(self, context: str | Messages, *, max_items: int | None = None, token_budget: int | None = None,

@@ -255,17 +255,22 @@ def test_unknown_item_id_gets_a_clear_error(root):
         _client(root).reinforce("nope")
 
 
-def test_tier_one_answers_from_summaries_when_they_suffice(root, tmp_path):
+def _with_summaries(root, tmp_path, ids):
+    """A copy of ``root`` whose summaries the pipeline wrote from the items ``ids``."""
     import shutil
+
+    from memory_assets.lib import summaries
 
     paths = DataRoot.resolve(tmp_path / "data")
     shutil.copytree(root.root, paths.root)
-    embedder = Embedder(load_config())
-    text = "Aaron's WRX oil change is due at 11,799 miles. Aaron is allergic to penicillin."
-    db = lancedb.connect(str(paths.lancedb))
-    table = db.create_table("summaries", data=[{"category": "vehicle", "content": text,
-                                                "vector": embedder.embed_one(text).tolist(), "updated_at": NOW}])
-    table.tags.create("published", table.version)
+    items = ItemStore(paths).items().filter(pl.col("id").is_in(ids))
+    frame = summaries.summaries_frame(summaries.rebuild(items, load_config(), NOW))
+    publish.publish_table(paths, "summaries", frame, Embedder(load_config()).embed(frame["content"].to_list()))
+    return paths
+
+
+def test_tier_one_answers_from_summaries_when_they_suffice(root, tmp_path):
+    paths = _with_summaries(root, tmp_path, ["wrx", "old", "allergy"])
     client = MemoryClient(paths.root)
     answered = client.inject("WRX oil change due miles", now=NOW, record=False)
     assert answered.tier == "summaries" and "11,799" in answered.text
@@ -273,6 +278,30 @@ def test_tier_one_answers_from_summaries_when_they_suffice(root, tmp_path):
     assert fallback.tier == "items"
     without = MemoryClient(paths.root, options=RetrievalOptions(tiers=False)).inject("WRX oil change due miles", now=NOW, record=False)
     assert without.tier == "items"
+
+
+def test_a_summary_line_carries_the_items_it_cites_and_their_source_turns(root, tmp_path):
+    paths = _with_summaries(root, tmp_path, ["wrx", "old", "other-ns"])
+    answered = MemoryClient(paths.root).inject("WRX oil change due miles", now=NOW, record=False)
+    assert answered.tier == "summaries"
+    oil = next(h for h in answered.items if "11,799" in h.content)
+    assert oil.row["item_ids"] == ["wrx"] and oil.source_turn_ids == ["D1:wrx"]
+    assert oil.source_resource_ids == ["r-wrx"]
+    # The summary holds every namespace's items; a line is served only to who may see its item.
+    everyone = MemoryClient(paths.root).inject("Is Aaron's WRX blue?", now=NOW, record=False)
+    assert everyone.tier == "summaries" and everyone.items[0].row["item_ids"] == ["other-ns"]
+    scoped = MemoryClient(paths.root, namespace="default").inject("Is Aaron's WRX blue?", now=NOW, record=False)
+    assert "blue" not in scoped.text
+
+
+def test_tier_one_needs_one_summary_line_that_states_the_query(root, tmp_path):
+    """Terms spread over a page are not an answer: the name is on every line."""
+    paths = _with_summaries(root, tmp_path, ["wrx", "old", "allergy"])
+    question = "Aaron's WRX oil and tires, and his penicillin allergy"  # each line holds half the terms
+    assert MemoryClient(paths.root).inject(question, now=NOW, record=False).tier == "items"
+    lenient = tmp_path / "lenient.toml"
+    lenient.write_text("[injection]\nsummary_coverage = 0.3\n")
+    assert MemoryClient(paths.root, config_path=str(lenient)).inject(question, now=NOW, record=False).tier == "summaries"
 
 
 def test_feedback_is_folded_by_the_pipeline(tmp_path, samples):

@@ -8,6 +8,8 @@ import pytest
 
 from evals.locomo import load_conversation, parse_evidence
 from evals.retrieval_eval import first_evidence_rank, main, recall_and_mrr
+from retrieval.paths import DataRoot
+from retrieval.store import ItemStore
 
 CONVERSATION = {
     "speaker_a": "Melanie",
@@ -108,6 +110,9 @@ def test_eval_runs_end_to_end_and_recalls_a_distinctive_fact(conversation_file, 
     # A second run reuses the built data root instead of running the pipeline again.
     built = sorted(p.name for p in cache.iterdir())
     assert len(built) == 1 and not built[0].startswith(".")
+    # Built as the product builds it: the nightly job wrote the summaries tier 1 answers from.
+    assert ItemStore(DataRoot.resolve(cache / built[0])).summaries_table() is not None
+    assert all(item["source_turn_ids"] for row in rows for item in row["items"])
     stamp = (cache / built[0] / "eval_build.json").stat().st_mtime_ns
     assert main(argv) == 0
     assert json.loads(capsys.readouterr().out)["recall_at_k"] == report["recall_at_k"]

@@ -35,6 +35,7 @@ import polars as pl
 from memory_assets.lib.dedup import normalize
 from memory_assets.lib.extraction.llm import llm_configured, llm_cost_usd
 from memory_assets.lib.prompts import Prompt, load_prompt
+from retrieval.citations import cited_ids, strip_citations, summary_lines
 from retrieval.config import MemoryConfig, load_config
 from retrieval.rewrite import STOPWORDS
 from retrieval.scoring import memory_score
@@ -47,10 +48,6 @@ DEFAULT_TRANSPORT_RETRIES = 2
 # A repair message echoes the bad reply; a runaway reply is cut so the retry stays small.
 _ECHO_LIMIT_CHARS = 8000
 
-_ID = r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}"
-# "[id]" or "[id1, id2]"; not a markdown link "[text](url)".
-CITATION = re.compile(rf"\[({_ID}(?:\s*,\s*{_ID})*)\](?!\()")
-_BULLET = re.compile(r"^\s*[-*]\s+(.*\S)\s*$")
 _WORD = re.compile(r"[a-z0-9][a-z0-9'+.,:/-]*[a-z0-9]|[a-z0-9]")
 _FENCE = re.compile(r"^\s*```(?:markdown|md)?\s*(.*?)\s*```\s*$", re.DOTALL)
 # Text inside a fact that could close our data blocks early is neutralised.
@@ -116,38 +113,13 @@ class Summary:
         return strip_citations(self.text)
 
 
-# --- citations --------------------------------------------------------------------
-
-
-def cited_ids(text: str) -> list[str]:
-    """Every item id cited as ``[id]`` in ``text``, in order of first citation."""
-    seen: dict[str, None] = {}
-    for match in CITATION.finditer(text):
-        for item_id in match.group(1).split(","):
-            seen.setdefault(item_id.strip(), None)
-    return list(seen)
-
-
-def strip_citations(text: str) -> str:
-    lines = [re.sub(r"[ \t]{2,}", " ", CITATION.sub("", line)).rstrip() for line in text.splitlines()]
-    return "\n".join(lines).strip() + "\n"
+# --- citations (their grammar is in retrieval.citations: tier 1 reads them) ---------
 
 
 def missing_citations(summary: Summary, known_ids: set[str] | pl.Series) -> list[str]:
     """Cited ids that are not among ``known_ids`` (the check: every cited item exists)."""
     known = set(known_ids.to_list()) if isinstance(known_ids, pl.Series) else set(known_ids)
     return [i for i in summary.item_ids if i not in known]
-
-
-def _bullets(text: str) -> list[tuple[str, list[str]]]:
-    """(fact text without citations, cited ids) for every bullet line of a summary."""
-    out = []
-    for line in (text or "").splitlines():
-        match = _BULLET.match(line)
-        if match:
-            body = match.group(1)
-            out.append((" ".join(CITATION.sub(" ", body).split()), cited_ids(body)))
-    return out
 
 
 # --- which facts a summary may hold ----------------------------------------------
@@ -200,7 +172,7 @@ def _plan(category: str, current_summary: str | None, new_items: pl.DataFrame,
     plan.facts = [(s, r) for s, r in plan.facts if r["id"] not in plan.retired]
     # Highest score first; among equals the newer fact, then the id, so the order is stable.
     plan.facts.sort(key=lambda sr: (-sr[0], -_ts(sr[1].get("created_at")), sr[1]["id"]))
-    for text, ids in _bullets(current_summary or ""):
+    for text, ids in summary_lines(current_summary or ""):
         # A carried line whose item came back in ``new_items`` is replaced by that row.
         if ids and not (set(ids) & (plan.retired | fresh)):
             plan.carried.append((text, ids))
@@ -320,7 +292,7 @@ def render_request(category: str, current_summary: str | None, plan: _Plan) -> s
 
 def _problems(text: str, plan: _Plan, config: MemoryConfig) -> list[str]:
     problems = []
-    bullets = _bullets(text)
+    bullets = summary_lines(text)
     unknown = [i for i in cited_ids(text) if i not in plan.allowed_ids]
     if unknown:
         problems.append(f"it cites ids that are not in the facts or the current summary: {', '.join(unknown[:10])}")
