@@ -193,7 +193,12 @@ class MemoryClient:
                 score = relevance
             scored.append((score, relevance, row))
         scored.sort(key=lambda s: -s[0])
-        hits = [to_hit(row, relevance, score) for score, relevance, row in scored[:k]]
+        if self.options.scoring:
+            picked = scoring.diversify(self.config, [(s, (rel, row)) for s, rel, row in scored],
+                                       [scoring.source_turns(row) for _, _, row in scored], k)
+            hits = [to_hit(row, relevance, score) for score, (relevance, row) in picked]
+        else:
+            hits = [to_hit(row, relevance, score) for score, relevance, row in scored[:k]]
         vectors = vectors_for(table, [h.row["_rowid"] for h in hits], [h.id for h in hits]) if hits else None
         return hits, vectors
 

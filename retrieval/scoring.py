@@ -24,6 +24,8 @@ How each design rule maps into the one formula::
                        × confidence × reinforcement × lifecycle × trust
     rank             = relevance × max(memory score, 0.01) ** 0.25 × 1.1 if the sentiment matches
                               [ranking.memory_floor, ranking.memory_weight, ranking.sentiment_match]
+                       × 0.5 per item ranked above it from one of its source turns
+                              [ranking.same_source_penalty]
 
 With memory_weight = 1 and no floor the rank is the literal product of every factor; the
 defaults let relevance lead and the lifecycle break ties (see the README's ablation table).
@@ -32,9 +34,13 @@ defaults let relevance lead and the lifecycle break ties (see the README's ablat
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import datetime
+from typing import TypeVar
 
 from retrieval.config import MemoryConfig
+
+T = TypeVar("T")
 
 
 def base_importance(config: MemoryConfig, category: str, *, source_trust: str = "trusted",
@@ -112,6 +118,42 @@ def rank_score(config: MemoryConfig, relevance: float, memory: float, *, sentime
     floor = float(config.ranking.get("memory_floor", 0.0)) or 1e-12
     value = relevance * (max(memory, floor) ** config.ranking["memory_weight"])
     return value * config.ranking["sentiment_match"] if sentiment_match else value
+
+
+def source_turns(row: dict) -> list[str]:
+    """The turns an item was extracted from (resource ids; LoCoMo-style turn ids without them)."""
+    return list(row.get("source_resource_ids") or row.get("source_turn_ids") or [])
+
+
+def diversify(config: MemoryConfig, scored: Sequence[tuple[float, T]], turns: Sequence[Sequence[str]],
+              k: int) -> list[tuple[float, T]]:
+    """The best ``k`` of ``scored`` (score, anything) when each pick from an already
+    represented source turn counts less: an entry's score × ``same_source_penalty`` per
+    entry already picked that shares one of its ``turns`` (greedy, best adjusted score
+    first). Several facts cut from one turn then fill one slot, not five, and the block
+    covers more of the conversation.  [ranking.same_source_penalty]
+
+    Returns (adjusted score, item) pairs, best first; ``scored`` must be best first.
+    """
+    penalty = float(config.ranking["same_source_penalty"])
+    sources = [frozenset(t) for t in turns]
+    left = list(range(len(scored)))
+    picked: list[tuple[float, T]] = []
+    picked_sources: list[frozenset[str]] = []
+    while left and len(picked) < k:
+        best, best_at = -math.inf, 0
+        for at, i in enumerate(left):
+            raw = scored[i][0]
+            if raw <= best:
+                break  # best first, and a penalty only lowers: nothing further can win
+            repeats = sum(1 for p in picked_sources if p & sources[i]) if sources[i] else 0
+            value = raw * penalty ** repeats
+            if value > best:
+                best, best_at = value, at
+        i = left.pop(best_at)
+        picked.append((best, scored[i][1]))
+        picked_sources.append(sources[i])
+    return picked
 
 
 # --- The nightly lifecycle (memory_assets/lib/lifecycle) -----------------------------

@@ -304,6 +304,22 @@ def test_tier_one_needs_one_summary_line_that_states_the_query(root, tmp_path):
     assert MemoryClient(paths.root, config_path=str(lenient)).inject(question, now=NOW, record=False).tier == "summaries"
 
 
+def test_each_further_item_from_an_already_ranked_turn_counts_half():
+    from dataclasses import replace
+
+    from retrieval import scoring
+
+    config = load_config()
+    scored = [(1.0, "a1"), (0.9, "a2"), (0.8, "b"), (0.3, "a3"), (0.2, "none")]
+    turns = [["A"], ["A", "C"], ["B"], ["A"], []]
+    picked = scoring.diversify(config, scored, turns, 4)
+    # a2 shares turn A with a1: 0.9 × 0.5 = 0.45 falls below b; a3 repeats A twice: 0.3 × 0.25.
+    assert picked == [(1.0, "a1"), (0.8, "b"), (0.45, "a2"), (0.2, "none")]
+    assert scoring.diversify(config, scored, turns, 2) == picked[:2]
+    neutral = replace(config, ranking={**config.ranking, "same_source_penalty": 1.0})
+    assert scoring.diversify(neutral, scored, turns, 5) == scored
+
+
 def test_feedback_is_folded_by_the_pipeline(tmp_path, samples):
     """reinforce, demote, update, forget, injected: appended by the agent, folded by a run."""
     from memory_assets.lib.ingest import ingest_paths
