@@ -21,7 +21,7 @@ from retrieval.inbox import write_session
 from retrieval.injection import Injection, build_block
 from retrieval.options import RetrievalOptions
 from retrieval.paths import DataRoot
-from retrieval.rewrite import STOPWORDS, LLMRewriter, keywords, llm_configured, rewrite
+from retrieval.rewrite import STOPWORDS, LLMRewriter, SearchQuery, keywords, llm_configured, rewrite
 from retrieval.schema import ROLES
 from retrieval.search import ROW_COLUMNS, Hit, fts_list, fts_query, fuse, to_hit, vector_list, vectors_for
 from retrieval.store import ItemStore, PublishedRows
@@ -103,9 +103,10 @@ class MemoryClient:
             self._last_embedding = (text, self.embedder.embed_one(text))
         return self._last_embedding[1]
 
-    def _candidates(self, table: Any, query: str, limit: int) -> dict[str, list[dict[str, Any]]]:
+    def _candidates(self, table: Any, query: str, limit: int, terms: str | None = None) -> dict[str, list[dict[str, Any]]]:
         """The vector and full-text candidate lists (at most ``limit`` each), every row
-        with all its item attributes, only rows the agent may see.
+        with all its item attributes, only rows the agent may see. ``query`` is embedded;
+        ``terms`` (default: ``query``) is the full-text query.
 
         Both queries fetch ids only and run unfiltered for twice ``limit`` rows: the
         attributes come from the in-memory published snapshot (from LanceDB for an id it
@@ -117,11 +118,12 @@ class MemoryClient:
         """
         fusion = self.options.fusion
         fetch = 2 * limit
+        terms = query if terms is None else terms
         fts = None
-        if fusion in ("hybrid", "fts") and fts_query(query):
+        if fusion in ("hybrid", "fts") and fts_query(terms):
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-fts")
-            fts = self._pool.submit(fts_list, table, query, limit=fetch, where=None, columns=("id",))
+            fts = self._pool.submit(fts_list, table, terms, limit=fetch, where=None, columns=("id",))
         lists: dict[str, list[dict[str, Any]]] = {}
         if fusion in ("hybrid", "vector"):
             lists["vector"] = vector_list(table, self._embed(query), limit=fetch, where=None, columns=("id",))
@@ -136,7 +138,7 @@ class MemoryClient:
                 # The filter dropped too many: let LanceDB filter before it ranks.
                 where = self._where()
                 again = (vector_list(table, self._embed(query), limit=limit, where=where, columns=("id",))
-                         if name == "vector" else fts_list(table, query, limit=limit, where=where, columns=("id",)))
+                         if name == "vector" else fts_list(table, terms, limit=limit, where=where, columns=("id",)))
                 attributes.update(self._attributes(table, {name: again}))
                 visible = [{**attributes[r["id"]], **r} for r in again if r["id"] in attributes]
             out[name] = visible[:limit]
@@ -166,18 +168,20 @@ class MemoryClient:
             clauses.append("scope IN (" + ", ".join(f"'{s}'" for s in self.scopes) + ")")
         return " AND ".join(clauses)
 
-    def _query(self, context: str | Messages, budget_aware: bool) -> str:
+    def _query(self, context: str | Messages, budget_aware: bool) -> SearchQuery:
         if not self.options.rewrite:
-            return _context_text(context)
+            raw = _context_text(context)
+            return SearchQuery(raw, raw)
         if llm_configured() and not budget_aware and self._rewriter is None:
             self._rewriter = LLMRewriter(self.config.llm["model"])
         return rewrite(context, llm=None if budget_aware else self._rewriter)
 
-    def _rank(self, query: str, k: int, now: datetime, sentiment: str = "neutral") -> tuple[list[Hit], np.ndarray | None]:
+    def _rank(self, query: str, k: int, now: datetime, sentiment: str = "neutral",
+              terms: str | None = None) -> tuple[list[Hit], np.ndarray | None]:
         table = self._table()
         if table is None or not query.strip():
             return [], None
-        lists = self._candidates(table, query, max(int(self.config.ranking["candidates"]), k))
+        lists = self._candidates(table, query, max(int(self.config.ranking["candidates"]), k), terms)
         fused = fuse(lists)
         if not fused:
             return [], None
@@ -212,7 +216,7 @@ class MemoryClient:
         """
         return self._rank(query, k, now or datetime.now(timezone.utc))[0]
 
-    def _tier1(self, query: str) -> list[Hit] | None:
+    def _tier1(self, query: str, terms: str) -> list[Hit] | None:
         """Category summary lines that answer the query alone, or None when tier 2 must run.
 
         Sufficient means a summary is close to the query (cosine ≥ ``summary_sufficient``)
@@ -226,7 +230,7 @@ class MemoryClient:
         table = self._table("summaries")
         if table is None:
             return None
-        terms = sorted({t.lower() for t in keywords(query)}, key=len, reverse=True)
+        terms = sorted({t.lower() for t in keywords(terms)}, key=len, reverse=True)
         if not terms:
             return None
         rows = table.search(self._embed(query)).distance_type("cosine").limit(3).to_list()
@@ -290,22 +294,23 @@ class MemoryClient:
         query = self._query(context, frugal)
         tier, hits, vectors = "items", None, None
         if self.options.tiers and not frugal:
-            hits = self._tier1(query)
+            hits = self._tier1(query.text, query.terms)
             tier = "summaries" if hits else "items"
         if not hits:
-            hits, vectors = self._rank(query, cap, now, _sentiment(_context_text(context)))
+            hits, vectors = self._rank(query.text, cap, now, _sentiment(_context_text(context)), query.terms)
         if vectors is not None:
             vectors = vectors[: len(hits)]
         marks = trust.flags(hits, self.config, now, vectors)
         text, kept, tokens = build_block(hits, header=cfg["header"], now=now, max_items=cap,
                                          token_budget=budget, flags=marks)
         self.last_tier = tier if kept else "none"
-        injection = Injection(text=text, items=kept, tier=self.last_tier, tokens=tokens, query=query,
+        injection = Injection(text=text, items=kept, tier=self.last_tier, tokens=tokens, query=query.text,
+                              terms=query.terms,
                               flags={h.id: marks.get(h.id, []) for h in kept})
         real_ids = [h.id for h in kept if not h.id.startswith("summary:")]
         if record and real_ids:
             events.record(self.paths.events, "injected", real_ids, now, session_id=session_id,
-                          payload={"tier": self.last_tier, "query": query})
+                          payload={"tier": self.last_tier, "query": query.text})
         return injection
 
     # -- feedback (append-only events) ----------------------------------------------------

@@ -29,11 +29,12 @@ class Injection:
     items: list[Hit] = field(default_factory=list)
     tier: str = "none"
     tokens: int = 0
-    query: str = ""
+    query: str = ""  # what was embedded (the rewritten query)
     flags: dict[str, list[str]] = field(default_factory=dict)
+    terms: str = ""  # what full-text search was asked
 
     def as_dict(self) -> dict:
-        return {"text": self.text, "tier": self.tier, "tokens": self.tokens, "query": self.query,
+        return {"text": self.text, "tier": self.tier, "tokens": self.tokens, "query": self.query, "terms": self.terms,
                 "items": [{**h.as_dict(), "flags": self.flags.get(h.id, [])} for h in self.items]}
 
 

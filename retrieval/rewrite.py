@@ -1,9 +1,13 @@
 """Query rewrite: the recent conversation becomes one search query.
 
 With an LLM configured, the last 5 messages go through ``prompts/query_rewrite.md``;
-offline (or if the LLM fails), a keyword and entity extractor does the same job. The raw
-user message is never handed to the stores as is: questions words, filler and the
-injected memory block are gone, names and numbers come first.
+offline (or if the LLM fails), an extractor over the same messages does the job, in two
+forms: the latest message as a plain sentence for the vector search (MiniLM was trained
+on questions paired with the statements that answer them, so a question finds answers
+better than its keywords do: README, "Retrieval on LoCoMo") and its content words for
+full-text search (function words only add noise to BM25); each with the names and
+numbers of the earlier messages. The raw user message is never handed to the stores as
+is: the injected memory block, punctuation, greetings and asks-to-remember are gone.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +39,26 @@ tell know remember recall think said say says mention mentioned please thanks th
 yeah hey hi hello just really actually also still kind sort thing things something anything lot
 get got go going gonna want like would could should might may much many ever
 """.split())
-# Dropped from the front of a question only: "did", "has", "kind of" carry no topic.
 _MAX_TERMS = 16
+_MAX_WORDS = 64  # of the sentence; MiniLM reads 256 word pieces
+# Words and phrases that are no part of what is asked.
+_POLITE = frozenset("please thanks thank hey hi hello okay ok yeah".split())
+_ASKS_TO_REMEMBER = re.compile(
+    r"\b(?:do|did|can|could|would) you (?:still )?(?:remember|recall|tell me|remind me)(?: of| about| if| whether)?\b"
+    r"|\bremind me(?: of| about)?\b", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class SearchQuery:
+    """What the stores are asked.
+
+    Attributes:
+        text: embedded for the vector search (and tier 1).
+        terms: the full-text query.
+    """
+
+    text: str
+    terms: str
 
 
 def _text(context: str | Sequence[Mapping[str, Any]], last: int = 5) -> list[str]:
@@ -64,12 +87,32 @@ def keyword_query(context: str | Sequence[Mapping[str, Any]]) -> str:
     """The offline rewrite: the latest message's terms first, then earlier messages' entities."""
     texts = _text(context)
     terms = keywords(texts[-1]) if texts else []
+    terms += _earlier_entities(texts, {t.lower() for t in terms})
+    return " ".join(terms[:_MAX_TERMS])
+
+
+def _earlier_entities(texts: list[str], have: set[str]) -> list[str]:
+    """Names and numbers of the earlier messages (latest first) not in ``have``."""
+    out = []
     for earlier in reversed(texts[:-1]):
         for token in keywords(earlier):
-            if token[:1].isupper() or token[:1].isdigit():
-                if token.lower() not in {t.lower() for t in terms}:
-                    terms.append(token)
-    return " ".join(terms[:_MAX_TERMS])
+            if (token[:1].isupper() or token[:1].isdigit()) and token.lower() not in have:
+                have.add(token.lower())
+                out.append(token)
+    return out
+
+
+def sentence_query(context: str | Sequence[Mapping[str, Any]]) -> str:
+    """The offline rewrite for the vector search: the latest message's words in order,
+    without greetings and asks-to-remember ("Hey, do you remember when…" → "when …"),
+    a final "?" kept when it asks; then the earlier messages' names and numbers."""
+    texts = _text(context)
+    latest = _ASKS_TO_REMEMBER.sub(" ", texts[-1]) if texts else ""
+    words = [t for t in _TOKEN.findall(latest) if t.lower() not in _POLITE][:_MAX_WORDS]
+    words += _earlier_entities(texts, {w.lower() for w in words})
+    if not words:
+        return ""
+    return " ".join(words) + ("?" if latest.rstrip().endswith("?") else "")
 
 
 class LLMRewriter:
@@ -93,16 +136,17 @@ class LLMRewriter:
         return query[0].strip().strip('"') if query else ""
 
 
-def rewrite(context: str | Sequence[Mapping[str, Any]], *, llm: LLMRewriter | None = None) -> str:
-    """The search query for ``context``; the LLM when given, keywords otherwise or on failure."""
+def rewrite(context: str | Sequence[Mapping[str, Any]], *, llm: LLMRewriter | None = None) -> SearchQuery:
+    """The search query for ``context``: the LLM's when given (one query for both
+    searches), else, or when the LLM fails, the sentence and its keywords."""
     if llm is not None:
         try:
             query = llm(context)
             if query:
-                return query
+                return SearchQuery(query, query)
         except Exception:  # the agent must get memory even when the LLM is down
             pass
-    return keyword_query(context)
+    return SearchQuery(sentence_query(context), keyword_query(context))
 
 
 def llm_configured() -> bool:

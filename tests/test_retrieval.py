@@ -19,7 +19,7 @@ from retrieval.config import load_config
 from retrieval.embeddings import Embedder
 from retrieval.options import RetrievalOptions
 from retrieval.paths import DataRoot
-from retrieval.rewrite import keyword_query
+from retrieval.rewrite import keyword_query, rewrite
 from retrieval.schema import FACT_SCHEMA, INJECTION_END, INJECTION_START
 from retrieval.store import ItemStore
 from retrieval.tokens import count_tokens
@@ -217,14 +217,21 @@ def test_namespace_filters_items(root):
 
 
 def test_raw_user_message_is_rewritten_before_search(root):
-    client = _client(root)
-    injection = client.inject([{"role": "user", "content": "I'm taking the WRX in on Saturday."},
-                               {"role": "user", "content": "Hey, when is the oil change due again?"}],
-                              now=NOW, record=False)
-    assert injection.query == keyword_query([{"content": "I'm taking the WRX in on Saturday."},
-                                             {"content": "Hey, when is the oil change due again?"}])
-    assert "when" not in injection.query.lower().split() and "WRX" in injection.query
+    context = [{"role": "user", "content": "I'm taking the WRX in on Saturday."},
+               {"role": "user", "content": "Hey, do you remember when the oil change is due?"}]
+    injection = _client(root).inject(context, now=NOW, record=False)
+    # Embedded: the question as a sentence, without the greeting and the ask to remember,
+    # with the earlier message's names; full text: the content words.
+    assert injection.query == "when the oil change is due WRX Saturday?"
+    assert injection.terms == keyword_query(context) == "oil change due WRX Saturday"
     assert injection.items[0].id == "wrx"
+
+
+def test_the_injected_block_never_reaches_the_query():
+    block = f"{INJECTION_START}\nKnown context from previous sessions:\n~ Aaron is allergic to penicillin\n{INJECTION_END}"
+    query = rewrite([{"content": block + "\nWhat was the WRX oil change about?"}])
+    assert "penicillin" not in query.text + query.terms
+    assert query.text == "What was the WRX oil change about?" and query.terms == "WRX oil change"
 
 
 def test_injection_writes_an_injected_event_that_is_not_a_reference(root, tmp_path):
