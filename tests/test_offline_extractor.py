@@ -65,7 +65,7 @@ def test_extractor_names_itself_and_its_rule_version():
 def test_first_person_is_rewritten_to_speaker():
     fact = only(extract(turn(1, "user", "I went to a LGBTQ support group yesterday and it was so powerful.",
                              speaker="Caroline")))
-    assert fact.content == "Caroline went to a LGBTQ support group yesterday."
+    assert fact.content == "Caroline went to a LGBTQ support group on September 1."
     assert fact.source_turns == [1]
     assert fact.provenance == "user_stated"
 
@@ -116,6 +116,69 @@ def test_he_or_she_is_resolved_to_the_person_just_named():
     facts = said("My sister Maya's birthday is October 12. She just got into ceramics.")
     assert [c.content for c in facts] == ["Aaron's sister Maya's birthday is October 12.",
                                          "Maya just got into ceramics."]
+
+
+def test_a_pronoun_inside_a_clause_names_the_person_it_means():
+    facts = said("My daughter Zoe starts at Lincoln Elementary on March 2. "
+                 "The school needs her vaccination record by February 27.", speaker="Daniel")
+    assert "The school needs Zoe's vaccination record by February 27." in [c.content for c in facts]
+
+
+def test_a_pronoun_in_a_later_turn_names_the_person_from_an_earlier_turn():
+    facts = extract(turn(1, "user", "Jamal is coming to house-sit from April 2.", "Eleanor"),
+                    turn(2, "assistant", "Noted."),
+                    turn(3, "user", "I'll just give him cash for groceries.", "Eleanor"))
+    fact = next(c for c in facts if c.source_turns == [3])
+    assert fact.content == "Eleanor will just give Jamal cash for groceries."
+    assert "Jamal" in fact.entities
+
+
+def test_her_finds_the_most_recent_woman_not_a_man_named_since():
+    facts = said("My wife Priti loves ceramics. My son Eli has soccer every Saturday at 9. "
+                 "Her birthday is March 14.", speaker="Daniel")
+    assert "Priti's birthday is March 14." in [c.content for c in facts]
+
+
+def test_a_person_named_in_passing_does_not_take_the_pronoun_of_a_known_one():
+    # "she's 4" marks Mochi as "she"; "Dr. Alvarez" has no gender the text states.
+    facts = said("Mochi is my Shiba Inu, she's 4. Dr. Alvarez at Cedar Animal Clinic. "
+                 "She gets her heartworm pill on the 1st of every month.", speaker="Felix")
+    assert "Mochi gets her heartworm pill on the 1st of every month." in [c.content for c in facts]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("My wife Priti has the folder, I need to ask her.", "Daniel needs to ask Priti."),
+    ("My sister Maya is moving to Austin. She'll stay with us in May.", "Maya will stay with Daniel in May."),
+    ("My brother Omar is visiting. His flight lands at 6pm.", "Omar's flight lands at 6pm."),
+])
+def test_pronoun_forms_become_the_name(text, expected):
+    assert expected in [c.content for c in said(text, speaker="Daniel")]
+
+
+def test_a_pronoun_with_no_one_named_is_left_as_it_is():
+    facts = said("The school needs her vaccination record by February 27.", speaker="Daniel")
+    assert [c.content for c in facts] == ["The school needs her vaccination record by February 27."]
+
+
+def test_a_fact_opening_on_a_pronoun_no_one_named_fits_is_dropped_unless_it_changes_a_value():
+    assert said("They need 30 days written notice to cancel.") == []
+    change = extract(turn(1, "user", "The staging deadline is Friday April 17."),
+                     turn(2, "assistant", "Noted."),
+                     turn(3, "user", "They want to start on Wednesday April 15 now, not the 17th."))
+    assert [c.content for c in change] == ["They want to start on Wednesday April 15 now, not the 17th."]
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("I got my bike out of winter storage today.", "Aaron got Aaron's bike out of winter storage on September 2."),
+    ("My passport renewal is due by tomorrow.", "Aaron's passport renewal is due by September 3."),
+    ("Our staging deploy failed last night.", "Aaron's staging deploy failed on the night of September 1."),
+])
+def test_a_relative_day_is_written_as_the_date_of_the_turn(text, expected):
+    assert only(said(text)).content == expected
+
+
+def test_a_relative_day_as_a_subject_stays_as_said():
+    assert only(said("Today is my 40th birthday.")).content == "Today is Aaron's 40th birthday."
 
 
 # --- What is not a fact -------------------------------------------------------------

@@ -189,6 +189,16 @@ def is_specific(text: str) -> bool:
     return re.search(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-zA-Z0-9]+", text.strip()) is not None
 
 
+def absolute_dates(text: str, when: datetime) -> str:
+    """Write an adverbial "today", "yesterday", "tomorrow", "last night" as the date it
+    means from the turn's timestamp: "…out of winter storage today" → "…on March 1"."""
+    def dated(m: re.Match[str]) -> str:
+        word = m.group(2).lower()
+        day = (when + timedelta(days=R.RELATIVE_DAYS[word])).date()
+        return f" {m.group(1) or 'on'} {R.DAY_PART.get(word, '')}{day.strftime('%B')} {day.day}"
+    return R.RELATIVE_DAY_ADVERB.sub(dated, text)
+
+
 def _finish(text: str) -> str:
     text = re.sub(r"\s+", " ", text).strip(" ,;:-")
     text = re.sub(r"[.!?]*$", "", text).rstrip(" ,;:-")
@@ -281,6 +291,91 @@ def _resolve(clause: str, antecedent: str, things: bool) -> str:
                     count=1, flags=re.IGNORECASE)
     clause = re.sub(r"^" + pronoun + r"'s\b", antecedent + " is", clause, count=1, flags=re.IGNORECASE)
     return re.sub(r"^" + pronoun + r"\b", antecedent, clause, count=1, flags=re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class _Mention:
+    """A named third person the session talked about: who, in which turn, and "f"/"m"
+    when a relation word or a pronoun in the same sentence says so (None: either)."""
+
+    index: int
+    name: str
+    gender: str | None
+
+
+def _gender(word: str) -> str | None:
+    low = word.lower()
+    return "f" if low in R.FEMININE else "m" if low in R.MASCULINE else None
+
+
+def note_people(sentence: str, named: str | None, index: int, mentions: list[_Mention]) -> None:
+    """Add the people a sentence names ("my daughter Zoe", "Dr. Alvarez", a name opening
+    it) to ``mentions``, most recent last; a "she"/"he" in the same sentence gives an
+    unmarked name its gender ("Mochi is my Shiba Inu, she's 4")."""
+    found = [(m.start(), m.group(1) or m.group(2), _gender(m.group(0).split()[-2].strip(",")) if m.group(1) else None)
+             for m in R.PERSON.finditer(sentence)]
+    if named and named.split()[0].lower() not in R.NOT_ENTITIES and " " not in named:
+        found.append((-1, named, None))
+    pronouns = {m.group(1).lower() for m in R.PERSON_PRONOUN.finditer(sentence)}
+    heard = "f" if pronouns & {"she", "her"} and not pronouns & {"he", "his", "him"} else \
+        "m" if pronouns & {"he", "his", "him"} and not pronouns & {"she", "her"} else None
+    for _, name, gender in sorted(found):
+        mentions.append(_Mention(index, name, gender or (heard if len(found) == 1 else None)))
+
+
+def referent(mentions: list[_Mention], pronoun: str, index: int, within: int = 6) -> str | None:
+    """Who a he/she/her/his/him means: the most recently named person of that gender in
+    the last few turns, else the most recent one of unknown gender ("Dr. Alvarez" does not
+    take the "she" that has meant Mochi); None when no one fits."""
+    wanted = "f" if pronoun.lower() in ("she", "her") else "m"
+    recent = [m for m in mentions if index - m.index <= within]
+    for gender in (wanted, None):
+        for m in reversed(recent):
+            if m.gender == gender:
+                return m.name
+    return None
+
+
+def resolve_people(clause: str, mentions: list[_Mention], index: int) -> tuple[str, tuple[str, ...]]:
+    """Put names in place of third-person pronouns inside a clause ("The school needs her
+    vaccination record" → "…needs Zoe's vaccination record"); once a person is named in
+    the clause, later pronouns for them stay. Returns the clause and the names used."""
+    used: list[str] = []
+
+    def swap(m: re.Match[str]) -> str:
+        pronoun, contracted = m.group(1), m.group(2)
+        name = referent(mentions, pronoun, index)
+        if name is None or re.search(r"\b" + re.escape(name) + r"\b", m.string[:m.start()]):
+            return m.group(0)
+        low = pronoun.lower()
+        if low in ("she", "he"):
+            if contracted == "'s":
+                has = re.match(r"\s+(?:been|got|gotten|[a-z]+ed)\b", m.string[m.end():])
+                out = f"{name} {'has' if has else 'is'}"
+            elif contracted:
+                out = name + (" will" if contracted == "'ll" else " would")
+            else:
+                out = name
+        elif low == "his":
+            out = f"{name}'s"
+        elif low == "her":
+            after = re.match(r"\s+([A-Za-z][\w-]*)", m.string[m.end():])
+            possessive = after is not None and after.group(1).lower() not in R.NOT_AFTER_POSSESSIVE
+            out = f"{name}'s" if possessive else name
+        else:
+            out = name
+        used.append(name)
+        return out
+
+    # One pass per pronoun, left to right, so "She gets her pill" names her once.
+    result, start = clause, 0
+    while found := R.PERSON_PRONOUN.search(result, start):
+        replaced = swap(found)
+        result = result[:found.start()] + replaced + result[found.end():]
+        start = found.start() + len(replaced)
+    if used and result[:1].islower():
+        result = result[:1].upper() + result[1:]
+    return result, tuple(dict.fromkeys(used))
 
 
 def _antecedent(sentence: str, names: tuple[str, ...]) -> str | None:
@@ -405,7 +500,7 @@ class OfflineExtractor:
     """
 
     name = "offline"
-    version = "rules-v3"
+    version = "rules-v4"
 
     def __init__(self, config: MemoryConfig):
         self.config = config
@@ -422,9 +517,10 @@ class OfflineExtractor:
         # Two people talking (LoCoMo) rather than a user instructing an assistant, whose
         # turns an agent may not even send: there "never give up" is advice, not a rule.
         agent = any(t.role == "assistant" for t in turns) or len(names) < 2
-        # Who "we" and "she" were, per speaker: (turn index, who), remembered for a few turns.
+        # Who "we" was, per speaker: (turn index, who), remembered for a few turns; and
+        # the people the session has named, for "she", "his", "him".
         companions: dict[str, tuple[int, str]] = {}
-        people: dict[str, tuple[int, str]] = {}
+        mentions: list[_Mention] = []
         out: list[Candidate] = []
         seen: set[str] = set()
         absorbed: dict[int, str] = {}  # a reply's details already folded into the fact it confirmed
@@ -453,12 +549,9 @@ class OfflineExtractor:
                     name = speaker_name(turn)
                     if m := R.COMPANION.search(seg.text):
                         companions[name] = (index, m.group(1).lower())
-                    if m := R.PERSON.search(seg.text):
-                        people[name] = (index, m.group(1) or m.group(2))
                     companion = _recent(companions.get(name), index)
-                    person = _recent(people.get(name), index)
                     voice = _Voice(name, "the assistant" if agent else _addressee(ordered, index), companion)
-                    found += [c for c in self._stated(seg, voice, names, agent, person)
+                    found += [c for c in self._stated(seg, voice, names, agent, index, mentions)
                               if c.content.lower() != absorbed.get(turn.turn)]
             for cand in found:
                 if cand.content.lower() not in seen:
@@ -474,12 +567,14 @@ class OfflineExtractor:
         return ExtractionResult(candidates=[_denial_of(c, claims, names, self.config) for c in settled])
 
     # A user's own words.
-    def _stated(self, seg: Segment, voice: _Voice, names: tuple[str, ...], agent: bool,
-                person: str | None) -> list[Candidate]:
+    def _stated(self, seg: Segment, voice: _Voice, names: tuple[str, ...], agent: bool, index: int,
+                mentions: list[_Mention]) -> list[Candidate]:
+        """A user turn's facts. ``mentions`` holds the people named so far in the session
+        and gains the ones this turn names."""
         text, caption = split_caption(seg.text)
         found: list[Candidate] = []
         all_names = tuple(dict.fromkeys(names + ((voice.addressee,) if voice.addressee else ())))
-        antecedent, things = person, False
+        antecedent: str | None = None
         previous: Candidate | None = None  # the fact the last sentence ended on
         for sentence in sentences(text):
             # "I finally bought a kiln! A used Skutt KM-818, 600 dollars from a retiring
@@ -491,12 +586,14 @@ class OfflineExtractor:
                 continue
             previous = None
             for raw in clauses(sentence):
-                cand = self._clause(raw, sentence, seg.turn, voice, all_names, agent, antecedent, things)
+                cand = self._clause(raw, sentence, seg.turn, voice, all_names, agent, antecedent, (index, mentions))
                 if cand is not None:
                     found.append(cand)
                     previous = cand
-            named = _antecedent(sentence, all_names)
-            antecedent, things = (named, True) if named else (person, False)
+                # "My wife Priti has the folder, I need to ask her": the next clause's "her".
+                note_people(raw, None, index, mentions)
+            antecedent = _antecedent(sentence, all_names)
+            note_people(sentence, antecedent, index, mentions)
         if caption and R.REFERS_TO_IMAGE.search(text):
             what = R.CAPTION_LEAD.sub("", caption.strip().rstrip("."))
             if len(content_words(what)) >= 2:
@@ -505,7 +602,10 @@ class OfflineExtractor:
         return found
 
     def _clause(self, raw: str, sentence: str, turn: Turn, voice: _Voice, names: tuple[str, ...],
-                agent: bool, antecedent: str | None, things: bool = False) -> Candidate | None:
+                agent: bool, antecedent: str | None, people: tuple[int, list[_Mention]] = (0, [])) -> Candidate | None:
+        """One clause's fact, or None. ``antecedent`` is a name that opened the sentence
+        before (what an opening "he", "she" or "it" means); ``people`` the turn's index
+        and the people named so far, for pronouns elsewhere."""
         raw = R.CHATTER_TAIL.sub("", raw.strip())
         if R.CHATTER_OPENERS.match(raw):
             return None
@@ -529,7 +629,8 @@ class OfflineExtractor:
                 or R.LETS.match(clause):
             return None
         clause = R.DANGLING_END.sub("", R.EVALUATIVE_TAIL.sub("", clause).strip())
-        resolved = _resolve(clause, antecedent, things) if antecedent else clause
+        resolved = _resolve(clause, antecedent, True) if antecedent else clause
+        resolved, used = resolve_people(resolved, people[1], people[0])
         text = resolved
         if (intro := R.SELF_INTRO.match(text)) and intro.group(1) == voice.name:
             text = "I'm " + text[intro.end():]
@@ -539,7 +640,8 @@ class OfflineExtractor:
                 break
         # "She just got into ceramics" about "my sister Maya" is a fact; "he never gives up"
         # about a name that merely opened the last sentence is too often a character or a verdict.
-        about_someone = not things and resolved != clause and re.match(r"(?:he|she)\b", clause, re.IGNORECASE)
+        about_someone = not (antecedent and resolved.startswith(antecedent)) and resolved != clause \
+            and re.match(r"(?:he|she)\b", clause, re.IGNORECASE)
         if not (R.FIRST_PERSON.search(text) or about_someone
                 or agent and (is_specific(text) or self._domain_fact(text, names))):
             return None
@@ -549,6 +651,10 @@ class OfflineExtractor:
         if not singular and (R.MAXIM.match(text) or R.OPINION_OPENER.match(text)):
             return None
         if R.DEICTIC_SUBJECT.match(text) and len(content_words(text, names)) < 3:
+            return None
+        if agent and R.UNRESOLVED_PERSON.match(text) and not (R.REVERSAL.search(text) or kind_of(cue) == "correction"):
+            # "They need CSV after all": who needs it is in another turn, and a vague fact is
+            # worse than none; a change ("…April 15 now, not the 17th") stays, to replace the old value.
             return None
         # A verbless answer ("Max 200, not 500.", "Sundays at 4pm.") leans on the question
         # it answers; only one with enough of its own ("Dr. Alvarez at Cedar Animal Clinic")
@@ -563,13 +669,13 @@ class OfflineExtractor:
             return None
         if agent and not (voice.companion and not re.search(r"\b(?:dog|cat|puppy|kitten)s?$", voice.companion)):
             text = _we_as_i(text)  # to an assistant, "we use uv" says what the user does: "Raj uses uv"
-        content = _finish(rewrite_first_person(text, voice))
+        content = _finish(absolute_dates(rewrite_first_person(text, voice), turn.content_at))
         if re.search(r"\b(\w+) is \1\b", content):
             return None  # "I'm Kenji" said by Kenji
         kind = kind_of(cue)
         if not _informative(content, clause, voice, names, kind):
             return None
-        extra = (antecedent,) if antecedent and resolved != clause else ()
+        extra = tuple(dict.fromkeys(((antecedent,) if antecedent and resolved.startswith(antecedent) else ()) + used))
         return self._candidate(content, clause, sentence, turn, voice, kind, remember, extra=extra)
 
     def _request(self, clause: str, cue: str, sentence: str, turn: Turn, voice: _Voice,

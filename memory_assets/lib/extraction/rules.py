@@ -249,6 +249,20 @@ PERSON = re.compile(
     r"neighbou?r|mentor|roommate|puppy|kitten),? (?:is )?((?-i:[A-Z][a-z]+))\b|"
     r"\b(?:Dr|Mr|Mrs|Ms)\. (?:(?-i:[A-Z][a-z]+) )?((?-i:[A-Z][a-z]+))\b", _I)
 
+# Relation words that tell a named person's gender, so a later "her" finds "my daughter
+# Zoe" and not "my son Eli"; a person met without one is matched by either pronoun.
+FEMININE = frozenset("sister mom mother wife daughter girlfriend aunt grandma grandmother granddaughter niece "
+                     "fiancee fiancée stepdaughter".split())
+MASCULINE = frozenset("brother dad father husband son boyfriend uncle grandpa grandfather grandson nephew fiance "
+                      "fiancé stepson".split())
+# A third-person pronoun for a person, inside a clause: "needs her vaccination record",
+# "give him cash", "she's allergic". Group 1: the pronoun; group 2: a contraction ('s, 'll, 'd).
+PERSON_PRONOUN = re.compile(r"\b(she|he|her|his|him)\b('s|'ll|'d)?\b", _I)
+# After "her", a word that ends the noun phrase: "ask her about it" is an object, not "her X".
+NOT_AFTER_POSSESSIVE = frozenset(
+    "a an the to for and or but if so as at in on of by with from about into that this than then when because "
+    "is was are were will would can could should has had have do does did not too again now".split())
+
 # A generic remark about everyone rather than a fact about the speaker.
 GENERIC_WE = _any(r"we all", r"we're all", r"we are all", r"we're both", r"we are both", r"all of us", r"us all", r"each of us", r"we both", r"both of us", r"we can all")
 
@@ -258,6 +272,10 @@ FIRST_PERSON = re.compile(r"\b(?:i|i'm|im|i've|ive|i'll|i'd|me|my|mine|myself|we
 SECOND_PERSON_SUBJECT = re.compile(r"^(?:you|your|you're|youre|you've|you'll|you'd|ya|u|yours)\b", _I)
 # An unresolved pronoun or demonstrative as the subject: a clause that needs its
 # neighbour to mean anything.
+# "They" opening a clause: the people or company meant were named in another turn, if at
+# all. (An opening he/she left unresolved is kept: it is usually the one person the
+# session is about, named further back.)
+UNRESOLVED_PERSON = re.compile(r"^they(?:'re|'ll|'d|'ve)?\b", _I)
 DEICTIC_SUBJECT = re.compile(r"^(?:it|it's|its|that|that's|this|this is|these|those|they|they're|there)\b", _I)
 
 # Words that may sit between "I" and its verb ("I really love", "I just signed").
@@ -671,6 +689,14 @@ DATE = re.compile(
 )
 # Relative days are resolved against the turn's timestamp so "yesterday" stays findable.
 RELATIVE_DAYS = {"yesterday": -1, "today": 0, "tonight": 0, "this morning": 0, "last night": -1, "tomorrow": 1}
+# A relative day used as an adverb, written into the fact as its date ("got the bike out
+# of winter storage today" → "… on March 1"): a fact outlives the day it was said on.
+# Not a subject or a possessive ("today is my birthday", "today's standup"). Group 1: a
+# preposition that stays ("by tomorrow" → "by March 2"); group 2: the relative day.
+RELATIVE_DAY_ADVERB = re.compile(
+    r"(?<=\w)(?:,)?\s+(?:(by|until|till|since|before|after|from)\s+)?(yesterday|today|tomorrow|tonight|last night|"
+    r"this morning)\b(?!'s|\s+(?:is|was|will|'s)\b)", _I)
+DAY_PART = {"tonight": "the night of ", "last night": "the night of ", "this morning": "the morning of "}
 
 # Capitalised words that are not names.
 NOT_ENTITIES = frozenset(
