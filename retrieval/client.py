@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval import events, jobs, scoring, trust
+from retrieval import events, jobs, scoring, sufficiency, trust
 from retrieval.citations import summary_lines
 from retrieval.config import MemoryConfig, load_config
 from retrieval.embeddings import Embedder
@@ -216,18 +216,20 @@ class MemoryClient:
         """
         return self._rank(query, k, now or datetime.now(timezone.utc))[0]
 
-    def _tier1(self, query: str, terms: str) -> list[Hit] | None:
+    def _tier1(self, query: str, terms: str, message: str) -> list[Hit] | None:
         """Category summary lines that answer the query alone, or None when tier 2 must run.
 
         Sufficient means a summary is close to the query (cosine ≥ ``summary_sufficient``)
-        and one of its lines states what the query asks: that line alone holds at least
-        ``summary_coverage`` of the query's terms. Terms spread over a page do not count
-        (a person's name is on every line of their summaries). Only such lines are served,
-        most terms first, each with the items it cites (``retrieval.citations``): their
-        ids (``row["item_ids"]``), source turns and lowest confidence; a line citing an
-        item the agent may not see (no longer active, another namespace or scope) is not.
+        and one of its lines answers what the latest ``message`` asks
+        (``retrieval.sufficiency``: the line alone holds ``summary_coverage`` of the
+        query's terms and, for a question, an answer of the kind asked). Only such lines
+        are served, most terms first, each with the items it cites
+        (``retrieval.citations``): their ids (``row["item_ids"]``), source turns and
+        lowest confidence; a line citing an item the agent may not see (no longer active,
+        another namespace or scope) is not.
         """
-        table = self._table("summaries")
+        kind = sufficiency.asked(message)
+        table = self._table("summaries") if kind != "open" else None
         if table is None:
             return None
         terms = sorted({t.lower() for t in keywords(terms)}, key=len, reverse=True)
@@ -247,8 +249,8 @@ class MemoryClient:
         for row in rows:
             lines = []
             for line, ids in summary_lines(row.get("markdown") or ""):
-                covered = len(set(term.findall(line.lower()))) / len(terms)
-                if covered >= coverage and ids:
+                covered = sufficiency.on_topic(line, term, len(terms), coverage)
+                if covered is not None and ids and sufficiency.answers(line, kind, message):
                     lines.append((covered, line, ids))
             lines.sort(key=lambda c: -c[0])
             served = 0
@@ -294,7 +296,7 @@ class MemoryClient:
         query = self._query(context, frugal)
         tier, hits, vectors = "items", None, None
         if self.options.tiers and not frugal:
-            hits = self._tier1(query.text, query.terms)
+            hits = self._tier1(query.text, query.terms, _context_text(context, last=1))
             tier = "summaries" if hits else "items"
         if not hits:
             hits, vectors = self._rank(query.text, cap, now, _sentiment(_context_text(context)), query.terms)

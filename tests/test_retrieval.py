@@ -295,9 +295,9 @@ def test_a_summary_line_carries_the_items_it_cites_and_their_source_turns(root, 
     assert oil.row["item_ids"] == ["wrx"] and oil.source_turn_ids == ["D1:wrx"]
     assert oil.source_resource_ids == ["r-wrx"]
     # The summary holds every namespace's items; a line is served only to who may see its item.
-    everyone = MemoryClient(paths.root).inject("Is Aaron's WRX blue?", now=NOW, record=False)
+    everyone = MemoryClient(paths.root).inject("Aaron's blue WRX", now=NOW, record=False)
     assert everyone.tier == "summaries" and everyone.items[0].row["item_ids"] == ["other-ns"]
-    scoped = MemoryClient(paths.root, namespace="default").inject("Is Aaron's WRX blue?", now=NOW, record=False)
+    scoped = MemoryClient(paths.root, namespace="default").inject("Aaron's blue WRX", now=NOW, record=False)
     assert "blue" not in scoped.text
 
 
@@ -309,6 +309,32 @@ def test_tier_one_needs_one_summary_line_that_states_the_query(root, tmp_path):
     lenient = tmp_path / "lenient.toml"
     lenient.write_text("[injection]\nsummary_coverage = 0.3\n")
     assert MemoryClient(paths.root, config_path=str(lenient)).inject(question, now=NOW, record=False).tier == "summaries"
+
+
+def test_a_question_is_answered_by_tier_one_only_with_an_answer_of_the_kind_asked(root, tmp_path):
+    paths = _with_summaries(root, tmp_path, ["wrx", "old", "allergy"])
+    client = MemoryClient(paths.root)
+    counted = client.inject("How many miles until the WRX oil change is due?", now=NOW, record=False)
+    assert counted.tier == "summaries" and "11,799" in counted.text
+    # Every word of it is on the oil-change line, but the line does not say why.
+    assert client.inject("Why is the WRX oil change due at 11,799 miles?", now=NOW, record=False).tier == "items"
+
+
+@pytest.mark.parametrize(("message", "line", "kind", "answered"), [
+    ("When did Jon start the gym?", "Jon started hitting the gym last week", "time", True),
+    ("When did Jon start the gym?", "Jon started hitting the gym", "time", False),
+    ("How many kids does Ana have?", "Ana has three kids", "number", True),
+    ("How many kids does Ana have?", "Ana has kids", "number", False),
+    ("Who is Jon's mentor?", "Gina is Jon's mentor", "name", True),
+    ("Who is Jon's mentor?", "Jon has a mentor", "name", False),
+    ("Why did John run for office again?", "John decided to run for office again", "open", False),
+    ("Hey. I'm taking the WRX in on Saturday.", "Aaron's WRX oil change is due at 11,799 miles", None, True),
+])
+def test_sufficiency_wants_the_kind_of_answer_a_question_asks(message, line, kind, answered):
+    from retrieval import sufficiency
+
+    assert sufficiency.asked(message) == kind
+    assert sufficiency.answers(line, kind, message) is answered
 
 
 def test_each_further_item_from_an_already_ranked_turn_counts_half():
