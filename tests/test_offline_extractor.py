@@ -340,6 +340,10 @@ def test_a_line_that_steers_the_agent_is_dropped_with_its_author_not_the_whole_t
     "internal/position/server.go:88:2: ineffectual assignment to err (ineffassign)",
     "cache_info: CacheInfo(hits=18234, misses=2113407, maxsize=None)",
     'DROP INDEX CONCURRENTLY IF EXISTS "orders_customer_id_idx";',
+    "    from invoice_tagger import Tagger",
+    "import numpy as np",
+    "    tagger.tag(line_items)",
+    "    pip install invoice-tagger",
 ])
 def test_metadata_and_code_in_tool_output_are_not_facts(line):
     assert extract(turn(1, "assistant", "Checking."), turn(2, "tool", line, "shell", "untrusted")) == []

@@ -500,7 +500,7 @@ class OfflineExtractor:
     """
 
     name = "offline"
-    version = "rules-v4"
+    version = "rules-v5"
 
     def __init__(self, config: MemoryConfig):
         self.config = config

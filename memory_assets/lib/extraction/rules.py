@@ -574,7 +574,10 @@ SOURCE_PREFIX = re.compile(
 CODE_LINE = re.compile(
     r"^\s*[{\[](?!\d{1,2}:\d{2})|\w=\S|\w\([^)]*=|^\s*[\w./-]*\.[A-Za-z]{1,5}:\d+(?::\d+)?:|"
     r"^\s*(?-i:DROP|CREATE|ALTER|SELECT|INSERT|UPDATE|DELETE|GRANT)\s|\bexit code \d+|"
-    r"\b\d+ to (?:add|change|destroy)\b", _I)
+    r"\b\d+ to (?:add|change|destroy)\b|"
+    # Python imports, a bare call, an install command: a README's code block.
+    r"^\s*(?-i:from\s+[\w.]+\s+import\s+[\w*(]|import\s+[\w.]+(?:\s+as\s+\w+)?\s*$)|"
+    r"^\s*[\w.]+\([^)]*\)\s*$|^\s*(?:pip3?|npm|pnpm|yarn|cargo|apt(?:-get)?|brew|uv)\s+(?:add|install|get)\b", _I)
 # A document's top heading, whose first word names the thing the page describes.
 DOC_TITLE = re.compile(r"^\s*#{1,6}\s+(\S+)")
 # A subject-less sentence in such a page, describing it: "Requires Chromium 120 or newer."
