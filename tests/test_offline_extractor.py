@@ -524,6 +524,20 @@ def test_kind_follows_the_cue_words(text, kind):
     assert fact.tier == CONFIG.tier_for(kind, fact.category)
 
 
+@pytest.mark.parametrize("text, fact", [
+    ("My kids love the beach.", "Joanna's kids love the beach."),
+    ("My parents live in Ohio.", "Joanna's parents live in Ohio."),
+    ("My kids go to Lincoln Elementary.", "Joanna's kids go to Lincoln Elementary."),
+])
+def test_a_plural_subject_with_a_plain_present_verb_is_a_fact(text, fact):
+    assert [c.content for c in said(text, "Joanna")] == [fact]
+
+
+def test_thanks_and_verbless_plurals_are_not_facts():
+    assert not any("thanks" in c.content.lower() for c in said("My thanks go to you.", "Joanna"))
+    assert said("My plans for the weekend.", "Joanna") == []
+
+
 def test_a_life_event_is_standard_tier_and_a_pastime_transient():
     """Events in a lasting category (personal, relationships, work) are the person's
     story, not chatter: they decay like facts instead of vanishing in weeks."""

@@ -39,7 +39,11 @@ _VERB = re.compile(
     r"^(?:(?:the|a|an|my|our|his|her|their)\s+)?[\w'-]+(?:\s+[\w'-]+)?\s+"
     r"(?!(?:\w+ings|days|nights|weeks|weekends|months|years|hours|minutes|times|sets|reps|miles|dollars|euros|pounds)\b)"
     r"[a-z]{3,}s\s+(?:to|on|at|in|from|into|every|each|until|by)\b|"
-    r"\b(?:" + "|".join(sorted(R.IRREGULAR_PAST)) + r")\b",
+    r"\b(?:" + "|".join(sorted(R.IRREGULAR_PAST)) + r")\b|"
+    # A plural subject and its plain present verb: "My kids love the beach", "My parents
+    # live in Ohio" (the -s forms above miss them).
+    r"^(?:(?:my|our|his|her|their|the)\s+)(?:[\w'-]+\s+)?(?!thanks\b)(?:[a-z]{2,}[^s's]s|children|people|folks)\s+"
+    r"(?!(?:and|or|of|in|on|at|for|to|with|from|who|that|which|this|these|the|a|an|my|our|is|was)\b)[a-z]{2,}\b",
     re.IGNORECASE,
 )
 _SUBJECT_I = re.compile(
@@ -500,7 +504,7 @@ class OfflineExtractor:
     """
 
     name = "offline"
-    version = "rules-v5"
+    version = "rules-v6"
 
     def __init__(self, config: MemoryConfig):
         self.config = config
