@@ -22,12 +22,13 @@ from retrieval.injection import Injection, build_block
 from retrieval.options import RetrievalOptions
 from retrieval.paths import DataRoot
 from retrieval.rewrite import STOPWORDS, LLMRewriter, SearchQuery, keywords, llm_configured, rewrite
-from retrieval.schema import ROLES
-from retrieval.search import ROW_COLUMNS, Hit, fts_list, fts_query, fuse, to_hit, vector_list, vectors_for
+from retrieval.schema import ITEM_SCHEMA, ROLES
+from retrieval.search import Hit, fts_list, fts_query, fuse, to_hit, vector_list, vectors_for
 from retrieval.store import ItemStore, PublishedRows
 
 Messages = Sequence[Mapping[str, Any]]
-_ATTRIBUTES = [c for c in ROW_COLUMNS if c != "vector"]
+# What an item row holds, as in the Parquet snapshot: read from LanceDB for ids the snapshot lacks.
+_ATTRIBUTES = list(ITEM_SCHEMA)
 _REOPEN_SECONDS = 5.0  # how stale the cached table may get before a new publish is picked up
 _SENTIMENT_CUES = {
     "frustrated": ("annoyed", "frustrated", "ugh", "again", "still broken", "angry", "fed up"),
@@ -123,10 +124,10 @@ class MemoryClient:
         if fusion in ("hybrid", "fts") and fts_query(terms):
             if self._pool is None:
                 self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-fts")
-            fts = self._pool.submit(fts_list, table, terms, limit=fetch, where=None, columns=("id",))
+            fts = self._pool.submit(fts_list, table, terms, limit=fetch, where=None)
         lists: dict[str, list[dict[str, Any]]] = {}
         if fusion in ("hybrid", "vector"):
-            lists["vector"] = vector_list(table, self._embed(query), limit=fetch, where=None, columns=("id",))
+            lists["vector"] = vector_list(table, self._embed(query), limit=fetch, where=None)
         if fts is not None:
             lists["fts"] = fts.result()
         attributes = self._attributes(table, lists)
@@ -137,8 +138,8 @@ class MemoryClient:
             if len(visible) < limit and len(rows) == fetch:
                 # The filter dropped too many: let LanceDB filter before it ranks.
                 where = self._where()
-                again = (vector_list(table, self._embed(query), limit=limit, where=where, columns=("id",))
-                         if name == "vector" else fts_list(table, terms, limit=limit, where=where, columns=("id",)))
+                again = (vector_list(table, self._embed(query), limit=limit, where=where)
+                         if name == "vector" else fts_list(table, terms, limit=limit, where=where))
                 attributes.update(self._attributes(table, {name: again}))
                 visible = [{**attributes[r["id"]], **r} for r in again if r["id"] in attributes]
             out[name] = visible[:limit]
@@ -255,7 +256,8 @@ class MemoryClient:
             lines.sort(key=lambda c: -c[0])
             served = 0
             for _, line, ids in lines:
-                items = [self._rows.rows(ids).get(i) for i in ids]
+                found = self._rows.rows(ids)
+                items = [found.get(i) for i in ids]
                 if served == 3 or not all(item is not None and self._visible(item) for item in items):
                     continue
                 served += 1

@@ -51,51 +51,26 @@ def fts_query(text: str) -> str:
     return " ".join(_FTS_UNSAFE.sub(" ", text).split())
 
 
-ROW_COLUMNS = [
-    "id", "content", "category", "kind", "importance", "confidence", "source_trust", "session_id",
-    "source_resource_ids", "source_turn_ids", "tier", "strength", "sentiment", "status", "tags",
-    "created_at", "updated_at", "last_referenced_at", "reinforcement", "retrieval_priority",
-    "namespace", "scope", "contradicts", "supersedes", "superseded_by", "reference_count", "vector",
-]
-
-
-def vector_list(table: Any, vector: np.ndarray, *, limit: int, where: str | None = "status = 'active'",
-                columns: Sequence[str] = ROW_COLUMNS) -> list[dict[str, Any]]:
-    """The ``limit`` nearest rows by cosine (``_distance``), filtered before ranking."""
+def vector_list(table: Any, vector: np.ndarray, *, limit: int, where: str | None) -> list[dict[str, Any]]:
+    """The ``limit`` nearest rows by cosine: ``id``, ``_rowid``, ``_distance``; ``where``
+    filters inside LanceDB before ranking (None: unfiltered)."""
     q = table.search(vector, vector_column_name="vector").distance_type("cosine").limit(limit)
-    q = q.select([*columns, "_distance"]).with_row_id(True)
+    q = q.select(["id", "_distance"]).with_row_id(True)
     if where:
         q = q.where(where, prefilter=True)
     return q.to_list()
 
 
-def fts_list(table: Any, query: str, *, limit: int, where: str | None = "status = 'active'",
-             columns: Sequence[str] = ROW_COLUMNS) -> list[dict[str, Any]]:
-    """The ``limit`` best BM25 rows (``_score``) for ``query``'s words; [] without words."""
+def fts_list(table: Any, query: str, *, limit: int, where: str | None) -> list[dict[str, Any]]:
+    """The ``limit`` best BM25 rows for ``query``'s words: ``id``, ``_rowid``, ``_score``;
+    [] without words. ``where`` as for ``vector_list``."""
     text = fts_query(query)
     if not text:
         return []
-    q = table.search(text, query_type="fts").limit(limit).select([*columns, "_score"]).with_row_id(True)
+    q = table.search(text, query_type="fts").limit(limit).select(["id", "_score"]).with_row_id(True)
     if where:
         q = q.where(where, prefilter=True)
     return q.to_list()
-
-
-def ranked_lists(table: Any, query: str, vector: np.ndarray | None, *, limit: int,
-                 where: str | None = "status = 'active'",
-                 columns: Sequence[str] = ROW_COLUMNS) -> dict[str, list[dict[str, Any]]]:
-    """The two ranked candidate lists, each at most ``limit`` long.
-
-    Superseded, archived and purged items are filtered before ranking (``where``), never
-    after. ``columns`` picks what each row carries besides its score and ``_rowid``;
-    ``("id",)`` keeps the query cheap when the caller holds the rows already.
-    """
-    lists: dict[str, list[dict[str, Any]]] = {}
-    if vector is not None:
-        lists["vector"] = vector_list(table, vector, limit=limit, where=where, columns=columns)
-    if fts_query(query):
-        lists["fts"] = fts_list(table, query, limit=limit, where=where, columns=columns)
-    return lists
 
 
 def vectors_for(table: Any, row_ids: Sequence[int], ids: Sequence[str]) -> np.ndarray:
@@ -155,10 +130,3 @@ def to_hit(row: dict[str, Any], relevance: float, score: float) -> Hit:
         source_turn_ids=list(row.get("source_turn_ids") or []),
         relevance=relevance, score=score, row=row,
     )
-
-
-def hybrid_search(table: Any, query: str, vector: np.ndarray | None, k: int = 10, *,
-                  candidates: int = 50) -> list[Hit]:
-    """The top ``k`` active items for ``query``, vector and full-text results fused."""
-    fused = fuse(ranked_lists(table, query, vector, limit=max(candidates, k)))
-    return [to_hit(row, rel, rel) for row, rel in fused[:k]]
