@@ -203,7 +203,7 @@ CREDENTIAL_KINDS: tuple[str, ...] = tuple(dict.fromkeys(rule.kind for rule in _R
 # Literal text every match of a rule of that kind contains, lower-cased: an ASCII text
 # whose lower-cased form holds none of them cannot match any rule (non-ASCII text always
 # counts: case-insensitive patterns match the long s and the Kelvin sign), so bulk scans
-# (``might_hold_credential``, the quality checks) run the patterns only on the rest.
+# (``find_credentials`` itself, the quality checks' bulk scan) run the patterns only on the rest.
 # tests/test_credentials.py checks every positive example against its kind's anchors.
 ANCHORS: dict[str, tuple[str, ...]] = {
     "private_key": ("-----begin",),
@@ -241,6 +241,8 @@ def find_credentials(text: str) -> list[CredentialMatch]:
     Args:
         text: any text: a transcript turn, a candidate fact, a log line.
     """
+    if not might_hold_credential(text):
+        return []  # no rule's anchor in it: the patterns cannot match
     claims: list[tuple[int, int, int, str]] = []
     for priority, rule in enumerate(_RULES):
         for match in rule.pattern.finditer(text):
