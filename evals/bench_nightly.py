@@ -64,6 +64,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from evals import stderr_progress
 from evals.bench_retrieval import (
     BENCH_NOW, MANIFEST, BenchError, _items_arg, default_cache_dir, machine, synthetic_items,
 )
@@ -672,9 +673,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-
-    def progress(message: str) -> None:
-        print(f"[bench nightly] {message}", file=sys.stderr, flush=True)
+    progress = stderr_progress("bench nightly")
 
     reports = []
     try:

@@ -33,6 +33,7 @@ from typing import Any
 
 import polars as pl
 
+from evals import stderr_progress
 from evals.bench_retrieval import RANDOM_DIM, BenchError, cached_root, machine
 from retrieval.config import load_config
 from retrieval.paths import DataRoot
@@ -175,9 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-
-    def progress(message: str) -> None:
-        print(f"[bench quality] {message}", file=sys.stderr, flush=True)
+    progress = stderr_progress("bench quality")
 
     if not 0.0 <= args.new_share <= 1.0:
         print(f"BenchError: --new-share {args.new_share}; expected a share between 0 and 1", file=sys.stderr)

@@ -45,6 +45,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from evals import stderr_progress
 from retrieval.config import MemoryConfig, load_config
 from retrieval.paths import DataRoot
 
@@ -814,9 +815,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-
-    def progress(message: str) -> None:
-        print(f"[bench retrieval] {message}", file=sys.stderr, flush=True)
+    progress = stderr_progress("bench retrieval")
 
     try:
         sizes = _items_arg(args.items)

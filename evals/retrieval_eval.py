@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 
+from evals import stderr_progress
 from evals.locomo import Conversation, LocomoError, Question, expand_datasets, load_conversation
 from retrieval.config import load_config
 from retrieval.options import RetrievalOptions
@@ -509,9 +510,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-
-    def progress(message: str) -> None:
-        print(f"[retrieval eval] {message}", file=sys.stderr, flush=True)
+    progress = stderr_progress("retrieval eval")
 
     try:
         report, details = run_eval(args.dataset, k=args.k, extractor=args.extractor, cache_dir=args.cache_dir,
