@@ -44,6 +44,15 @@ def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryCo
     facts: list[dict] = []
     rejected: list[dict] = []
     reasons: dict[str, int] = {}
+
+    def reject(refusal: gate.Rejection, text: str, resource_ids: list[str]) -> None:
+        reasons[refusal.reason] = reasons.get(refusal.reason, 0) + 1
+        rejected.append({
+            "session_id": session_id, "reason": refusal.reason, "detail": refusal.detail,
+            "preview": gate.preview(text), "source_resource_ids": resource_ids,
+            "extractor": extractor, "rejected_at": now,
+        })
+
     for cand in candidates:
         sources = [by_turn[n] for n in cand.source_turns if n in by_turn]
         resource_ids = [t.resource_id for t in sources]
@@ -51,12 +60,7 @@ def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryCo
         if refusal is None and not sources:
             refusal = gate.Rejection("empty", "no source turn in this session")
         if refusal is not None:
-            reasons[refusal.reason] = reasons.get(refusal.reason, 0) + 1
-            rejected.append({
-                "session_id": session_id, "reason": refusal.reason, "detail": refusal.detail,
-                "preview": gate.preview(cand.content), "source_resource_ids": resource_ids,
-                "extractor": extractor, "rejected_at": now,
-            })
+            reject(refusal, cand.content, resource_ids)
             continue
         category = cand.category if cand.category in config.categories else "casual"
         kind = _pick(cand.kind, KINDS, "fact")
@@ -98,12 +102,7 @@ def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryCo
     for turn in turns:
         kinds = sorted(set(gate.REDACTED.findall(turn.content)))
         if kinds and turn.resource_id not in refused:
-            reasons["credential"] = reasons.get("credential", 0) + 1
-            rejected.append({
-                "session_id": session_id, "reason": "credential",
-                "detail": f"turn {turn.turn} held a credential ({', '.join(kinds)}), redacted at ingest",
-                "preview": gate.preview(turn.content), "source_resource_ids": [turn.resource_id],
-                "extractor": extractor, "rejected_at": now,
-            })
+            reject(gate.Rejection("credential", f"turn {turn.turn} held a credential ({', '.join(kinds)}), "
+                                                "redacted at ingest"), turn.content, [turn.resource_id])
     fact_frame = pl.DataFrame(facts, schema=FACT_SCHEMA).unique(subset=["id"], keep="first", maintain_order=True)
     return GatedFacts(fact_frame, pl.DataFrame(rejected, schema=REJECTION_SCHEMA), reasons)

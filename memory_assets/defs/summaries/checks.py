@@ -5,7 +5,7 @@ import polars as pl
 
 from memory_assets.defs.resources import MemoryRoot
 from memory_assets.lib.quality.check_results import failed_result, to_check_result
-from memory_assets.lib.quality.citations import citations_report, lifecycle_report
+from memory_assets.lib.quality.citations import citations_report
 from retrieval.store import ItemStore
 
 # The health report is read by people, not injected: a generous cap that still catches runaway output.
@@ -50,19 +50,3 @@ def health_report_written(memory: MemoryRoot) -> dg.AssetCheckResult:
     report = citations_report(frame, id_column="name", text_column="text", cited_column="cited", item_ids=[],
                               max_chars=HEALTH_MAX_CHARS, subject="health_report")
     return to_check_result(report, asset="health_report", check="health_report_written")
-
-
-@dg.asset_check(asset="lifecycle",
-                description="The lessons and forward triggers the agent reads (MemoryClient.lessons(), "
-                            "due_triggers()) are non-empty lines within their size cap, credential-free, "
-                            "and cite only items that exist. The asset runs the same suite before it writes.")
-def lessons_and_triggers_valid(memory: MemoryRoot) -> dg.AssetCheckResult:
-    paths = memory.paths
-    if not paths.lessons.exists() or not paths.triggers.exists():
-        return failed_result(asset="lifecycle", check="lessons_and_triggers_valid",
-                             reason="no lessons or triggers written yet")
-    import json
-
-    report = lifecycle_report(json.loads(paths.lessons.read_text(encoding="utf-8")), pl.read_parquet(paths.triggers),
-                              ItemStore(paths).items()["id"])
-    return to_check_result(report, asset="lifecycle", check="lessons_and_triggers_valid")
