@@ -143,6 +143,9 @@ ITEM_SCHEMA: dict[str, pl.DataType] = {
     # line; credentials already redacted at ingest). Searched with the content: a question
     # often uses the speaker's own words, which the atomic fact paraphrased away.
     "source_text": pl.String(),
+    # The turns around those (two each side, same session; memory_assets/lib/source_text.py):
+    # what was being talked about, which a turn's own words often leave out. Searched, never injected.
+    "context_text": pl.String(),
 }
 
 REJECTION_SCHEMA: dict[str, pl.DataType] = {

@@ -87,6 +87,53 @@ def test_a_long_merged_item_keeps_the_text_of_its_first_turns_only():
     assert len(lines) == source_text.MAX_TURNS and lines[0].endswith("Jon: turn 0")
 
 
+def test_context_is_the_turns_around_each_source_in_its_own_session():
+    turns = pl.DataFrame({
+        "resource_id": ["a0", "a1", "a2", "a3", "a4", "a5", "b0"],
+        "session_id": ["s1"] * 6 + ["s2"],
+        "turn": [0, 1, 2, 3, 4, 5, 0],
+        "speaker": ["John", "Tim", "John", "Tim", "John", "Tim", "Tim"],
+        "content": ["Have you been to Universal Studios?", "Nope, first time.", "It's in Orlando.",
+                    "I'm super stoked for the Harry Potter stuff.", "Nice!", "Bye.", "Another day."],
+        "content_at": [SAID] * 7,
+    })
+    items = pl.DataFrame({"id": ["hp", "both"], "source_resource_ids": [["a3"], ["a3", "a4"]]},
+                         schema={"id": pl.String, "source_resource_ids": pl.List(pl.String)})
+    out = source_text.attach(items, source_text.turn_texts(turns))
+    hp = out.row(0, named=True)
+    assert hp["source_text"].endswith("Tim: I'm super stoked for the Harry Potter stuff.")
+    # Two turns each side, in session order; nothing from session s2, never its own turn.
+    assert [line.split(": ", 1)[1] for line in hp["context_text"].splitlines()] == [
+        "Nope, first time.", "It's in Orlando.", "Nice!", "Bye."]
+    both = out.row(1, named=True)
+    assert len(both["source_text"].splitlines()) == 2
+    # A turn that is a source of the item is not its context too; each neighbour once.
+    assert [line.split(": ", 1)[1] for line in both["context_text"].splitlines()] == [
+        "Nope, first time.", "It's in Orlando.", "Bye."]
+
+
+def test_an_item_is_found_by_what_the_turn_before_it_asked(tmp_path):
+    """"Universal Studios" is only in the question the fact's turn answered."""
+    turns = pl.DataFrame({
+        "resource_id": ["q", "a", "x"], "session_id": ["s1", "s1", "s9"], "turn": [0, 1, 0],
+        "speaker": ["John", "Tim", "Tim"],
+        "content": ["Have you been to Universal Studios before?",
+                    "Nope, but I'm super stoked for the Harry Potter stuff.",
+                    "Universal Studios tickets are pricey."],
+        "content_at": [SAID] * 3,
+    })
+    facts = [_fact("hp", "Tim is super stoked for the Harry Potter stuff", ["a"], ["D10:11"]),
+             _fact("other", "Tim collects Harry Potter wands", ["z"], ["D2:1"])]
+    items = facts_to_items(pl.DataFrame(facts, schema=FACT_SCHEMA), NOW).select(list(ITEM_SCHEMA))
+    items = source_text.attach(items, source_text.turn_texts(turns))
+    paths = DataRoot.resolve(tmp_path / "data")
+    publish.publish(paths, publish.write_items(paths, items, Embedder(load_config()).embed(items["content"].to_list()), NOW))
+    hits = MemoryClient(paths.root, options=RetrievalOptions(fusion="fts")).search("Universal Studios", k=2, now=NOW)
+    assert [h.id for h in hits] == ["hp"]
+    injection = MemoryClient(paths.root).inject("What is Tim excited to see at Universal Studios?", now=NOW, record=False)
+    assert injection.items[0].id == "hp" and "Universal" not in injection.text
+
+
 @pytest.fixture(scope="module")
 def published(tmp_path_factory):
     paths = DataRoot.resolve(tmp_path_factory.mktemp("source-text") / "data")

@@ -81,6 +81,7 @@ def facts_to_items(facts: pl.DataFrame, now: datetime) -> pl.DataFrame:
         embedding_model=pl.lit(None, dtype=pl.String),
         first_seen_at=pl.lit(now).cast(pl.Datetime("us", "UTC")),
         source_text=pl.lit(None, dtype=pl.String),  # filled from the resources (lib/source_text.py)
+        context_text=pl.lit(None, dtype=pl.String),
     )
 
 

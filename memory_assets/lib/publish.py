@@ -26,17 +26,17 @@ from retrieval.store import ITEMS_TABLE, PUBLISHED_TAG, ItemStore
 # Above this many rows brute-force vector search gets slow (~250 ms at 100k on 2 cores):
 # build an ANN index instead.
 VECTOR_INDEX_MIN_ROWS = 20_000
-# The full-text index covers the content and the turns it came from (``search_text``,
-# LanceDB only); retrieval's full-text query finds the table's one FTS index by itself.
+# The full-text index covers the content, the turns it came from and the turns around
+# them (``search_text``, LanceDB only); retrieval's full-text query finds the table's one
+# FTS index by itself.
 FTS_COLUMN = "search_text"
 
 
 def search_text(frame: pl.DataFrame) -> pl.Series:
-    """What full-text search reads of each item: its content, then its source text."""
-    if "source_text" not in frame.columns:
-        return frame["content"].alias(FTS_COLUMN)
-    return frame.select(pl.concat_str([pl.col("content"), pl.col("source_text")], separator="\n",
-                                      ignore_nulls=True).alias(FTS_COLUMN)).to_series()
+    """What full-text search reads of each item: its content, its source text, then the
+    turns around it (``lib/source_text.py``)."""
+    parts = [pl.col(c) for c in ("content", "source_text", "context_text") if c in frame.columns]
+    return frame.select(pl.concat_str(parts, separator="\n", ignore_nulls=True).alias(FTS_COLUMN)).to_series()
 
 
 @dataclass(frozen=True)

@@ -1,11 +1,19 @@
-"""Each item's source text: the turns it came from, as they were said.
+"""Each item's source text: the turns it came from, as they were said, and the turns around them.
 
 An atomic fact paraphrases ("Melanie is starting to realize that self-care is really
 important"); a later question asks in the speaker's own words ("carving out me-time").
-So every item keeps the text of exactly the turns in its ``source_resource_ids`` — never
-a neighbouring turn — each with the day it was said, and full-text search reads it with
-the content (``publish.search_text``): either wording finds the item, and "in May 2023"
+So every item keeps the text of exactly the turns in its ``source_resource_ids``
+(``source_text``), each with the day it was said, and full-text search reads it with the
+content (``publish.search_text``): either wording finds the item, and "in May 2023"
 finds what was said that month. Only the item's content is ever injected.
+
+A turn also leans on the turns around it: "I'm super stoked for the Harry Potter stuff"
+answers "Have you been to Universal Studios?". So each item also keeps the
+``CONTEXT_TURNS`` turns before and after each of its source turns in the same session
+(``context_text``), and full-text search reads those too (contextual retrieval). On
+the LoCoMo retrieval eval this lifted recall@10 from 0.751 (own turns only) to 0.778
+with one turn before, 0.793 with one each side, 0.811 with two each side, and 0.803
+with three (README). The context never becomes a fact and is never injected.
 
 Resources are append-only and credential-redacted at ingest, so the text needs no
 second redaction here.
@@ -20,6 +28,10 @@ import polars as pl
 # A fact restated in many sessions merges into one item with every source; its first
 # turns say it well enough, and a search document of dozens of turns would match anything.
 MAX_TURNS = 8
+# Turns each side of a source turn, in its session, that give it context.
+CONTEXT_TURNS = 2
+
+_TEXTS_SCHEMA = {"resource_id": pl.String, "line": pl.String, "session_id": pl.String, "position": pl.Int64}
 
 
 def turn_line(speaker: str | None, content: str, said_at: datetime | None) -> str:
@@ -30,27 +42,48 @@ def turn_line(speaker: str | None, content: str, said_at: datetime | None) -> st
 
 
 def turn_texts(resources: pl.DataFrame) -> pl.DataFrame:
-    """``resource_id`` → ``line`` (``turn_line``) for every resource (RESOURCE_SCHEMA rows)."""
+    """``resource_id`` → ``line`` (``turn_line``), ``session_id`` and ``position`` (the
+    turn's place in its session, 0-based) for every resource (RESOURCE_SCHEMA rows; a
+    frame without ``session_id``/``turn`` is one session in row order)."""
     if resources.is_empty():
-        return pl.DataFrame(schema={"resource_id": pl.String, "line": pl.String})
+        return pl.DataFrame(schema=_TEXTS_SCHEMA)
     lines = [turn_line(s, c or "", t) for s, c, t in resources.select("speaker", "content", "content_at").iter_rows()]
-    return pl.DataFrame({"resource_id": resources["resource_id"], "line": lines}).unique("resource_id", keep="first")
+    session = resources["session_id"] if "session_id" in resources.columns else pl.repeat("", resources.height, eager=True)
+    turn = resources["turn"] if "turn" in resources.columns else pl.int_range(resources.height, eager=True)
+    frame = pl.DataFrame({"resource_id": resources["resource_id"], "line": lines,
+                          "session_id": session.cast(pl.String), "turn": turn.cast(pl.Int64)})
+    frame = frame.unique("resource_id", keep="first", maintain_order=True)
+    return frame.with_columns(
+        position=(pl.col("turn").rank("ordinal").over("session_id") - 1).cast(pl.Int64)).drop("turn")
 
 
 def attach(items: pl.DataFrame, texts: pl.DataFrame) -> pl.DataFrame:
-    """``items`` with ``source_text``: their source turns' lines, in source order, one per
-    line (at most ``MAX_TURNS``); null for an item none of whose resources is known."""
+    """``items`` with ``source_text`` (their source turns' lines, in source order, one per
+    line, at most ``MAX_TURNS``) and ``context_text`` (the lines of the turns within
+    ``CONTEXT_TURNS`` of those, in the same session, that are not sources themselves);
+    each null when there is none."""
     if items.is_empty():
-        return items.with_columns(source_text=pl.lit(None, dtype=pl.String))
+        return items.with_columns(source_text=pl.lit(None, dtype=pl.String), context_text=pl.lit(None, dtype=pl.String))
     sources = (
-        items.select("id", pl.col("source_resource_ids").list.head(MAX_TURNS).alias("resource_id"))
-        .with_row_index("position")
+        items.select(pl.col("source_resource_ids").list.head(MAX_TURNS).alias("resource_id"))
+        .with_row_index("item")
         .explode("resource_id")
-        .with_columns(pl.int_range(pl.len()).over("position").alias("order"))
+        .with_columns(pl.int_range(pl.len()).over("item").alias("order"))
         .join(texts, on="resource_id", how="inner")
-        .sort("position", "order")
-        .group_by("position", maintain_order=True)
-        .agg(pl.col("line").str.join("\n").alias("text"))
     )
-    joined = items.with_row_index("position").join(sources, on="position", how="left").sort("position")
-    return joined.with_columns(source_text=pl.col("text")).drop("position", "text")
+    own = (sources.sort("item", "order").group_by("item", maintain_order=True)
+           .agg(pl.col("line").str.join("\n").alias("source_text")))
+    offsets = pl.DataFrame({"offset": [o for o in range(-CONTEXT_TURNS, CONTEXT_TURNS + 1) if o]}, schema={"offset": pl.Int64})
+    around = (
+        sources.select("item", "order", "session_id", "position").join(offsets, how="cross")
+        .with_columns(pl.col("position") + pl.col("offset"))
+        .join(texts.rename({"resource_id": "neighbour", "line": "context"}), on=["session_id", "position"], how="inner")
+        .join(sources.select("item", pl.col("resource_id").alias("neighbour")), on=["item", "neighbour"], how="anti")
+        .sort("item", "order", "offset")
+        .unique(["item", "neighbour"], keep="first", maintain_order=True)
+        .group_by("item", maintain_order=True)
+        .agg(pl.col("context").str.join("\n").alias("context_text"))
+    )
+    joined = (items.drop("source_text", "context_text", strict=False).with_row_index("item")
+              .join(own, on="item", how="left").join(around, on="item", how="left").sort("item"))
+    return joined.drop("item")

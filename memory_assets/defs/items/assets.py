@@ -58,7 +58,7 @@ class ItemsRun(Clock):
     deps=["extracted_facts"],
     group_name="items",
     kinds={"python", "parquet", "lancedb", "duckdb"},
-    code_version="memory-items-v3",
+    code_version="memory-items-v4",
     pool="duckdb",
     automation_condition=dg.AutomationCondition.eager(),
 )
@@ -72,8 +72,8 @@ def memory_items(context: dg.AssetExecutionContext, config: ItemsRun, memory: Me
     superseded; the agent's feedback (reinforce, demote, update, forget, echo/fizzle)
     is folded in; the lifecycle (decay, boosts, confidence, contradictions, TTLs, purge,
     promotion; weekly archive, monthly cold) is applied as of the run's clock. Each item
-    keeps the text of the turns it came from (``source_text``), which full-text search
-    reads with its content. Written as a new Parquet version and a new LanceDB ``items`` version
+    keeps the text of the turns it came from (``source_text``) and of the turns around
+    them (``context_text``), which full-text search reads with its content. Written as a new Parquet version and a new LanceDB ``items`` version
     (vectors + full-text index), staged for its checks; ``published_items`` makes it
     what retrieval reads.
     """
