@@ -504,7 +504,7 @@ class OfflineExtractor:
     """
 
     name = "offline"
-    version = "rules-v6"
+    version = "rules-v7"
 
     def __init__(self, config: MemoryConfig):
         self.config = config
@@ -648,7 +648,7 @@ class OfflineExtractor:
             and re.match(r"(?:he|she)\b", clause, re.IGNORECASE)
         if not (R.FIRST_PERSON.search(text) or about_someone
                 or agent and (is_specific(text) or self._domain_fact(text, names))):
-            return None
+            return None if agent else self._reported(text, clause, sentence, turn, voice, names, resolved)
         singular = R.SINGULAR_FIRST_PERSON.search(text)
         if not singular and R.FIRST_PERSON.search(text) and R.GENERIC_WE_CLAIM.search(text) and not R.WE_DID.search(text):
             return None
@@ -681,6 +681,27 @@ class OfflineExtractor:
             return None
         extra = tuple(dict.fromkeys(((antecedent,) if antecedent and resolved.startswith(antecedent) else ()) + used))
         return self._candidate(content, clause, sentence, turn, voice, kind, remember, extra=extra)
+
+    def _reported(self, text: str, clause: str, sentence: str, turn: Turn, voice: _Voice,
+                  names: tuple[str, ...], resolved: str) -> Candidate | None:
+        """Between two people, a statement with no "I" in it is still what the speaker
+        said: "Fitting into the new team's style of play was a challenge during
+        pre-season" (John) becomes "John said: Fitting into the new team's style of play
+        was a challenge during pre-season." Kept as reported speech (implied strength),
+        only with a verb, three content words of its own and a subject that is not a bare
+        "it"/"that", and never for a maxim ("Family is everything") or advice with no
+        subject ("Push through and it'll be worth it"). An assistant's user gets no such
+        fact: there a sentence without "I" is about the task."""
+        if not has_verb(text) or len(content_words(text, names)) < 3 or R.MAXIM.match(text) \
+                or R.OPINION_OPENER.match(text) or R.BARE_IMPERATIVE.match(text) \
+                or R.DEICTIC_SUBJECT.match(resolved) and len(content_words(text, names)) < 4:
+            return None
+        said = _finish(absolute_dates(rewrite_first_person(text, voice), turn.content_at))
+        if not said:
+            return None
+        # A colon keeps the statement's own capitals: "Gina said: Rome wasn't built in a day."
+        content = f"{voice.name} said: {said}"
+        return self._candidate(content, clause, sentence, turn, voice, "fact", False, strength="implied")
 
     def _request(self, clause: str, cue: str, sentence: str, turn: Turn, voice: _Voice,
                  remember: bool) -> Candidate | None | bool:

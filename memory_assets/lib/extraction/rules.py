@@ -185,6 +185,14 @@ SOCIAL_IMPERATIVE = re.compile(
     r"^(?:check (?:it |this |that |these |them )?out|check|look|take a look|see|let'?s|come|tell|try|keep|"
     r"trust|don'?t (?:worry|forget|give up|be)|go|guess|imagine|enjoy|have (?:fun|a)|stay|hang|remember|"
     r"thank|hope|say|give|send|show|wish|feel free|make sure|never (?:give|stop)|be )\b", _I)
+# Advice between people with no subject ("Push through and it'll be worth it", "just do
+# your research"): not a statement of what is, so not reported as one.
+BARE_IMPERATIVE = re.compile(
+    r"^(?:(?:just|so|now|then|always|never|please|definitely|really)\s+)*"
+    r"(?:do|don'?t|push|keep|remember|let|try|take|make|go|get|stay|be|check|trust|enjoy|have|give|hang|believe|"
+    r"follow|find|focus|look|see|tell|think|treat|stick|hold|dream|embrace|cherish|show|put|use|start|stop|"
+    r"feel|wish|cheers|hats off|kudos|congrats|congratulations|good luck|way to go|well done|can'?t wait|"
+    r"can'?t agree|couldn'?t agree|glad|happy|sounds|looks|love|loving)\b", _I)
 # A dependent clause cut off from its main clause says nothing on its own.
 # A prepositional phrase with no subject of its own: "with support at home and my own grit".
 PREPOSITION_START = re.compile(r"^(?:with|without|for|after|before|during|at|by|from|to|through|despite|thanks to)\b", _I)
