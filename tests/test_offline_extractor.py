@@ -212,6 +212,44 @@ def test_praise_and_generic_opinions_between_friends_yield_nothing(text):
         turn(1, "user", "I finally finished my first marathon last Sunday!", "Melanie"))
 
 
+def _between_friends(text: str, speaker: str = "John", listener: str = "Tim") -> list[str]:
+    """What ``speaker`` saying ``text`` to ``listener`` yields (two people, no assistant)."""
+    first = turn(1, "user", "How did the season go?", listener)
+    return [c.content for c in extract(first, turn(2, "user", text, speaker)) if 2 in c.source_turns]
+
+
+@pytest.mark.parametrize("text, fact", [
+    ("Fitting into the new team's style of play was a challenge during pre-season.",
+     "John said: Fitting into the new team's style of play was a challenge during pre-season."),
+    ("It was an intense season with both tough losses and great wins.",
+     "John said: It was an intense season with both tough losses and great wins."),
+    # What one says of the other is reported about them, by name.
+    ("You've put a lot of work into this dance studio.", "John said: Tim has put a lot of work into this dance studio."),
+])
+def test_between_people_a_statement_without_i_is_reported_speech(text, fact):
+    assert _between_friends(text) == [fact]
+    reported = only([c for c in extract(turn(1, "user", "How did it go?", "Tim"), turn(2, "user", text, "John"))])
+    assert reported.strength == "implied" and reported.provenance == "user_stated"
+
+
+@pytest.mark.parametrize("text", [
+    "Push through and it'll be worth it!",        # advice with no subject
+    "Keep up the hard work, it pays off!",
+    "Family is everything.",                      # a maxim
+    "It's so cool seeing you grow.",              # a reaction
+    "That's awesome!",
+    "The store looks great!",                     # under three content words
+])
+def test_between_people_advice_maxims_and_reactions_are_not_reported(text):
+    assert _between_friends(text) == []
+
+
+def test_an_assistants_user_gets_no_reported_speech():
+    # To an assistant, a sentence without "I" is about the task: no "Aaron said: …".
+    facts = said("Fitting into the new framework was a challenge during the migration.")
+    assert not any(" said: " in c.content for c in facts)
+
+
 def test_one_off_requests_to_the_assistant_are_tasks_not_facts():
     assert said("Please hold the TAP flight and send me two or three guesthouse options.") == []
     assert said("Book it. Add Dmitri as reviewer.") == []

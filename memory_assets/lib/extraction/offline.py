@@ -629,6 +629,10 @@ class OfflineExtractor:
             request = self._request(clause, cue, sentence, turn, voice, remember)
             if request is not None:
                 return request or None
+        if R.SECOND_PERSON_SUBJECT.match(clause) and not agent and voice.addressee:
+            # "You've put a lot of work into this" to Jon: what Gina said about Jon.
+            told = R.DANGLING_END.sub("", R.EVALUATIVE_TAIL.sub("", clause).strip())
+            return self._reported(told, clause, sentence, turn, voice, names, told)
         if R.SECOND_PERSON_SUBJECT.match(clause) or R.SOCIAL_IMPERATIVE.match(clause) or R.GENERIC_WE.search(clause) \
                 or R.LETS.match(clause):
             return None
@@ -688,13 +692,13 @@ class OfflineExtractor:
         said: "Fitting into the new team's style of play was a challenge during
         pre-season" (John) becomes "John said: Fitting into the new team's style of play
         was a challenge during pre-season." Kept as reported speech (implied strength),
-        only with a verb, three content words of its own and a subject that is not a bare
-        "it"/"that", and never for a maxim ("Family is everything") or advice with no
+        only with a verb and three content words of its own, and never for a maxim ("Family is everything") or advice with no
         subject ("Push through and it'll be worth it"). An assistant's user gets no such
-        fact: there a sentence without "I" is about the task."""
+        fact: there a sentence without "I" is about the task. What one says of the other
+        ("You're the perfect mentor" to Jon) is reported the same way, about them."""
         if not has_verb(text) or len(content_words(text, names)) < 3 or R.MAXIM.match(text) \
                 or R.OPINION_OPENER.match(text) or R.BARE_IMPERATIVE.match(text) \
-                or R.DEICTIC_SUBJECT.match(resolved) and len(content_words(text, names)) < 4:
+                or R.DEICTIC_SUBJECT.match(resolved) and len(content_words(text, names)) < 3:
             return None
         said = _finish(absolute_dates(rewrite_first_person(text, voice), turn.content_at))
         if not said:
