@@ -376,6 +376,9 @@ _AFFIRMS = re.compile(
     r"^\W*(?:yes|yeah|yep|yup|right|exactly|correct|sure|ok|okay|perfect|great|good|indeed|absolutely)\b",
     re.IGNORECASE)
 _GENERIC = {"user", "human", "me", "assistant", "ai", "bot"}
+# Reported speech ("John said: It was an intense season…", the offline extractor between
+# two people): what John said is the statement after the colon.
+_REPORTED = re.compile(r"^[A-Z][\w.' -]{0,40}? said: (?P<said>.+)$")
 
 
 def _in_third_person(text: str, name: str, second_person: bool) -> str:
@@ -426,13 +429,19 @@ def _unsupported(facts: list[dict[str, Any]], candidates: list[int], support: di
                  turns: Sequence[Turn], matcher: FactMatcher) -> list[int]:
     """The candidate facts no trusted statement supports: their own source turns are
     tried first, the whole transcript only for what those do not support (embedding
-    every sentence of a long conversation is most of the eval's time)."""
+    every sentence of a long conversation is most of the eval's time). Reported speech
+    ("John said: …") is checked against the speaker's own source turns only."""
     turn_of = {t.resource_id: t.turn for t in turns}
     everything = list(dict.fromkeys(p for pieces in support.values() for p in pieces))
     out = []
     for i in candidates:
         own = [p for rid in facts[i].get("source_resource_ids") or [] for p in support.get(turn_of.get(rid, -1), [])]
-        if not matcher.supported(facts[i]["content"], own) and not matcher.supported(facts[i]["content"], everything):
+        content = facts[i]["content"]
+        # "X said: S" is supported when S is, in X's own turns (the frame is not in any turn).
+        if reported := _REPORTED.match(content):
+            if not matcher.supported(reported.group("said"), own):
+                out.append(i)
+        elif not matcher.supported(content, own) and not matcher.supported(content, everything):
             out.append(i)
     return out
 

@@ -255,6 +255,19 @@ def test_junk_is_what_matches_nothing_and_no_trusted_turn_says(matcher):
     assert row["junk"] == 4
 
 
+def test_reported_speech_is_supported_by_what_its_speaker_said(matcher):
+    turns = [message(1, "user", "How was the season?", speaker="Tim"),
+             message(2, "user", "Brutal, honestly. It takes dedication and practice.", speaker="John")]
+    run = extracted(
+        "John said: It takes dedication and practice.",             # John's words
+        "John said: The team moved to a new stadium in Denver.",  # nobody said it
+    )
+    for f in run.facts:
+        f["source_resource_ids"] = ["s1:2"]  # John's turn
+    row = score(session(turns, []), run, matcher)
+    assert row["junk_facts"] == ["John said: The team moved to a new stadium in Denver."]
+
+
 def run_contents(run: ev.Run) -> list[str]:
     return [f["content"] for f in run.facts]
 
