@@ -187,13 +187,15 @@ class MemoryClient:
         if not fused:
             return [], None
         top = fused[0][1]
+        names = scoring.names_in(keywords(query if terms is None else terms))
         scored = []
         for row, rrf in fused:
             relevance = rrf / top
             if self.options.scoring:
                 memory = scoring.memory_score(self.config, row, now)
                 score = scoring.rank_score(self.config, relevance, memory,
-                                           sentiment_match=sentiment != "neutral" and row.get("sentiment") == sentiment)
+                                           sentiment_match=sentiment != "neutral" and row.get("sentiment") == sentiment,
+                                           subject_match=bool(names) and scoring.subject_of(row["content"]) in names)
             else:
                 score = relevance
             scored.append((score, relevance, row))

@@ -24,6 +24,8 @@ How each design rule maps into the one formula::
                        × confidence × reinforcement × lifecycle × trust
     rank             = relevance × max(memory score, 0.01) ** 0.25 × 1.1 if the sentiment matches
                               [ranking.memory_floor, ranking.memory_weight, ranking.sentiment_match]
+                       × 1.25 if the item's subject is a name the query uses
+                              [ranking.subject_match]
                        × 0.5 per item ranked above it from one of its source turns
                               [ranking.same_source_penalty]
 
@@ -34,6 +36,7 @@ defaults let relevance lead and the lifecycle break ties (see the README's ablat
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TypeVar
@@ -113,11 +116,34 @@ def lifecycle_multiplier(row: dict) -> float:
     return max(0.0, 1.0 + float(row.get("retrieval_priority") or 0.0))
 
 
-def rank_score(config: MemoryConfig, relevance: float, memory: float, *, sentiment_match: bool = False) -> float:
-    """The one ranking formula: relevance × memory_score^w × sentiment modifier."""
+def rank_score(config: MemoryConfig, relevance: float, memory: float, *, sentiment_match: bool = False,
+               subject_match: bool = False) -> float:
+    """The one ranking formula: relevance × memory_score^w × sentiment and subject modifiers."""
     floor = float(config.ranking.get("memory_floor", 0.0)) or 1e-12
     value = relevance * (max(memory, floor) ** config.ranking["memory_weight"])
-    return value * config.ranking["sentiment_match"] if sentiment_match else value
+    if sentiment_match:
+        value *= config.ranking["sentiment_match"]
+    if subject_match:
+        value *= float(config.ranking.get("subject_match", 1.0))
+    return value
+
+
+_SUBJECT = re.compile(r"[A-Za-z][\w-]*")
+
+
+def subject_of(content: str) -> str:
+    """The word an item's content opens with, lowercased, a possessive dropped: "Nate"
+    for "Nate's turtles love the sun" and for "Nate said: …"."""
+    found = _SUBJECT.match(content.lstrip())
+    return found.group(0).lower() if found else ""
+
+
+def names_in(terms: Sequence[str]) -> frozenset[str]:
+    """The names among a query's keywords (``retrieval.rewrite.keywords``: stopwords such
+    as a capitalised "What" are already gone), lowercased: what ``subject_of`` is matched
+    against. "What did Nate share with Joanna?" names Nate and Joanna, so a fact about
+    either outranks an equally relevant one about someone else."""
+    return frozenset(t.lower() for t in terms if t[:1].isupper())
 
 
 def source_turns(row: dict) -> list[str]:

@@ -383,3 +383,39 @@ def test_feedback_is_folded_by_the_pipeline(tmp_path, samples):
     assert bouldering in [h.id for h in found]
     assert next(h for h in found if h.id == bouldering).content.endswith("three times a week")
     assert wrx not in {h.id for h in MemoryClient(paths.root).search("Subaru WRX 2019", k=20)}
+
+
+def test_an_item_about_the_person_a_query_names_ranks_first(tmp_path):
+    from dataclasses import replace
+
+    from retrieval import scoring
+
+    assert scoring.subject_of("Nate's turtles love the sun.") == "nate"
+    assert scoring.subject_of("Gina said: The studio looks amazing.") == "gina"
+    assert scoring.names_in(["Nate", "turtles", "Joanna"]) == {"nate", "joanna"}
+    config = load_config()
+    assert scoring.rank_score(config, 0.8, 0.5, subject_match=True) == pytest.approx(
+        scoring.rank_score(config, 0.8, 0.5) * config.ranking["subject_match"])
+
+    # Two facts that both name Priti and Daniel: the one about Priti answers "what did Priti…".
+    rows = [_row("daniel", "Daniel signed up for the ceramics class that Priti recommended", category="hobbies"),
+            _row("priti", "Priti signed up for the ceramics class that Daniel recommended", category="hobbies")]
+    paths = DataRoot.resolve(tmp_path / "data")
+    facts = pl.DataFrame([{k: v for k, v in r.items() if not k.startswith("_")} for r in rows], schema=FACT_SCHEMA)
+    from retrieval.schema import ITEM_SCHEMA
+
+    items = facts_to_items(facts, NOW).select(list(ITEM_SCHEMA))
+    publish.publish(paths, publish.write_items(paths, items, Embedder(load_config()).embed(items["content"].to_list()), NOW))
+    client = MemoryClient(paths.root)
+    order = {}
+    for name in ("Priti", "Daniel"):
+        order[name] = [h.id for h in client.search(f"Which class did {name} sign up for?", k=2, now=NOW)]
+    assert order == {"Priti": ["priti", "daniel"], "Daniel": ["daniel", "priti"]}
+    # The modifier lifts exactly the item whose subject the query names, by its factor.
+    def scores() -> dict[str, float]:
+        return {h.id: h.score for h in client.search("Which class did Priti sign up for?", k=2, now=NOW)}
+
+    boosted = scores()
+    client.config = replace(client.config, ranking={**client.config.ranking, "subject_match": 1.0})
+    plain = scores()
+    assert boosted["priti"] / boosted["daniel"] == pytest.approx(config.ranking["subject_match"] * plain["priti"] / plain["daniel"])
