@@ -35,6 +35,7 @@ import polars as pl
 from memory_assets.lib.dedup import normalize
 from memory_assets.lib.extraction.llm import llm_configured, llm_cost_usd
 from memory_assets.lib.prompts import Prompt, load_prompt
+from memory_assets.lib.quarantine import LLMOutputFailed
 from retrieval.citations import cited_ids, strip_citations, summary_lines
 from retrieval.config import MemoryConfig, load_config
 from retrieval.rewrite import STOPWORDS
@@ -54,21 +55,9 @@ _FENCE = re.compile(r"^\s*```(?:markdown|md)?\s*(.*?)\s*```\s*$", re.DOTALL)
 _BLOCK_TAG = re.compile(r"</?\s*(facts|current-summary)\s*>", re.IGNORECASE)
 
 
-class SummaryFailed(Exception):
-    """The LLM's summary failed validation on every attempt, or the endpoint failed.
-
-    Carries the raw reply and the tokens spent, so the failure can be quarantined and
-    the previous summary stays published.
-    """
-
-    def __init__(self, reason: str, raw_response: str | None = None, attempts: int = 0,
-                 prompt_tokens: int = 0, completion_tokens: int = 0):
-        super().__init__(reason)
-        self.reason = reason
-        self.raw_response = raw_response
-        self.attempts = attempts
-        self.prompt_tokens = prompt_tokens
-        self.completion_tokens = completion_tokens
+class SummaryFailed(LLMOutputFailed):
+    """The LLM's summary failed validation on every attempt, or the endpoint failed: the
+    failure is quarantined and the previous summary stays published."""
 
 
 @dataclass(frozen=True)

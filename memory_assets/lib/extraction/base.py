@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from memory_assets.lib.quarantine import LLMOutputFailed
 from retrieval.schema import Candidate, Turn
 
 
@@ -17,20 +18,8 @@ class ExtractionResult:
     model: str | None = None
 
 
-class ExtractionFailed(Exception):
-    """LLM output failed validation on every attempt; the session goes to quarantine.
-
-    Carries the raw response so the quarantine record shows exactly what came back.
-    """
-
-    def __init__(self, reason: str, raw_response: str | None = None, attempts: int = 0,
-                 prompt_tokens: int = 0, completion_tokens: int = 0):
-        super().__init__(reason)
-        self.reason = reason
-        self.raw_response = raw_response
-        self.attempts = attempts
-        self.prompt_tokens = prompt_tokens
-        self.completion_tokens = completion_tokens
+class ExtractionFailed(LLMOutputFailed):
+    """LLM output failed validation on every attempt; the session goes to quarantine."""
 
 
 class Extractor(Protocol):
