@@ -6,7 +6,7 @@ import json
 import os
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import date, datetime, timezone
 from typing import Any
@@ -22,13 +22,13 @@ from retrieval.injection import Injection, build_block
 from retrieval.options import RetrievalOptions
 from retrieval.paths import DataRoot
 from retrieval.rewrite import STOPWORDS, LLMRewriter, SearchQuery, keywords, llm_configured, rewrite
-from retrieval.schema import ITEM_SCHEMA, ROLES
+from retrieval.schema import ITEM_SCHEMA, ROLES, SEARCH_ONLY_COLUMNS
 from retrieval.search import Hit, fts_list, fts_query, fuse, to_hit, vector_list, vectors_for
 from retrieval.store import ItemStore, PublishedRows
 
 Messages = Sequence[Mapping[str, Any]]
 # What an item row holds, as in the Parquet snapshot: read from LanceDB for ids the snapshot lacks.
-_ATTRIBUTES = list(ITEM_SCHEMA)
+_ATTRIBUTES = [c for c in ITEM_SCHEMA if c not in SEARCH_ONLY_COLUMNS]
 _REOPEN_SECONDS = 5.0  # how stale the cached table may get before a new publish is picked up
 _SENTIMENT_CUES = {
     "frustrated": ("annoyed", "frustrated", "ugh", "again", "still broken", "angry", "fed up"),
@@ -178,7 +178,9 @@ class MemoryClient:
         return rewrite(context, llm=None if budget_aware else self._rewriter)
 
     def _rank(self, query: str, k: int, now: datetime, sentiment: str = "neutral",
-              terms: str | None = None) -> tuple[list[Hit], np.ndarray | None]:
+              terms: str | None = None) -> tuple[list[Hit], Callable[[list[int]], np.ndarray] | None]:
+        """The ``k`` best hits, and a function that reads the stored vectors of the hits
+        at given positions (for the conflict check; None without hits)."""
         table = self._table()
         if table is None or not query.strip():
             return [], None
@@ -206,8 +208,13 @@ class MemoryClient:
             hits = [to_hit(row, relevance, score) for score, (relevance, row) in picked]
         else:
             hits = [to_hit(row, relevance, score) for score, relevance, row in scored[:k]]
-        vectors = vectors_for(table, [h.row["_rowid"] for h in hits], [h.id for h in hits]) if hits else None
-        return hits, vectors
+
+        def vectors(positions: list[int]) -> np.ndarray:
+            """The stored vectors of the hits at ``positions`` (read only when asked)."""
+            chosen = [hits[p] for p in positions]
+            return vectors_for(table, [h.row["_rowid"] for h in chosen], [h.id for h in chosen])
+
+        return hits, (vectors if hits else None)
 
     def search(self, query: str, k: int = 10, *, now: datetime | None = None) -> list[Hit]:
         """The ``k`` best active items for ``query``: vector + full-text, fused and scored.
@@ -304,8 +311,6 @@ class MemoryClient:
             tier = "summaries" if hits else "items"
         if not hits:
             hits, vectors = self._rank(query.text, cap, now, _sentiment(_context_text(context)), query.terms)
-        if vectors is not None:
-            vectors = vectors[: len(hits)]
         marks = trust.flags(hits, self.config, now, vectors)
         text, kept, tokens = build_block(hits, header=cfg["header"], now=now, max_items=cap,
                                          token_budget=budget, flags=marks)

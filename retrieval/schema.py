@@ -147,6 +147,9 @@ ITEM_SCHEMA: dict[str, pl.DataType] = {
     # what was being talked about, which a turn's own words often leave out. Searched, never injected.
     "context_text": pl.String(),
 }
+# What full-text search reads but nothing ranks or injects: retrieval's in-memory snapshot
+# (``retrieval.store.PublishedRows``) leaves them out (at 100k items they are most of its size).
+SEARCH_ONLY_COLUMNS = ("source_text", "context_text")
 
 REJECTION_SCHEMA: dict[str, pl.DataType] = {
     "session_id": pl.String(),

@@ -12,7 +12,7 @@ Flags, appended to the item's line in the block:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 
 import numpy as np
@@ -33,25 +33,41 @@ def disagree(a: str, b: str) -> bool:
     return bool(_NEGATION.search(a)) != bool(_NEGATION.search(b))
 
 
-def conflicts(hits: Sequence[Hit], vectors: np.ndarray | None, threshold: float) -> set[tuple[str, str]]:
-    """Pairs of ids in ``hits`` that contradict each other."""
+# The hits' vectors: an array aligned with the hits, or a function that reads the rows
+# of the hits at the given positions (only the ones a conflict check needs).
+Vectors = np.ndarray | Callable[[list[int]], np.ndarray]
+
+
+def conflicts(hits: Sequence[Hit], vectors: Vectors | None, threshold: float) -> set[tuple[str, str]]:
+    """Pairs of ids in ``hits`` that contradict each other.
+
+    The text test comes first: only a pair that ``disagree``s and is not linked already
+    needs its vectors, so a block without such a pair reads none.
+    """
     pairs: set[tuple[str, str]] = set()
     ids = {h.id for h in hits}
     for hit in hits:
         for other in hit.row.get("contradicts") or []:
             if other in ids and other != hit.id:
                 pairs.add(tuple(sorted((hit.id, other))))  # type: ignore[arg-type]
-    if vectors is not None and len(hits) > 1:
-        sims = vectors @ vectors.T
-        for i in range(len(hits)):
-            for j in range(i + 1, len(hits)):
-                if sims[i, j] >= threshold and disagree(hits[i].content, hits[j].content):
-                    pairs.add(tuple(sorted((hits[i].id, hits[j].id))))  # type: ignore[arg-type]
+    if vectors is None or len(hits) < 2:
+        return pairs
+    suspects = [(i, j) for i in range(len(hits)) for j in range(i + 1, len(hits))
+                if tuple(sorted((hits[i].id, hits[j].id))) not in pairs
+                and disagree(hits[i].content, hits[j].content)]
+    if not suspects:
+        return pairs
+    needed = sorted({k for pair in suspects for k in pair})
+    rows = vectors[needed] if isinstance(vectors, np.ndarray) else vectors(needed)
+    at = {k: n for n, k in enumerate(needed)}
+    for i, j in suspects:
+        if float(rows[at[i]] @ rows[at[j]]) >= threshold:
+            pairs.add(tuple(sorted((hits[i].id, hits[j].id))))  # type: ignore[arg-type]
     return pairs
 
 
 def flags(hits: Sequence[Hit], config: MemoryConfig, now: datetime,
-          vectors: np.ndarray | None = None) -> dict[str, list[str]]:
+          vectors: Vectors | None = None) -> dict[str, list[str]]:
     """id → the flags to show on its line, in a fixed order."""
     cfg = config.injection
     conflicted = {i for pair in conflicts(hits, vectors, float(cfg["conflict_similarity"])) for i in pair}

@@ -119,11 +119,16 @@ def test_hits_carry_every_attribute_and_their_stored_vectors(root):
     """Search reads ids from LanceDB and attributes from the published snapshot: a hit
     has the same row as the Parquet snapshot, and the vectors used for conflict checks
     are the stored ones."""
+    from retrieval.schema import SEARCH_ONLY_COLUMNS
+
     client = _client(root)
-    hits, vectors = client._rank("When is the WRX oil change due?", 5, NOW)
-    snapshot = {r["id"]: r for r in ItemStore(root).items().to_dicts()}
+    hits, read_vectors = client._rank("When is the WRX oil change due?", 5, NOW)
+    snapshot = {r["id"]: r for r in ItemStore(root).items().drop(SEARCH_ONLY_COLUMNS, strict=False).to_dicts()}
+    vectors = read_vectors(list(range(len(hits))))
     assert hits and vectors.shape == (len(hits), 384)
+    assert abs(read_vectors([2, 0]) - vectors[[2, 0]]).max() < 1e-6  # any positions, in the order asked
     for hit in hits:
+        # Every attribute but the search-only text, which the snapshot does not hold.
         assert {k: v for k, v in hit.row.items() if not k.startswith("_")} == snapshot[hit.id]
     stored = lancedb.connect(str(root.lancedb)).open_table("items").to_arrow()
     by_id = dict(zip(stored.column("id").to_pylist(), stored.column("vector").to_pylist()))
@@ -419,3 +424,30 @@ def test_an_item_about_the_person_a_query_names_ranks_first(tmp_path):
     client.config = replace(client.config, ranking={**client.config.ranking, "subject_match": 1.0})
     plain = scores()
     assert boosted["priti"] / boosted["daniel"] == pytest.approx(config.ranking["subject_match"] * plain["priti"] / plain["daniel"])
+
+
+def test_a_conflict_check_reads_only_the_vectors_of_pairs_that_disagree():
+    import numpy as np
+
+    from retrieval import trust
+    from retrieval.search import to_hit
+
+    def hit(fid, content):
+        return to_hit({"id": fid, "content": content, "category": "vehicle", "importance": 0.8, "confidence": 0.9,
+                       "source_trust": "trusted", "session_id": "s1", "contradicts": []}, 1.0, 1.0)
+
+    hits = [hit("a", "The WRX oil change is due at 11,799 miles"), hit("b", "Aaron likes rally racing"),
+            hit("c", "The WRX oil change is due at 6,000 miles"), hit("d", "Aaron walks the dog daily")]
+    vectors = np.eye(4, dtype=np.float32)
+    vectors[2] = vectors[0]  # a and c: the same statement with another number
+    asked: list[list[int]] = []
+
+    def read(positions: list[int]) -> np.ndarray:
+        asked.append(positions)
+        return vectors[positions]
+
+    assert trust.conflicts(hits, read, 0.8) == {("a", "c")}
+    assert asked == [[0, 2]]  # b and d disagree with nobody: their vectors are never read
+    asked.clear()
+    assert trust.conflicts([hits[1], hits[3]], read, 0.8) == set() and asked == []
+    assert trust.conflicts(hits, vectors, 0.8) == {("a", "c")}  # an aligned array works too
