@@ -250,6 +250,29 @@ def test_an_assistants_user_gets_no_reported_speech():
     assert not any(" said: " in c.content for c in facts)
 
 
+@pytest.mark.parametrize("text, fact", [
+    # An instruction under a condition holds whenever the condition does.
+    ("I hate treadmills, so if it rains, just move the run to the next day.",
+     "Aaron wants the assistant to move the run to the next day if it rains."),
+    ("And before you push anything, run the linter.", "Aaron wants the assistant to run the linter before the assistant pushes anything."),
+    # A convention for the work, not a task.
+    ("Use anyhow with .context() so the user sees what failed.",
+     "Aaron wants the assistant to use anyhow with .context() so the user sees what failed."),
+])
+def test_a_conditional_instruction_or_a_convention_is_a_standing_rule(text, fact):
+    assert fact in [c.content for c in said(text)]
+
+
+@pytest.mark.parametrize("text", ["Use the blue template for this one.", "If you can, book the 9am slot."])
+def test_a_choice_for_the_task_at_hand_is_not_a_rule(text):
+    assert not any("wants the assistant to" in c.content for c in said(text))
+
+
+def test_a_go_package_pattern_does_not_end_the_sentence():
+    facts = [c.content for c in said("Before you push anything, run go vet ./... and the linter.")]
+    assert len(facts) == 1 and "go vet" in facts[0] and "linter" in facts[0]
+
+
 def test_one_off_requests_to_the_assistant_are_tasks_not_facts():
     assert said("Please hold the TAP flight and send me two or three guesthouse options.") == []
     assert said("Book it. Add Dmitri as reviewer.") == []

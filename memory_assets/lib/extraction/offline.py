@@ -26,7 +26,8 @@ from retrieval.schema import Candidate, Turn
 
 _ABBREV = re.compile(r"\b(" + "|".join(a if "(" in a else re.escape(a) for a in R.ABBREVIATIONS) + r")\.", re.IGNORECASE)
 # "…amazing!Thanks" splits; "sqlalchemy.exc.TimeoutError" does not.
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+|\n+|(?<=[!?])(?=[A-Z][a-z])")
+# "./..." (a Go package pattern) is a path, not the end of a sentence.
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!/\.\.\.)[\"')\]]*\s+|\n+|(?<=[!?])(?=[A-Z][a-z])")
 _WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
 _VERB = re.compile(
     r"\b(?:i|i'm|i've|i'll|i'd|we|we're|we've|he|she|they|you|it)\s+\w|"
@@ -51,7 +52,7 @@ _SUBJECT_I = re.compile(
     r"\s+([a-z']+(?:-[a-z]+)?)(\s+and\s+([a-z]+)\b)?", re.IGNORECASE)
 # "you" as a subject (sentence start or after a conjunction) takes a third-person verb.
 _SUBJECT_YOU = re.compile(
-    r"((?:^|\b(?:that|and|but|because|if|when|whenever|so|as|since|how|what|like|until|unless)\s+|,\s*))you\b((?:\s+(?:"
+    r"((?:^|\b(?:that|and|but|because|if|when|whenever|so|as|since|how|what|like|until|unless|before|after|once)\s+|,\s*))you\b((?:\s+(?:"
     + "|".join(sorted(R.ADVERBS)) + r"|[a-z]+ly))*)\s+(?!(?:are|were|have|don't|do|'re|'ve)\b)([a-z']+)",
     re.IGNORECASE)
 
@@ -504,7 +505,7 @@ class OfflineExtractor:
     """
 
     name = "offline"
-    version = "rules-v7"
+    version = "rules-v8"
 
     def __init__(self, config: MemoryConfig):
         self.config = config
@@ -727,6 +728,19 @@ class OfflineExtractor:
                 return False
             content = _finish(f"{n} wants the assistant {rewrite_first_person(body, voice)}")
             return self._candidate(content, clause, sentence, turn, voice, kind, remember)
+        conditional = R.CONDITIONAL_RULE.match(clause)
+        if conditional and (R.TASK_REQUEST.match(conditional["rest"]) or R.CONVENTION.match(conditional["rest"])):
+            # "If it rains, just move the run to the next day" → "…wants the assistant to move
+            # the run to the next day if it rains": the condition makes it standing.
+            body = re.sub(r"^(?:(?:please|just|also|then)[\s,]+)+", "", conditional["rest"].strip(), flags=re.IGNORECASE)
+            said = f"{_lower_lead(body).rstrip(' .!')} {conditional['cond'][:1].lower()}{conditional['cond'][1:]}"
+            content = _finish(f"{n} wants the assistant to {rewrite_first_person(said, voice)}")
+            return self._candidate(content, clause, sentence, turn, voice, "procedure", remember)
+        if R.CONVENTION.match(clause) and not R.ONE_OFF.search(clause):
+            body = re.sub(r"^(?:(?:please|just|also)\s+)+", "", clause.strip(), flags=re.IGNORECASE)
+            content = _finish(f"{n} wants the assistant to {rewrite_first_person(body[:1].lower() + body[1:], voice)}")
+            return self._candidate(content, clause, sentence, turn, voice, kind_of(cue) if kind_of(cue) != "fact" else "preference",
+                                   remember)
         if R.REMIND_ME.match(clause):
             body = R.REMIND_ME.sub("", clause)
             if R.DATE.match(body) or R.WEEKDAY.match(body):

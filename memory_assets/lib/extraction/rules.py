@@ -518,6 +518,19 @@ TASK_REQUEST = re.compile(
     r"choose|sort|organize|clean|implement|refactor|document|retry|try|go|bump|revert|rotate|copy|paste|"
     r"upload|download|share|post|reply|respond|message|invite|assign|close|mark|block|re-?run|return|drop|leave|"
     r"cap|opt|route|wrap|link|log|convert|flag|skip|raise|lower|bump|split|rerun|unblock|pin|unpin)\b", _I)
+# An instruction under a condition ("if it rains, just move the run to the next day",
+# "before you push anything, run go vet") holds every time the condition does: a rule.
+CONDITIONAL_RULE = re.compile(
+    r"^(?:(?:and|so|but|also)\s+)?"
+    # "if you can, book the 9am slot", "when you get a chance": politeness, not a condition.
+    r"(?!(?:if|when|whenever) (?:you (?:can|could|don't mind|get a (?:chance|minute|sec)|have (?:time|a (?:sec|minute)))|"
+    r"possible|that's (?:ok|okay|fine)|it's not too much)\b)"
+    r"(?P<cond>(?:if|when|whenever|before|after|once|every time)\b[^,]{3,80}),\s*(?P<rest>.+)$", _I)
+# A convention handed to the assistant ("use anyhow with .context()", "default to
+# prefers-color-scheme"): how the work is done from now on, not a one-off task.
+CONVENTION = re.compile(r"^(?:(?:just|please|also)\s+)*(?:use|default to|prefer|stick (?:with|to))\b", _I)
+# "…for this one", "…this time": a choice for the task at hand.
+ONE_OFF = re.compile(r"\b(?:this one|this time|for now|for this|right now|today|tonight|here)\b", _I)
 # "remind me to…" is something the user wants done later: keep it, as a wish.
 REMIND_ME = re.compile(r"^(?:please\s+)?remind (?:me|us)\s+", _I)
 # A confirmed offer ("Should I add tests?" "Yes.") is a one-off task unless it sets a
