@@ -22,13 +22,13 @@ from retrieval.injection import Injection, build_block
 from retrieval.options import RetrievalOptions
 from retrieval.paths import DataRoot
 from retrieval.rewrite import STOPWORDS, LLMRewriter, SearchQuery, keywords, llm_configured, rewrite
-from retrieval.schema import ITEM_SCHEMA, ROLES, SEARCH_ONLY_COLUMNS
+from retrieval.schema import ITEM_SCHEMA, ROLES
 from retrieval.search import Hit, fts_list, fts_query, fuse, to_hit, vector_list, vectors_for
 from retrieval.store import ItemStore, PublishedRows
 
 Messages = Sequence[Mapping[str, Any]]
 # What an item row holds, as in the Parquet snapshot: read from LanceDB for ids the snapshot lacks.
-_ATTRIBUTES = [c for c in ITEM_SCHEMA if c not in SEARCH_ONLY_COLUMNS]
+_ATTRIBUTES = list(ITEM_SCHEMA)
 _REOPEN_SECONDS = 5.0  # how stale the cached table may get before a new publish is picked up
 _SENTIMENT_CUES = {
     "frustrated": ("annoyed", "frustrated", "ugh", "again", "still broken", "angry", "fed up"),

@@ -139,17 +139,7 @@ ITEM_SCHEMA: dict[str, pl.DataType] = {
     # When the pipeline first stored the item; a backfilled transcript from 2023 is
     # new to the memory today, so its decay and TTLs count from today.
     "first_seen_at": pl.Datetime("us", "UTC"),
-    # The turns the item came from, as said ("[8 May 2023] Caroline: I went to…", one per
-    # line; credentials already redacted at ingest). Searched with the content: a question
-    # often uses the speaker's own words, which the atomic fact paraphrased away.
-    "source_text": pl.String(),
-    # The turns around those (two each side, same session; memory_assets/lib/source_text.py):
-    # what was being talked about, which a turn's own words often leave out. Searched, never injected.
-    "context_text": pl.String(),
 }
-# What full-text search reads but nothing ranks or injects: retrieval's in-memory snapshot
-# (``retrieval.store.PublishedRows``) leaves them out (at 100k items they are most of its size).
-SEARCH_ONLY_COLUMNS = ("source_text", "context_text")
 
 REJECTION_SCHEMA: dict[str, pl.DataType] = {
     "session_id": pl.String(),

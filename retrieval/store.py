@@ -14,7 +14,7 @@ import numpy as np
 import polars as pl
 
 from retrieval.paths import DataRoot
-from retrieval.schema import ITEM_SCHEMA, SEARCH_ONLY_COLUMNS
+from retrieval.schema import ITEM_SCHEMA
 
 ITEMS_TABLE = "items"
 SUMMARIES_TABLE = "summaries"
@@ -104,8 +104,7 @@ class PublishedRows:
         key = (stat.st_mtime_ns, stat.st_size)
         if key == self._key:
             return
-        columns = [c for c in pl.read_parquet_schema(self.path) if c not in SEARCH_ONLY_COLUMNS]
-        frame = pl.read_parquet(self.path, columns=columns)
+        frame = pl.read_parquet(self.path)
         self._frame, self._key = frame, key
         self._index = {item_id: i for i, item_id in enumerate(frame["id"].to_list())}
 

@@ -9,10 +9,12 @@ import polars as pl
 import pytest
 
 from memory_assets.lib.ingest import ingest_paths
+from memory_assets.lib.publish import FTS_COLUMN
 from memory_assets.lib.source_text import MAX_TURNS
 from memory_assets.lib.runner import materialize_pending
 from retrieval import MemoryClient
 from retrieval.paths import DataRoot
+from retrieval.schema import ITEM_SCHEMA
 from retrieval.store import ItemStore
 from tests.conftest import SAMPLES
 
@@ -53,16 +55,21 @@ def test_every_item_points_back_to_stored_resources(built):
         assert ids and set(ids) <= known
 
 
-def test_each_item_keeps_the_text_of_exactly_its_source_turns(built):
+def test_each_item_is_searched_by_the_text_of_exactly_its_source_turns(built):
     paths, _, _ = built
     resources = pl.concat([pl.read_parquet(p) for p in paths.resources.rglob("part-*.parquet")])
     said = {r: " ".join(c.split()) for r, c in zip(resources["resource_id"], resources["content"])}
-    items = _items(paths)
-    assert items["source_text"].null_count() == 0
-    for ids, text in items.select("source_resource_ids", "source_text").iter_rows():
+    # The search text lives in LanceDB only: the Parquet snapshot holds the item schema, no more.
+    assert set(_items(paths).columns) == set(ITEM_SCHEMA)
+    table = ItemStore(paths).table().to_arrow()
+    rows = zip(table.column("content").to_pylist(), table.column("source_resource_ids").to_pylist(),
+               table.column(FTS_COLUMN).to_pylist())
+    for content, ids, text in rows:
+        # The content, then one line per source turn (at most MAX_TURNS), then the context.
         lines = text.splitlines()
-        assert len(lines) == min(len(ids), MAX_TURNS)
-        assert all(line.endswith(said[rid]) for rid, line in zip(ids, lines))
+        assert lines[0] == content
+        assert all(line.endswith(said[rid]) for rid, line in zip(ids[:MAX_TURNS], lines[1:]))
+        assert len(lines) > min(len(ids), MAX_TURNS)
 
 
 def test_credentials_never_reach_any_store(built):

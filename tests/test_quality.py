@@ -417,9 +417,9 @@ def _plant(monkeypatch, mutate):
     """
     real = publish.write_items
 
-    def planted(paths, items, vectors, now):
+    def planted(paths, items, vectors, now, search_text=None):
         items, vectors = mutate(items, vectors)
-        return real(paths, items, vectors, now)
+        return real(paths, items, vectors, now, search_text=search_text)
 
     monkeypatch.setattr(publish, "write_items", planted)
 

@@ -119,16 +119,13 @@ def test_hits_carry_every_attribute_and_their_stored_vectors(root):
     """Search reads ids from LanceDB and attributes from the published snapshot: a hit
     has the same row as the Parquet snapshot, and the vectors used for conflict checks
     are the stored ones."""
-    from retrieval.schema import SEARCH_ONLY_COLUMNS
-
     client = _client(root)
     hits, read_vectors = client._rank("When is the WRX oil change due?", 5, NOW)
-    snapshot = {r["id"]: r for r in ItemStore(root).items().drop(SEARCH_ONLY_COLUMNS, strict=False).to_dicts()}
+    snapshot = {r["id"]: r for r in ItemStore(root).items().to_dicts()}
     vectors = read_vectors(list(range(len(hits))))
     assert hits and vectors.shape == (len(hits), 384)
     assert abs(read_vectors([2, 0]) - vectors[[2, 0]]).max() < 1e-6  # any positions, in the order asked
     for hit in hits:
-        # Every attribute but the search-only text, which the snapshot does not hold.
         assert {k: v for k, v in hit.row.items() if not k.startswith("_")} == snapshot[hit.id]
     stored = lancedb.connect(str(root.lancedb)).open_table("items").to_arrow()
     by_id = dict(zip(stored.column("id").to_pylist(), stored.column("vector").to_pylist()))

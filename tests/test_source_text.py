@@ -125,9 +125,10 @@ def test_an_item_is_found_by_what_the_turn_before_it_asked(tmp_path):
     facts = [_fact("hp", "Tim is super stoked for the Harry Potter stuff", ["a"], ["D10:11"]),
              _fact("other", "Tim collects Harry Potter wands", ["z"], ["D2:1"])]
     items = facts_to_items(pl.DataFrame(facts, schema=FACT_SCHEMA), NOW).select(list(ITEM_SCHEMA))
-    items = source_text.attach(items, source_text.turn_texts(turns))
+    search = source_text.search_texts(items, source_text.turn_texts(turns))
     paths = DataRoot.resolve(tmp_path / "data")
-    publish.publish(paths, publish.write_items(paths, items, Embedder(load_config()).embed(items["content"].to_list()), NOW))
+    publish.publish(paths, publish.write_items(paths, items, Embedder(load_config()).embed(items["content"].to_list()), NOW,
+                                               search_text=search))
     hits = MemoryClient(paths.root, options=RetrievalOptions(fusion="fts")).search("Universal Studios", k=2, now=NOW)
     assert [h.id for h in hits] == ["hp"]
     injection = MemoryClient(paths.root).inject("What is Tim excited to see at Universal Studios?", now=NOW, record=False)
@@ -137,9 +138,10 @@ def test_an_item_is_found_by_what_the_turn_before_it_asked(tmp_path):
 @pytest.fixture(scope="module")
 def published(tmp_path_factory):
     paths = DataRoot.resolve(tmp_path_factory.mktemp("source-text") / "data")
-    items = _items()
+    items = facts_to_items(pl.DataFrame(FACTS, schema=FACT_SCHEMA), NOW).select(list(ITEM_SCHEMA))
     vectors = Embedder(load_config()).embed(items["content"].to_list())
-    publish.publish(paths, publish.write_items(paths, items, vectors, NOW))
+    search = source_text.search_texts(items, source_text.turn_texts(RESOURCES))
+    publish.publish(paths, publish.write_items(paths, items, vectors, NOW, search_text=search))
     return paths
 
 

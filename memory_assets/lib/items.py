@@ -80,8 +80,6 @@ def facts_to_items(facts: pl.DataFrame, now: datetime) -> pl.DataFrame:
         merged_from=pl.Series([[] for _ in range(n)], dtype=pl.List(pl.String)),
         embedding_model=pl.lit(None, dtype=pl.String),
         first_seen_at=pl.lit(now).cast(pl.Datetime("us", "UTC")),
-        source_text=pl.lit(None, dtype=pl.String),  # filled from the resources (lib/source_text.py)
-        context_text=pl.lit(None, dtype=pl.String),
     )
 
 

@@ -26,17 +26,11 @@ from retrieval.store import ITEMS_TABLE, PUBLISHED_TAG, ItemStore
 # Above this many rows brute-force vector search gets slow (~250 ms at 100k on 2 cores):
 # build an ANN index instead.
 VECTOR_INDEX_MIN_ROWS = 20_000
-# The full-text index covers the content, the turns it came from and the turns around
-# them (``search_text``, LanceDB only); retrieval's full-text query finds the table's one
-# FTS index by itself.
+# The full-text index covers what ``write_items`` is given as each item's search text
+# (``lib/source_text.search_texts``: the content, the turns it came from and the turns
+# around them), LanceDB only; retrieval's full-text query finds the table's one FTS index
+# by itself.
 FTS_COLUMN = "search_text"
-
-
-def search_text(frame: pl.DataFrame) -> pl.Series:
-    """What full-text search reads of each item: its content, its source text, then the
-    turns around it (``lib/source_text.py``)."""
-    parts = [pl.col(c) for c in ("content", "source_text", "context_text") if c in frame.columns]
-    return frame.select(pl.concat_str(parts, separator="\n", ignore_nulls=True).alias(FTS_COLUMN)).to_series()
 
 
 @dataclass(frozen=True)
@@ -63,8 +57,13 @@ def _stamp(now: datetime) -> str:
     return now.strftime("%Y%m%dT%H%M%S%f")
 
 
-def write_items(paths: DataRoot, items: pl.DataFrame, vectors: np.ndarray, now: datetime) -> ItemsVersion:
-    """Write (not publish) a new version of the items: Parquet file + LanceDB version."""
+def write_items(paths: DataRoot, items: pl.DataFrame, vectors: np.ndarray, now: datetime,
+                search_text: pl.Series | None = None) -> ItemsVersion:
+    """Write (not publish) a new version of the items: Parquet file + LanceDB version.
+
+    ``search_text`` (one per item; default: the content) is what the full-text index
+    reads; it goes to LanceDB only, never to the Parquet snapshot retrieval holds in memory.
+    """
     versions = paths.items_dir / "versions"
     versions.mkdir(parents=True, exist_ok=True)
     parquet = versions / f"items-{_stamp(now)}.parquet"
@@ -72,7 +71,8 @@ def write_items(paths: DataRoot, items: pl.DataFrame, vectors: np.ndarray, now: 
     items.write_parquet(tmp)
     os.replace(tmp, parquet)
 
-    table_data = _with_vectors(items.with_columns(search_text(items)), vectors)
+    text = items["content"] if search_text is None else search_text
+    table_data = _with_vectors(items.with_columns(text.alias(FTS_COLUMN)), vectors)
     db = lancedb.connect(str(paths.lancedb))
     table = db.create_table(ITEMS_TABLE, data=table_data, mode="overwrite")
     if items.height:

@@ -4,8 +4,10 @@ An atomic fact paraphrases ("Melanie is starting to realize that self-care is re
 important"); a later question asks in the speaker's own words ("carving out me-time").
 So every item keeps the text of exactly the turns in its ``source_resource_ids``
 (``source_text``), each with the day it was said, and full-text search reads it with the
-content (``publish.search_text``): either wording finds the item, and "in May 2023"
-finds what was said that month. Only the item's content is ever injected.
+content (``search_texts``, LanceDB's ``search_text`` column): either wording finds the
+item, and "in May 2023" finds what was said that month. Only the item's content is ever
+injected, and the text is not kept with the items: it is derived from the resources
+each time the items are written.
 
 A turn also leans on the turns around it: "I'm super stoked for the Harry Potter stuff"
 answers "Have you been to Universal Studios?". So each item also keeps the
@@ -87,3 +89,11 @@ def attach(items: pl.DataFrame, texts: pl.DataFrame) -> pl.DataFrame:
     joined = (items.drop("source_text", "context_text", strict=False).with_row_index("item")
               .join(own, on="item", how="left").join(around, on="item", how="left").sort("item"))
     return joined.drop("item")
+
+
+def search_texts(items: pl.DataFrame, texts: pl.DataFrame) -> pl.Series:
+    """What full-text search reads of each item, in item order: its content, its source
+    turns, then the turns around them (``attach``), one per line."""
+    with_text = attach(items.select("content", "source_resource_ids"), texts)
+    return with_text.select(pl.concat_str(["content", "source_text", "context_text"], separator="\n",
+                                          ignore_nulls=True)).to_series()

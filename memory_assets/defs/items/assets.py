@@ -58,7 +58,7 @@ class ItemsRun(Clock):
     deps=["extracted_facts"],
     group_name="items",
     kinds={"python", "parquet", "lancedb", "duckdb"},
-    code_version="memory-items-v4",
+    code_version="memory-items-v5",
     pool="duckdb",
     automation_condition=dg.AutomationCondition.eager(),
 )
@@ -72,8 +72,8 @@ def memory_items(context: dg.AssetExecutionContext, config: ItemsRun, memory: Me
     superseded; the agent's feedback (reinforce, demote, update, forget, echo/fizzle)
     is folded in; the lifecycle (decay, boosts, confidence, contradictions, TTLs, purge,
     promotion; weekly archive, monthly cold) is applied as of the run's clock. Each item
-    keeps the text of the turns it came from (``source_text``) and of the turns around
-    them (``context_text``), which full-text search reads with its content. Written as a new Parquet version and a new LanceDB ``items`` version
+    is found by full-text search through its content, the turns it came from and the turns
+    around them (``lib/source_text.py``; LanceDB only). Written as a new Parquet version and a new LanceDB ``items`` version
     (vectors + full-text index), staged for its checks; ``published_items`` makes it
     what retrieval reads.
     """
@@ -100,8 +100,8 @@ def memory_items(context: dg.AssetExecutionContext, config: ItemsRun, memory: Me
         items, monthly = lifecycle.to_cold(items, settings, now)
         _add(report, monthly)
     items = repair_links(preload_due_triggers(items, settings, now))
-    items = source_text.attach(items, source_text.turn_texts(read_resources(paths)))
-    written = publish.write_items(paths, items, result.vectors, now)
+    search = source_text.search_texts(items, source_text.turn_texts(read_resources(paths)))
+    written = publish.write_items(paths, items, result.vectors, now, search_text=search)
     written = publish.ItemsVersion(**{**written.__dict__, "event_files": [f.name for f in batch.files]})
     publish.stage(paths, written)
     if result.merges:
