@@ -47,6 +47,7 @@ from evals.scorers import (
     precision_recall_f1,
     supersedes_overlap,
 )
+from memory_assets.lib.extraction import rules as R
 from memory_assets.lib.extraction.base import ExtractionFailed
 from memory_assets.lib.extraction.preprocess import segments
 from memory_assets.lib.facts import build_facts
@@ -376,9 +377,7 @@ _AFFIRMS = re.compile(
     r"^\W*(?:yes|yeah|yep|yup|right|exactly|correct|sure|ok|okay|perfect|great|good|indeed|absolutely)\b",
     re.IGNORECASE)
 _GENERIC = {"user", "human", "me", "assistant", "ai", "bot"}
-# Reported speech ("John said: It was an intense season…", the offline extractor between
-# two people): what John said is the statement after the colon.
-_REPORTED = re.compile(r"^[A-Z][\w.' -]{0,40}? said: (?P<said>.+)$")
+
 
 
 def _in_third_person(text: str, name: str, second_person: bool) -> str:
@@ -438,7 +437,7 @@ def _unsupported(facts: list[dict[str, Any]], candidates: list[int], support: di
         own = [p for rid in facts[i].get("source_resource_ids") or [] for p in support.get(turn_of.get(rid, -1), [])]
         content = facts[i]["content"]
         # "X said: S" is supported when S is, in X's own turns (the frame is not in any turn).
-        if reported := _REPORTED.match(content):
+        if reported := R.REPORTED_SPEECH.match(content):
             if not matcher.supported(reported.group("said"), own):
                 out.append(i)
         elif not matcher.supported(content, own) and not matcher.supported(content, everything):

@@ -216,6 +216,11 @@ def _finish(text: str) -> str:
 
 # --- Pronouns ------------------------------------------------------------------------
 
+def _as_said(text: str, voice: _Voice, turn: Turn) -> str:
+    """A clause as a fact: in the third person, relative days as dates, finished."""
+    return _finish(absolute_dates(rewrite_first_person(text, voice), turn.content_at))
+
+
 def _third_person(verb: str) -> str:
     if "-" in verb:  # "force-push" → "force-pushes"
         head, _, last = verb.rpartition("-")
@@ -633,7 +638,7 @@ class OfflineExtractor:
         if R.SECOND_PERSON_SUBJECT.match(clause) and not agent and voice.addressee:
             # "You've put a lot of work into this" to Jon: what Gina said about Jon.
             told = R.DANGLING_END.sub("", R.EVALUATIVE_TAIL.sub("", clause).strip())
-            return self._reported(told, clause, sentence, turn, voice, names, told)
+            return self._reported(told, clause, sentence, turn, voice, names)
         if R.SECOND_PERSON_SUBJECT.match(clause) or R.SOCIAL_IMPERATIVE.match(clause) or R.GENERIC_WE.search(clause) \
                 or R.LETS.match(clause):
             return None
@@ -653,7 +658,7 @@ class OfflineExtractor:
             and re.match(r"(?:he|she)\b", clause, re.IGNORECASE)
         if not (R.FIRST_PERSON.search(text) or about_someone
                 or agent and (is_specific(text) or self._domain_fact(text, names))):
-            return None if agent else self._reported(text, clause, sentence, turn, voice, names, resolved)
+            return None if agent else self._reported(text, clause, sentence, turn, voice, names)
         singular = R.SINGULAR_FIRST_PERSON.search(text)
         if not singular and R.FIRST_PERSON.search(text) and R.GENERIC_WE_CLAIM.search(text) and not R.WE_DID.search(text):
             return None
@@ -678,7 +683,7 @@ class OfflineExtractor:
             return None
         if agent and not (voice.companion and not re.search(r"\b(?:dog|cat|puppy|kitten)s?$", voice.companion)):
             text = _we_as_i(text)  # to an assistant, "we use uv" says what the user does: "Raj uses uv"
-        content = _finish(absolute_dates(rewrite_first_person(text, voice), turn.content_at))
+        content = _as_said(text, voice, turn)
         if re.search(r"\b(\w+) is \1\b", content):
             return None  # "I'm Kenji" said by Kenji
         kind = kind_of(cue)
@@ -688,7 +693,7 @@ class OfflineExtractor:
         return self._candidate(content, clause, sentence, turn, voice, kind, remember, extra=extra)
 
     def _reported(self, text: str, clause: str, sentence: str, turn: Turn, voice: _Voice,
-                  names: tuple[str, ...], resolved: str) -> Candidate | None:
+                  names: tuple[str, ...]) -> Candidate | None:
         """Between two people, a statement with no "I" in it is still what the speaker
         said: "Fitting into the new team's style of play was a challenge during
         pre-season" (John) becomes "John said: Fitting into the new team's style of play
@@ -698,10 +703,9 @@ class OfflineExtractor:
         fact: there a sentence without "I" is about the task. What one says of the other
         ("You're the perfect mentor" to Jon) is reported the same way, about them."""
         if not has_verb(text) or len(content_words(text, names)) < 3 or R.MAXIM.match(text) \
-                or R.OPINION_OPENER.match(text) or R.BARE_IMPERATIVE.match(text) \
-                or R.DEICTIC_SUBJECT.match(resolved) and len(content_words(text, names)) < 3:
+                or R.OPINION_OPENER.match(text) or R.BARE_IMPERATIVE.match(text):
             return None
-        said = _finish(absolute_dates(rewrite_first_person(text, voice), turn.content_at))
+        said = _as_said(text, voice, turn)
         if not said:
             return None
         # A colon keeps the statement's own capitals: "Gina said: Rome wasn't built in a day."
@@ -713,8 +717,17 @@ class OfflineExtractor:
         """What a user asks of an assistant: a standing rule or a reminder is kept, a
         one-off task is not. Returns a candidate, False to drop, None if not a request."""
         n = voice.name
-        if R.RULE_START.match(clause):
-            body = R.RULE_LEAD.sub("", clause)
+        # A standing rule: "always…"/"never…", a convention ("use anyhow with .context()",
+        # not "use the blue one for this one"), or an instruction under a condition ("if it
+        # rains, just move the run to the next day" → "…to move the run to the next day if
+        # it rains": the condition makes it standing).
+        rule = clause if R.RULE_START.match(clause) or R.CONVENTION.match(clause) and not R.ONE_OFF.search(clause) \
+            else None
+        conditional = R.CONDITIONAL_RULE.match(clause) if rule is None else None
+        if conditional and (R.TASK_REQUEST.match(conditional["rest"]) or R.CONVENTION.match(conditional["rest"])):
+            rule = f"{conditional['rest'].strip().rstrip(' .!')} {conditional['cond'][:1].lower()}{conditional['cond'][1:]}"
+        if rule is not None:
+            body = R.RULE_LEAD.sub("", rule)
             body = re.sub(r"^(?:don't|do not)\b", "not to", body, flags=re.IGNORECASE)
             if not body.lower().startswith("not to"):
                 body = "to " + body[:1].lower() + body[1:]
@@ -728,19 +741,6 @@ class OfflineExtractor:
                 return False
             content = _finish(f"{n} wants the assistant {rewrite_first_person(body, voice)}")
             return self._candidate(content, clause, sentence, turn, voice, kind, remember)
-        conditional = R.CONDITIONAL_RULE.match(clause)
-        if conditional and (R.TASK_REQUEST.match(conditional["rest"]) or R.CONVENTION.match(conditional["rest"])):
-            # "If it rains, just move the run to the next day" → "…wants the assistant to move
-            # the run to the next day if it rains": the condition makes it standing.
-            body = re.sub(r"^(?:(?:please|just|also|then)[\s,]+)+", "", conditional["rest"].strip(), flags=re.IGNORECASE)
-            said = f"{_lower_lead(body).rstrip(' .!')} {conditional['cond'][:1].lower()}{conditional['cond'][1:]}"
-            content = _finish(f"{n} wants the assistant to {rewrite_first_person(said, voice)}")
-            return self._candidate(content, clause, sentence, turn, voice, "procedure", remember)
-        if R.CONVENTION.match(clause) and not R.ONE_OFF.search(clause):
-            body = re.sub(r"^(?:(?:please|just|also)\s+)+", "", clause.strip(), flags=re.IGNORECASE)
-            content = _finish(f"{n} wants the assistant to {rewrite_first_person(body[:1].lower() + body[1:], voice)}")
-            return self._candidate(content, clause, sentence, turn, voice, kind_of(cue) if kind_of(cue) != "fact" else "preference",
-                                   remember)
         if R.REMIND_ME.match(clause):
             body = R.REMIND_ME.sub("", clause)
             if R.DATE.match(body) or R.WEEKDAY.match(body):

@@ -181,18 +181,22 @@ MAXIM = re.compile(
 
 # Friendly imperatives between people ("check out this piece", "trust me", "keep it up")
 # ask something of the listener; they state nothing about the speaker.
-SOCIAL_IMPERATIVE = re.compile(
-    r"^(?:check (?:it |this |that |these |them )?out|check|look|take a look|see|let'?s|come|tell|try|keep|"
+_SOCIAL_IMPERATIVES = (
+    r"check (?:it |this |that |these |them )?out|check|look|take a look|see|let'?s|come|tell|try|keep|"
     r"trust|don'?t (?:worry|forget|give up|be)|go|guess|imagine|enjoy|have (?:fun|a)|stay|hang|remember|"
-    r"thank|hope|say|give|send|show|wish|feel free|make sure|never (?:give|stop)|be )\b", _I)
+    r"thank|hope|say|give|send|show|wish|feel free|make sure|never (?:give|stop)|be ")
+SOCIAL_IMPERATIVE = re.compile(r"^(?:" + _SOCIAL_IMPERATIVES + r")\b", _I)
 # Advice between people with no subject ("Push through and it'll be worth it", "just do
-# your research"): not a statement of what is, so not reported as one.
+# your research"), after an adverb too: the social imperatives and more. Not a statement
+# of what is, so not reported as one.
 BARE_IMPERATIVE = re.compile(
-    r"^(?:(?:just|so|now|then|always|never|please|definitely|really)\s+)*"
-    r"(?:do|don'?t|push|keep|remember|let|try|take|make|go|get|stay|be|check|trust|enjoy|have|give|hang|believe|"
-    r"follow|find|focus|look|see|tell|think|treat|stick|hold|dream|embrace|cherish|show|put|use|start|stop|"
-    r"feel|wish|cheers|hats off|kudos|congrats|congratulations|good luck|way to go|well done|can'?t wait|"
-    r"can'?t agree|couldn'?t agree|glad|happy|sounds|looks|love|loving)\b", _I)
+    r"^(?:(?:just|so|now|then|always|never|please|definitely|really)\s+)*(?:" + _SOCIAL_IMPERATIVES + "|"
+    r"do|don'?t|push|let|take|make|get|be|have|give|believe|follow|find|focus|think|treat|stick|hold|dream|"
+    r"embrace|cherish|put|use|start|stop|feel|cheers|hats off|kudos|congrats|congratulations|good luck|"
+    r"way to go|well done|can'?t wait|can'?t agree|couldn'?t agree|glad|happy|sounds|looks|love|loving)\b", _I)
+# What the offline extractor writes for a statement between two people with no "I" in it
+# ("John said: It was an intense season…"); the extraction eval reads the frame back.
+REPORTED_SPEECH = re.compile(r"^(?P<speaker>[A-Z][\w.' -]{0,40}?) said: (?P<said>.+)$")
 # A dependent clause cut off from its main clause says nothing on its own.
 # A prepositional phrase with no subject of its own: "with support at home and my own grit".
 PREPOSITION_START = re.compile(r"^(?:with|without|for|after|before|during|at|by|from|to|through|despite|thanks to)\b", _I)
@@ -503,7 +507,8 @@ REMEMBER_PREFIX = re.compile(
 # --- Talking to an assistant ------------------------------------------------------
 
 # A standing instruction to the assistant ("always run…", "never push…") is a rule to keep.
-RULE_LEAD = re.compile(r"^(?:from now on,?\s+|going forward,?\s+|in the future,?\s+)?(?:actually,?\s+)?(?:please\s+)?", _I)
+RULE_LEAD = re.compile(r"^(?:from now on,?\s+|going forward,?\s+|in the future,?\s+)?(?:actually,?\s+)?"
+                       r"(?:(?:please|just|also|then)[\s,]+)*", _I)
 RULE_START = re.compile(
     RULE_LEAD.pattern + r"(?:always|never|don't|do not|avoid|make sure|stop|keep(?=[^,.;]*\d)|"
     r"switch (?:from|to)|(?:use|prefer|stick (?:with|to)|go with)\b.*\b(?:instead of|rather than|over|not)\b)\b", _I)
