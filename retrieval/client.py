@@ -189,7 +189,8 @@ class MemoryClient:
         if not fused:
             return [], None
         top = fused[0][1]
-        names = scoring.names_in(keywords(query if terms is None else terms))
+        # The names the query uses, for the subject modifier (scoring only).
+        names = scoring.names_in(keywords(query if terms is None else terms)) if self.options.scoring else frozenset()
         scored = []
         for row, rrf in fused:
             relevance = rrf / top

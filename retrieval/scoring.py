@@ -124,7 +124,7 @@ def rank_score(config: MemoryConfig, relevance: float, memory: float, *, sentime
     if sentiment_match:
         value *= config.ranking["sentiment_match"]
     if subject_match:
-        value *= float(config.ranking.get("subject_match", 1.0))
+        value *= config.ranking["subject_match"]
     return value
 
 
