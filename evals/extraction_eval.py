@@ -43,6 +43,7 @@ from evals.scorers import (
     THRESHOLD,
     FactMatcher,
     LLMJudge,
+    ObservationCurve,
     leak_reason,
     precision_recall_f1,
     supersedes_overlap,
@@ -526,10 +527,11 @@ def score_locomo_session(session: LocomoSession, run: Run, matcher: FactMatcher)
         if len(from_turn) > 1:
             text = " ".join(from_turn)
             joined += matcher.same(obs.text, text, float(matcher.similarity([obs.text], [text])[0, 0]))[0]
+    sims = matcher.similarity([o.text for o in session.observations], contents)
+    best_similarity = [round(float(row.max()), 4) if contents else 0.0 for row in sims]
     # An extracted fact that says some observation counts toward precision even when a
     # closer fact took that observation's "best" slot.
     if contents:
-        sims = matcher.similarity([o.text for o in session.observations], contents)
         for c in range(len(contents)):
             if c not in matched_facts and any(
                     sims[r, c] >= matcher.floor and matcher.same(session.observations[r].text, contents[c],
@@ -546,6 +548,7 @@ def score_locomo_session(session: LocomoSession, run: Run, matcher: FactMatcher)
         "gold_facts": len(session.observations),
         "recalled": recalled,
         "recalled_joined": joined,
+        "best_similarity": best_similarity,
         "turn_covered": covered,
         "matched_extracted": len(matched_facts),
         "junk": len(junk),
@@ -593,8 +596,13 @@ def _summary(dataset: str, extractor: Any, rows: list[dict[str, Any]], matcher: 
         precision = matched / extracted if extracted else 0.0
         recall = total("recalled") / gold if gold else 0.0
         f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+        curve = ObservationCurve.fit(matcher)
+        calibrated, low, high = curve.recall([s for r in rows for s in r["best_similarity"]])
         report.update({
             "precision": round(precision, 4), "recall": round(recall, 4), "f1": round(f1, 4),
+            "recall_calibrated": round(calibrated, 4),
+            "recall_calibrated_ci95": [round(low, 4), round(high, 4)],
+            "calibration_pairs": sum(curve.labelled),
             "recall_joined": _ratio(total("recalled_joined"), gold),
             "turn_coverage": _ratio(total("turn_covered"), gold),
             "category_accuracy": None, "kind_accuracy": None, "trust_accuracy": None, "supersedes_accuracy": None,
@@ -782,6 +790,9 @@ def format_report(report: dict[str, Any], details: bool = False) -> str:
         f"  f1                   {report['f1']:.3f}",
     ]
     if report["dataset"] == "locomo":
+        lo, hi = report["recall_calibrated_ci95"]
+        lines.append(f"  recall, calibrated   {report['recall_calibrated']:.3f}  (95 % {lo:.3f}–{hi:.3f}; by cosine band, "
+                     f"from {report['calibration_pairs']} hand-labelled pairs)")
         lines.append(f"  recall, joined       {report['recall_joined']:.3f}  (the facts from the observation's turn, together)")
         lines.append(f"  turn coverage        {report['turn_coverage']:.3f}  (some fact from the observation's turn)")
     else:

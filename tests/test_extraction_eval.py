@@ -18,9 +18,11 @@ from evals.scorers import (
     CALIBRATION_PAIRS,
     THRESHOLD,
     FactMatcher,
+    ObservationCurve,
     calibration_table,
     compatible,
     leak_reason,
+    load_observation_pairs,
     negated,
     numbers,
     precision_recall_f1,
@@ -442,6 +444,42 @@ def test_locomo_observations_are_recalled_by_meaning_and_by_turn(tmp_path, match
     assert report["recall"] == pytest.approx(2 / 3, abs=1e-3)
     assert report["turn_coverage"] == pytest.approx(1.0)
     assert report["category_accuracy"] is None and report["leaks"] == 0
+
+
+def test_locomo_reports_a_calibrated_recall_inside_its_interval(tmp_path, matcher):
+    path = tmp_path / "conv-tiny.json"
+    path.write_text(json.dumps(LOCOMO))
+    report = ev.run_extraction_eval(path, "offline", matcher=matcher)
+    (row,) = report["per_session"]
+    curve = ObservationCurve.fit(matcher)
+    assert report["calibration_pairs"] == sum(curve.labelled) >= 150
+    expected = sum(curve.rate(s) for s in row["best_similarity"]) / 3
+    low, high = report["recall_calibrated_ci95"]
+    assert report["recall_calibrated"] == pytest.approx(expected, abs=1e-4)
+    assert low <= report["recall_calibrated"] <= high
+
+
+def test_the_observation_curve_is_labelled_in_every_band_and_rises_with_similarity(matcher):
+    curve = ObservationCurve.fit(matcher)
+    assert all(n >= 20 for n in curve.labelled), curve
+    rates = [s / n for s, n in zip(curve.same, curve.labelled)]
+    assert rates == sorted(rates) and rates[0] < 0.5 < rates[-1], rates
+    assert curve.rate(0.59) == 0.0  # below the lowest band nothing counts
+
+
+def test_calibrated_recall_weighs_each_band_by_its_observations():
+    curve = ObservationCurve(bands=(0.6, 0.8), labelled=(10, 20), same=(5, 20))
+    estimate, low, high = curve.recall([0.5, 0.7, 0.7, 0.9])  # 0 + 0.5 + 0.5 + 1
+    assert estimate == pytest.approx(0.5)
+    assert low < 0.5 < high and high - low < 0.5
+    assert curve.recall([]) == (0.0, 0.0, 0.0)
+
+
+def test_a_bad_calibration_line_names_its_file_and_line(tmp_path):
+    path = tmp_path / "pairs.jsonl"
+    path.write_text('{"observation": "a", "candidate": "b", "same": true}\n{"observation": "a", "same": "yes"}\n')
+    with pytest.raises(ValueError, match=r"pairs.jsonl:2"):
+        load_observation_pairs(path)
 
 
 def test_the_cli_prints_the_headline_numbers_and_exits_0_without_leaks(tmp_path, capsys):
