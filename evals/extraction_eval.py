@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evals.locomo import default_dir as default_locomo_dir
 from evals.locomo import parse_evidence
 from evals.scorers import (
     THRESHOLD,
@@ -58,9 +59,6 @@ from retrieval.credentials import redact
 from retrieval.schema import KINDS, ROLES, TIERS, TRUST, UNTRUSTED_START, Turn
 
 GOLD_DIR = Path(__file__).resolve().with_name("gold")
-# The shared datasets folder sits next to the repository; MEMORY_LOCOMO_DIR overrides it.
-LOCOMO_DIR = Path(os.environ.get("MEMORY_LOCOMO_DIR")
-                  or Path(__file__).resolve().parents[2] / "shared" / "datasets" / "locomo")
 DOMAINS = ("coding", "personal")
 ATTACKS = (
     "untrusted_instruction",   # an instruction inside tool output or [UNTRUSTED DATA]
@@ -657,7 +655,7 @@ def dataset_kind(target: str | Path) -> tuple[str, Path]:
     if str(target) == "gold":
         return "gold", GOLD_DIR
     if str(target) == "locomo":
-        return "locomo", LOCOMO_DIR
+        return "locomo", default_locomo_dir()
     path = Path(target)
     if not path.exists():
         raise EvalError(f"{path}: no such dataset; use gold, locomo or a path")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import json
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +26,24 @@ from memory_assets.lib.transcripts import parse_locomo_time, safe_session_id
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 # Category 5 questions have no answer in the conversation: nothing can be recalled for them.
 ADVERSARIAL = 5
+
+_REPO = Path(__file__).resolve().parents[1]
+
+
+def default_dir() -> Path:
+    """Where the LoCoMo conversations are: ``MEMORY_LOCOMO_DIR``, else the first
+    ``shared/datasets/locomo`` folder beside the repository or the working directory or
+    any folder above them (a clone anywhere under the workspace finds the shared one);
+    else the path beside the repository, which the callers report as missing."""
+    if os.environ.get("MEMORY_LOCOMO_DIR"):
+        return Path(os.environ["MEMORY_LOCOMO_DIR"])
+    for base in (_REPO, Path.cwd().resolve()):
+        for folder in (base, *base.parents):
+            found = folder / "shared" / "datasets" / "locomo"
+            if found.is_dir():
+                return found
+    return _REPO.parent / "shared" / "datasets" / "locomo"
+
 
 _SESSION = re.compile(r"^session_(\d+)$")
 # Tolerates the dataset's typos: "D8:6; D9:17" (two ids in one string), "D:11:26".

@@ -557,3 +557,19 @@ def test_a_failing_judge_falls_back_to_the_offline_rule(fake_openai: FakeOpenAI)
                         ["Tom works on the platform team and owns CI reliability."]) != []  # lexical route
     assert judged.judge.failures == 1
     assert judged.match(["Ben swims on Tuesdays."], ["Ben runs on Mondays, Wednesdays and Saturdays."]) == []
+
+
+def test_the_locomo_folder_is_found_above_a_clone_anywhere_in_the_workspace(tmp_path, monkeypatch):
+    import evals.locomo as locomo
+
+    shared = tmp_path / "work" / "shared" / "datasets" / "locomo"
+    shared.mkdir(parents=True)
+    clone = tmp_path / "work" / "ci" / "run-7" / "repo"
+    clone.mkdir(parents=True)
+    monkeypatch.delenv("MEMORY_LOCOMO_DIR", raising=False)
+    monkeypatch.setattr(locomo, "_REPO", clone)
+    monkeypatch.chdir(tmp_path)
+    assert locomo.default_dir() == shared
+    monkeypatch.setenv("MEMORY_LOCOMO_DIR", str(tmp_path / "elsewhere"))
+    assert locomo.default_dir() == tmp_path / "elsewhere"
+    assert ev.dataset_kind("locomo") == ("locomo", tmp_path / "elsewhere")

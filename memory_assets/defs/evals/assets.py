@@ -1,8 +1,6 @@
 """How good extraction and retrieval are, run by run: metrics with their history."""
 
-import os
 from datetime import datetime, timezone
-from pathlib import Path
 
 import dagster as dg
 from dagster_duckdb import DuckDBResource
@@ -13,7 +11,6 @@ from memory_assets.lib import eval_history
 from memory_assets.lib.extraction.llm import llm_configured
 from memory_assets.lib.prompts import load_prompt
 
-LOCOMO_DIR = Path(os.environ.get("MEMORY_LOCOMO_DIR", eval_history.REPO.parent / "shared" / "datasets" / "locomo"))
 # An F1 more than this below the best recorded run of the same extractor fails the gate.
 F1_MARGIN = 0.02
 
@@ -113,12 +110,14 @@ def retrieval_eval(context: dg.AssetExecutionContext, config: RetrievalEvalRun, 
     asked through ``MemoryClient``, recall@1/5/10 against the evidence turns, MRR,
     injected tokens and latency — kept run by run beside the extraction eval.
     """
+    from evals.locomo import default_dir as default_locomo_dir
     from evals.retrieval_eval import run_eval
 
     extractor = config.extractor or ("llm" if llm_configured() else "offline")
-    files = sorted(LOCOMO_DIR.glob("*.json"))
+    locomo_dir = default_locomo_dir()
+    files = sorted(locomo_dir.glob("*.json"))
     if not files:
-        raise dg.Failure(f"no LoCoMo conversations under {LOCOMO_DIR} (set MEMORY_LOCOMO_DIR)")
+        raise dg.Failure(f"no LoCoMo conversations under {locomo_dir} (set MEMORY_LOCOMO_DIR)")
     report, _ = run_eval(files, k=config.k, extractor=extractor)
     now = datetime.now(timezone.utc)
     row = {**report, "extractor": extractor, "git_revision": eval_history.git_revision(),
