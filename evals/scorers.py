@@ -15,8 +15,8 @@ With an LLM judge (``OPENAI_API_KEY`` set; prompt ``prompts/judge_fact.md``) a p
 whose similarity lies between ``JUDGE_FLOOR`` and ``JUDGE_SURE``, or that fails a guard,
 is decided by the judge instead; a judge failure falls back to the offline rule.
 
-Matching gold facts to extracted facts is one-to-one and greedy: the most similar
-pair first, each fact used once.
+Matching gold facts to extracted facts is one-to-one: as many pairs as possible, then
+the most similar ones (an assignment, not greedy).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy.optimize import linear_sum_assignment
 
 from retrieval.credentials import find_credentials
 
@@ -274,20 +275,27 @@ class FactMatcher:
         return (offline, False) if verdict is None else (verdict, True)
 
     def match(self, references: Sequence[str], candidates: Sequence[str]) -> list[Match]:
-        """One-to-one greedy pairing: the most similar pair that is the same fact first."""
+        """One-to-one pairing that pairs as many facts as possible, and among such
+        pairings the most similar: every pair that says the same fact is a possible edge,
+        and the assignment maximizes their count, then their summed similarity. Greedy
+        "most similar pair first" is not enough: "Noor needs to version the Harbor API
+        before v2" would take "Noor decided to version the Harbor API with URL versioning"
+        (0.81) from the extracted fact that says it, leaving both of those unpaired."""
         sims = self.similarity(references, candidates)
-        pairs = sorted(((float(sims[r, c]), r, c) for r, c in zip(*np.nonzero(sims >= self.floor))), reverse=True)
-        used_r: set[int] = set()
-        used_c: set[int] = set()
-        out = []
-        for sim, r, c in pairs:
-            if r in used_r or c in used_c:
-                continue
-            same, judged = self.same(references[r], candidates[c], sim)
+        edges: dict[tuple[int, int], bool] = {}
+        for r, c in zip(*np.nonzero(sims >= self.floor)):
+            same, judged = self.same(references[r], candidates[c], float(sims[r, c]))
             if same:
-                used_r.add(r)
-                used_c.add(c)
-                out.append(Match(int(r), int(c), sim, judged))
+                edges[(int(r), int(c))] = judged
+        if not edges:
+            return []
+        # A pair is worth more than any sum of similarities, so the count comes first.
+        weight = np.zeros(sims.shape, dtype=np.float64)
+        for (r, c) in edges:
+            weight[r, c] = len(edges) + 1 + float(sims[r, c])
+        rows, cols = linear_sum_assignment(weight, maximize=True)
+        out = [Match(int(r), int(c), float(sims[r, c]), edges[(int(r), int(c))])
+               for r, c in zip(rows, cols) if (int(r), int(c)) in edges]
         return sorted(out, key=lambda m: m.reference)
 
     def best(self, reference: str, candidates: Sequence[str]) -> Match | None:

@@ -11,6 +11,7 @@ import json
 import re
 from typing import Any
 
+import numpy as np
 import pytest
 
 from evals import extraction_eval as ev
@@ -125,6 +126,19 @@ def test_matching_pairs_the_closest_facts_first(matcher):
     cands = ["Chloe prefers TAP flights if the times work.", "Chloe wants an aisle seat always."]
     pairs = {(m.reference, m.candidate) for m in matcher.match(golds, cands)}
     assert pairs == {(0, 1), (1, 0)}
+
+
+def test_matching_pairs_as_many_facts_as_possible_before_the_closest():
+    class Fixed(FactMatcher):
+        def similarity(self, references, candidates):
+            # gold 0 is closest to candidate 0, but candidate 0 is gold 1's only match
+            return np.array([[0.95, 0.85], [0.85, 0.10]], dtype=np.float32)
+
+    matcher = Fixed(lambda texts: np.zeros((len(texts), 1), dtype=np.float32))
+    golds = ["Noor decided on URL versioning.", "Noor wants URL versioning."]
+    cands = ["Noor picked URL versioning.", "Noor will go with URL versioning."]
+    pairs = {(m.reference, m.candidate) for m in matcher.match(golds, cands)}
+    assert pairs == {(0, 1), (1, 0)}  # greedy would pair (0, 0) and leave gold 1 unmatched
 
 
 @pytest.mark.parametrize(("text", "values"), [
