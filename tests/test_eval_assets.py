@@ -38,8 +38,24 @@ def test_eval_run_is_recorded_and_the_gate_passes_without_regression(tmp_path, i
 def test_gate_fails_when_f1_drops_below_the_best_run(tmp_path, instance, data_root):
     paths = DataRoot.resolve(data_root)
     earlier = datetime.now(timezone.utc) - timedelta(days=1)
-    eval_history.append(paths, "extraction", {"extractor": "offline", "f1": 0.999, "leaks": 0}, earlier)
+    eval_history.append(paths, "extraction", {"extractor": "offline", "source": str(tmp_path / "gold"),
+                                              "f1": 0.999, "leaks": 0}, earlier)
     result = _run(tmp_path, instance, data_root)
     assert not result.success  # a blocking check failed
     check = result.get_asset_check_evaluations()[0]
     assert check.passed is False and check.metadata["best_before"].value == 0.999
+
+
+def test_gate_compares_only_runs_over_the_same_sessions(tmp_path, instance, data_root):
+    paths = DataRoot.resolve(data_root)
+    earlier = datetime.now(timezone.utc) - timedelta(days=1)
+    # A better F1 on other sessions (LoCoMo, or another gold folder) is no yardstick.
+    for source in ("locomo", str(tmp_path / "other-gold")):
+        eval_history.append(paths, "extraction", {"extractor": "offline", "source": source, "f1": 0.999, "leaks": 0},
+                            earlier)
+    eval_history.append(paths, "extraction", {"extractor": "llm", "source": str(tmp_path / "gold"), "f1": 0.999,
+                                              "leaks": 0}, earlier)
+    result = _run(tmp_path, instance, data_root)
+    assert result.success
+    check = result.get_asset_check_evaluations()[0]
+    assert check.passed is True and check.metadata["best_before"].value == -1.0

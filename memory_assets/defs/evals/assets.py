@@ -25,10 +25,14 @@ def _history(pattern: str) -> str:
     return "read_parquet('" + pattern.replace("'", "''") + "', union_by_name = true)"
 
 
-def _trend(duckdb: DuckDBResource, pattern: str, metric: str, extractor: str) -> list[tuple]:
+def _trend(duckdb: DuckDBResource, pattern: str, metric: str, extractor: str, source: str | None = None) -> list[tuple]:
+    """``metric`` run by run for one extractor (and, for extraction, one scored dataset)."""
+    where, params = "extractor = ?", [extractor]
+    if source is not None:
+        where, params = where + " and source = ?", [extractor, source]
     with duckdb.get_connection() as conn:
         return conn.execute(
-            f'select run_at, "{metric}" from {_history(pattern)} where extractor = ? order by run_at', [extractor]
+            f'select run_at, "{metric}" from {_history(pattern)} where {where} order by run_at', params
         ).fetchall()
 
 
@@ -52,13 +56,16 @@ def extraction_eval(context: dg.AssetExecutionContext, config: ExtractionEvalRun
     extractor = config.extractor or ("llm" if llm_configured() else "offline")
     now = datetime.now(timezone.utc)
     report = run_extraction_eval(config.dataset, extractor)
-    row = {**report, "extractor": extractor, "prompt_version": load_prompt("extract_facts").version,
+    # ``dataset`` is the kind (gold | locomo); ``source`` what was scored, so a run is only
+    # ever compared with runs over the same sessions.
+    row = {**report, "extractor": extractor, "source": config.dataset,
+           "prompt_version": load_prompt("extract_facts").version,
            "code_version": EXTRACTION_CODE_VERSION, "model": report.get("model") or memory.config.llm["model"]
            if extractor == "llm" else "rules", "git_revision": eval_history.git_revision()}
     eval_history.append(memory.paths, "extraction", row, now)
-    trend = _trend(duckdb, eval_history.glob(memory.paths, "extraction"), "f1", extractor)
+    trend = _trend(duckdb, eval_history.glob(memory.paths, "extraction"), "f1", extractor, config.dataset)
     keys = ("precision", "recall", "f1", "junk_rate", "leaks", "category_accuracy", "kind_accuracy",
-            "trust_accuracy", "supersedes_accuracy")
+            "trust_accuracy", "supersedes_accuracy", "recall_calibrated")
     return dg.MaterializeResult(metadata={
         **{k: report[k] for k in keys if isinstance(report.get(k), (int, float))},
         "extractor": extractor,
@@ -76,18 +83,22 @@ def extraction_regression_gate(memory: MemoryRoot, duckdb: DuckDBResource) -> dg
     pattern = eval_history.glob(memory.paths, "extraction")
     with duckdb.get_connection() as conn:
         latest = conn.execute(
-            f"select extractor, f1, leaks, run_at from {_history(pattern)} order by run_at desc limit 1").fetchone()
+            f"select extractor, source, f1, leaks, run_at from {_history(pattern)} order by run_at desc limit 1"
+        ).fetchone()
         if latest is None:
             return dg.AssetCheckResult(passed=False, description="no extraction eval recorded yet")
-        extractor, f1, leaks, at = latest
+        extractor, source, f1, leaks, at = latest
+        # The best earlier run of the same extractor over the same sessions: a LoCoMo run's
+        # F1 says nothing about the gold set's.
         best = conn.execute(
-            f"select max(f1) from {_history(pattern)} where extractor = ? and run_at < ?", [extractor, at]).fetchone()[0]
+            f"select max(f1) from {_history(pattern)} where extractor = ? and source = ? and run_at < ?",
+            [extractor, source, at]).fetchone()[0]
     regressed = best is not None and f1 < best - F1_MARGIN
     return dg.AssetCheckResult(
         passed=not regressed and leaks == 0,
         severity=dg.AssetCheckSeverity.ERROR,
         description=("leaks" if leaks else "F1 regressed" if regressed else "no regression, no leak"),
-        metadata={"extractor": extractor, "f1": f1, "best_before": best if best is not None else -1.0,
+        metadata={"extractor": extractor, "dataset": str(source), "f1": f1, "best_before": best if best is not None else -1.0,
                   "leaks": leaks, "margin": F1_MARGIN},
     )
 
