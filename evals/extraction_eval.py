@@ -526,7 +526,7 @@ def score_locomo_session(session: LocomoSession, run: Run, matcher: FactMatcher)
             text = " ".join(from_turn)
             joined += matcher.same(obs.text, text, float(matcher.similarity([obs.text], [text])[0, 0]))[0]
     sims = matcher.similarity([o.text for o in session.observations], contents)
-    best_similarity = [round(float(row.max()), 4) if contents else 0.0 for row in sims]
+    best_similarity = [float(row.max()) if contents else 0.0 for row in sims]
     # An extracted fact that says some observation counts toward precision even when a
     # closer fact took that observation's "best" slot.
     if contents:

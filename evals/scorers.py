@@ -350,10 +350,11 @@ def calibration_table(matcher: FactMatcher, thresholds: Sequence[float] = (0.70,
 # The rule above was calibrated on pairs of short facts. A LoCoMo observation is a longer,
 # abstractive summary of a turn ("Jon is writing down all his plans and goals to stay
 # organized and motivated") that a literal fact states only in part ("Jon is writing all
-# his plans down": cosine 0.74), so the rule's recall there is a floor. 160 pairs of an
+# his plans down": cosine 0.74), so the rule's recall there is a floor. 200 pairs of an
 # observation and the offline extractor's most similar fact (rules-v8) were labelled by
 # hand (``evals/calibration/locomo_observation_pairs.jsonl``; the labelling rule is in that
-# folder's README): 100 drawn 20 per cosine band, 60 more at random from 0.65–0.80. The
+# folder's README): 100 drawn 20 per cosine band, 60 more at random from 0.65–0.80 and 40
+# from ≥ 0.80. The
 # share labelled "same" per band is the chance that an observation whose best fact falls in
 # that band was recalled; below the lowest band it counts as 0. Averaged over a run's
 # observations it is the *calibrated recall*, with a 95 % interval from the bands' sample
