@@ -378,7 +378,6 @@ _AFFIRMS = re.compile(
 _GENERIC = {"user", "human", "me", "assistant", "ai", "bot"}
 
 
-
 def _in_third_person(text: str, name: str, second_person: bool) -> str:
     """"I moved to York" said by Tariq as "Tariq moved to York" (and "you" for an
     assistant statement the user confirmed), so it compares with an extracted fact."""
@@ -509,12 +508,14 @@ def score_locomo_session(session: LocomoSession, run: Run, matcher: FactMatcher)
     turn_ids = [set(f["source_turn_ids"] or []) for f in run.facts]
     support = evidence(list(session.turns))
     matcher.vectors([*contents, *(o.text for o in session.observations)])  # one batch
+    sims = matcher.similarity([o.text for o in session.observations], contents)
+    best_similarity = [float(row.max()) if contents else 0.0 for row in sims]
     recalled, joined, covered, missed = 0, 0, 0, []
     matched_facts: set[int] = set()
-    for obs in session.observations:
+    for r, obs in enumerate(session.observations):
         from_turn = [c for c, ids in zip(contents, turn_ids) if set(obs.dia_ids) & ids]
         covered += bool(from_turn)
-        best = matcher.best(obs.text, contents)
+        best = matcher.best(obs.text, contents, sims[r])
         if best is not None:
             recalled += 1
             joined += 1
@@ -525,8 +526,6 @@ def score_locomo_session(session: LocomoSession, run: Run, matcher: FactMatcher)
         if len(from_turn) > 1:
             text = " ".join(from_turn)
             joined += matcher.same(obs.text, text, float(matcher.similarity([obs.text], [text])[0, 0]))[0]
-    sims = matcher.similarity([o.text for o in session.observations], contents)
-    best_similarity = [float(row.max()) if contents else 0.0 for row in sims]
     # An extracted fact that says some observation counts toward precision even when a
     # closer fact took that observation's "best" slot.
     if contents:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+from bisect import bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -298,11 +299,12 @@ class FactMatcher:
                for r, c in zip(rows, cols) if (int(r), int(c)) in edges]
         return sorted(out, key=lambda m: m.reference)
 
-    def best(self, reference: str, candidates: Sequence[str]) -> Match | None:
-        """The most similar candidate that says the same thing as ``reference`` (many-to-one use)."""
+    def best(self, reference: str, candidates: Sequence[str], similarities: np.ndarray | None = None) -> Match | None:
+        """The most similar candidate that says the same thing as ``reference`` (many-to-one
+        use); ``similarities``, the reference's row of ``similarity``, when already at hand."""
         if not candidates:
             return None
-        sims = self.similarity([reference], candidates)[0]
+        sims = self.similarity([reference], candidates)[0] if similarities is None else similarities
         for c in np.argsort(-sims):
             if sims[c] < self.floor:
                 break
@@ -354,11 +356,11 @@ def calibration_table(matcher: FactMatcher, thresholds: Sequence[float] = (0.70,
 # observation and the offline extractor's most similar fact (rules-v8) were labelled by
 # hand (``evals/calibration/locomo_observation_pairs.jsonl``; the labelling rule is in that
 # folder's README): 100 drawn 20 per cosine band, 60 more at random from 0.65–0.80 and 40
-# from ≥ 0.80. The
-# share labelled "same" per band is the chance that an observation whose best fact falls in
-# that band was recalled; below the lowest band it counts as 0. Averaged over a run's
-# observations it is the *calibrated recall*, with a 95 % interval from the bands' sample
-# sizes. It assumes the curve carries over to an extractor whose facts read alike.
+# from ≥ 0.80. The share labelled "same" per band is the chance that an observation whose
+# best fact falls in that band was recalled; below the lowest band it counts as 0.
+# Averaged over a run's observations it is the *calibrated recall*, with a 95 % interval
+# from the bands' sample sizes. It assumes the curve carries over to an extractor whose
+# facts read alike.
 OBSERVATION_PAIRS = Path(__file__).resolve().parent / "calibration" / "locomo_observation_pairs.jsonl"
 OBSERVATION_BANDS = (0.60, 0.65, 0.70, 0.75, 0.80)
 
@@ -399,26 +401,17 @@ class ObservationCurve:
                 * matcher.vectors([p["candidate"] for p in pairs])).sum(axis=1) if pairs else np.zeros(0)
         labelled, same = [0] * len(bands), [0] * len(bands)
         for sim, pair in zip(sims, pairs):
-            b = cls._band(tuple(bands), float(sim))
-            if b is not None:
+            if (b := band_of(bands, float(sim))) is not None:
                 labelled[b] += 1
                 same[b] += pair["same"]
         return cls(tuple(bands), tuple(labelled), tuple(same))
 
-    @staticmethod
-    def _band(bands: tuple[float, ...], similarity: float) -> int | None:
-        found = None
-        for i, low in enumerate(bands):
-            if similarity >= low:
-                found = i
-        return found
+    def _band_rate(self, b: int | None) -> float:
+        return self.same[b] / self.labelled[b] if b is not None and self.labelled[b] else 0.0
 
     def rate(self, similarity: float) -> float:
         """The chance that a best fact at ``similarity`` states its observation."""
-        b = self._band(self.bands, similarity)
-        if b is None or not self.labelled[b]:
-            return 0.0
-        return self.same[b] / self.labelled[b]
+        return self._band_rate(band_of(self.bands, similarity))
 
     def recall(self, best: Sequence[float]) -> tuple[float, float, float]:
         """(estimate, low, high): the calibrated recall of observations whose best facts
@@ -428,11 +421,10 @@ class ObservationCurve:
             return 0.0, 0.0, 0.0
         counts = [0] * len(self.bands)
         for sim in best:
-            b = self._band(self.bands, float(sim))
-            if b is not None:
+            if (b := band_of(self.bands, float(sim))) is not None:
                 counts[b] += 1
         n = len(best)
-        estimate = sum(c * self.rate(low) for c, low in zip(counts, self.bands)) / n
+        estimate = sum(c * self._band_rate(b) for b, c in enumerate(counts)) / n
         variance = 0.0
         for c, m, s in zip(counts, self.labelled, self.same):
             if c and m:
@@ -440,6 +432,12 @@ class ObservationCurve:
                 variance += (c / n) ** 2 * p * (1 - p) / m
         half = 1.96 * variance ** 0.5
         return estimate, max(0.0, estimate - half), min(1.0, estimate + half)
+
+
+def band_of(bands: Sequence[float], similarity: float) -> int | None:
+    """The index of the band (ascending lower edges) a similarity falls in; None below the first."""
+    b = bisect_right(bands, similarity) - 1
+    return b if b >= 0 else None
 
 
 # --- leaks, supersedes, the headline numbers ---------------------------------------------
