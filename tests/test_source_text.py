@@ -80,9 +80,8 @@ def test_source_text_is_the_items_own_turns_with_speaker_and_day():
 def test_a_long_merged_item_keeps_the_text_of_its_first_turns_only():
     many = pl.DataFrame({"resource_id": [f"r{i}" for i in range(20)], "speaker": ["Jon"] * 20,
                          "content": [f"turn {i}" for i in range(20)], "content_at": [SAID] * 20})
-    items = pl.DataFrame({"id": ["x"], "source_resource_ids": [[f"r{i}" for i in range(20)]],
-                          "source_text": [None]}, schema={"id": pl.String, "source_resource_ids": pl.List(pl.String),
-                                                          "source_text": pl.String})
+    items = pl.DataFrame({"id": ["x"], "source_resource_ids": [[f"r{i}" for i in range(20)]]},
+                         schema={"id": pl.String, "source_resource_ids": pl.List(pl.String)})
     lines = source_text.attach(items, source_text.turn_texts(many))["source_text"][0].splitlines()
     assert len(lines) == source_text.MAX_TURNS and lines[0].endswith("Jon: turn 0")
 

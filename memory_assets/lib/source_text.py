@@ -2,17 +2,17 @@
 
 An atomic fact paraphrases ("Melanie is starting to realize that self-care is really
 important"); a later question asks in the speaker's own words ("carving out me-time").
-So every item keeps the text of exactly the turns in its ``source_resource_ids``
-(``source_text``), each with the day it was said, and full-text search reads it with the
-content (``search_texts``, LanceDB's ``search_text`` column): either wording finds the
-item, and "in May 2023" finds what was said that month. Only the item's content is ever
-injected, and the text is not kept with the items: it is derived from the resources
-each time the items are written.
+So full-text search reads each item's content together with the text of exactly the
+turns in its ``source_resource_ids`` (``source_text``), each with the day it was said
+(``search_texts``, LanceDB's ``search_text`` column): either wording finds the item, and
+"in May 2023" finds what was said that month. Only the item's content is ever injected,
+and the text is not stored with the items: it is derived from the resources each time
+the items are written.
 
 A turn also leans on the turns around it: "I'm super stoked for the Harry Potter stuff"
-answers "Have you been to Universal Studios?". So each item also keeps the
+answers "Have you been to Universal Studios?". So the search text also holds the
 ``CONTEXT_TURNS`` turns before and after each of its source turns in the same session
-(``context_text``), and full-text search reads those too (contextual retrieval). On
+(``context_text``; contextual retrieval). On
 the LoCoMo retrieval eval this lifted recall@10 from 0.751 (own turns only) to 0.778
 with one turn before, 0.793 with one each side, 0.811 with two each side, and 0.803
 with three (README). The context never becomes a fact and is never injected.
@@ -86,7 +86,7 @@ def attach(items: pl.DataFrame, texts: pl.DataFrame) -> pl.DataFrame:
         .group_by("item", maintain_order=True)
         .agg(pl.col("context").str.join("\n").alias("context_text"))
     )
-    joined = (items.drop("source_text", "context_text", strict=False).with_row_index("item")
+    joined = (items.with_row_index("item")
               .join(own, on="item", how="left").join(around, on="item", how="left").sort("item"))
     return joined.drop("item")
 
