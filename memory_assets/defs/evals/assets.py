@@ -27,9 +27,8 @@ def _history(pattern: str) -> str:
 
 def _trend(duckdb: DuckDBResource, pattern: str, metric: str, extractor: str, source: str | None = None) -> list[tuple]:
     """``metric`` run by run for one extractor (and, for extraction, one scored dataset)."""
-    where, params = "extractor = ?", [extractor]
-    if source is not None:
-        where, params = where + " and source = ?", [extractor, source]
+    where, params = ("extractor = ?", [extractor]) if source is None \
+        else ("extractor = ? and source = ?", [extractor, source])
     with duckdb.get_connection() as conn:
         return conn.execute(
             f'select run_at, "{metric}" from {_history(pattern)} where {where} order by run_at', params
@@ -98,8 +97,8 @@ def extraction_regression_gate(memory: MemoryRoot, duckdb: DuckDBResource) -> dg
         passed=not regressed and leaks == 0,
         severity=dg.AssetCheckSeverity.ERROR,
         description=("leaks" if leaks else "F1 regressed" if regressed else "no regression, no leak"),
-        metadata={"extractor": extractor, "dataset": str(source), "f1": f1, "best_before": best if best is not None else -1.0,
-                  "leaks": leaks, "margin": F1_MARGIN},
+        metadata={"extractor": extractor, "dataset": str(source), "f1": f1,
+                  "best_before": best if best is not None else -1.0, "leaks": leaks, "margin": F1_MARGIN},
     )
 
 

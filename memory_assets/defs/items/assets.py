@@ -73,9 +73,9 @@ def memory_items(context: dg.AssetExecutionContext, config: ItemsRun, memory: Me
     is folded in; the lifecycle (decay, boosts, confidence, contradictions, TTLs, purge,
     promotion; weekly archive, monthly cold) is applied as of the run's clock. Each item
     is found by full-text search through its content, the turns it came from and the turns
-    around them (``lib/source_text.py``; LanceDB only). Written as a new Parquet version and a new LanceDB ``items`` version
-    (vectors + full-text index), staged for its checks; ``published_items`` makes it
-    what retrieval reads.
+    around them (``lib/source_text.py``; LanceDB only). Written as a new Parquet version
+    and a new LanceDB ``items`` version (vectors + full-text index), staged for its
+    checks; ``published_items`` makes it what retrieval reads.
     """
     paths, settings = memory.paths, memory.config
     now = config.resolve()

@@ -612,7 +612,7 @@ class OfflineExtractor:
         return found
 
     def _clause(self, raw: str, sentence: str, turn: Turn, voice: _Voice, names: tuple[str, ...],
-                agent: bool, antecedent: str | None, people: tuple[int, list[_Mention]] = (0, [])) -> Candidate | None:
+                agent: bool, antecedent: str | None, people: tuple[int, list[_Mention]]) -> Candidate | None:
         """One clause's fact, or None. ``antecedent`` is a name that opened the sentence
         before (what an opening "he", "she" or "it" means); ``people`` the turn's index
         and the people named so far, for pronouns elsewhere."""
@@ -645,6 +645,7 @@ class OfflineExtractor:
         clause = R.DANGLING_END.sub("", R.EVALUATIVE_TAIL.sub("", clause).strip())
         resolved = _resolve(clause, antecedent, True) if antecedent else clause
         resolved, used = resolve_people(resolved, people[1], people[0])
+        named_first = bool(antecedent) and resolved.startswith(antecedent)  # it opens on the sentence's name
         text = resolved
         if (intro := R.SELF_INTRO.match(text)) and intro.group(1) == voice.name:
             text = "I'm " + text[intro.end():]
@@ -654,7 +655,7 @@ class OfflineExtractor:
                 break
         # "She just got into ceramics" about "my sister Maya" is a fact; "he never gives up"
         # about a name that merely opened the last sentence is too often a character or a verdict.
-        about_someone = not (antecedent and resolved.startswith(antecedent)) and resolved != clause \
+        about_someone = not named_first and resolved != clause \
             and re.match(r"(?:he|she)\b", clause, re.IGNORECASE)
         if not (R.FIRST_PERSON.search(text) or about_someone
                 or agent and (is_specific(text) or self._domain_fact(text, names))):
@@ -689,7 +690,7 @@ class OfflineExtractor:
         kind = kind_of(cue)
         if not _informative(content, clause, voice, names, kind):
             return None
-        extra = tuple(dict.fromkeys(((antecedent,) if antecedent and resolved.startswith(antecedent) else ()) + used))
+        extra = tuple(dict.fromkeys(((antecedent,) if named_first else ()) + used))
         return self._candidate(content, clause, sentence, turn, voice, kind, remember, extra=extra)
 
     def _reported(self, text: str, clause: str, sentence: str, turn: Turn, voice: _Voice,
@@ -698,8 +699,9 @@ class OfflineExtractor:
         said: "Fitting into the new team's style of play was a challenge during
         pre-season" (John) becomes "John said: Fitting into the new team's style of play
         was a challenge during pre-season." Kept as reported speech (implied strength),
-        only with a verb and three content words of its own, and never for a maxim ("Family is everything") or advice with no
-        subject ("Push through and it'll be worth it"). An assistant's user gets no such
+        only with a verb and three content words of its own, and never for a maxim
+        ("Family is everything") or advice with no subject ("Push through and it'll be
+        worth it"). An assistant's user gets no such
         fact: there a sentence without "I" is about the task. What one says of the other
         ("You're the perfect mentor" to Jon) is reported the same way, about them."""
         if not has_verb(text) or len(content_words(text, names)) < 3 or R.MAXIM.match(text) \

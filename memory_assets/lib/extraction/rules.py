@@ -284,11 +284,11 @@ FIRST_PERSON = re.compile(r"\b(?:i|i'm|im|i've|ive|i'll|i'd|me|my|mine|myself|we
 SECOND_PERSON_SUBJECT = re.compile(r"^(?:you|your|you're|youre|you've|you'll|you'd|ya|u|yours)\b", _I)
 # An unresolved pronoun or demonstrative as the subject: a clause that needs its
 # neighbour to mean anything.
+DEICTIC_SUBJECT = re.compile(r"^(?:it|it's|its|that|that's|this|this is|these|those|they|they're|there)\b", _I)
 # "They" opening a clause: the people or company meant were named in another turn, if at
 # all. (An opening he/she left unresolved is kept: it is usually the one person the
 # session is about, named further back.)
 UNRESOLVED_PERSON = re.compile(r"^they(?:'re|'ll|'d|'ve)?\b", _I)
-DEICTIC_SUBJECT = re.compile(r"^(?:it|it's|its|that|that's|this|this is|these|those|they|they're|there)\b", _I)
 
 # Words that may sit between "I" and its verb ("I really love", "I just signed").
 ADVERBS = frozenset(
