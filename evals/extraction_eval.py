@@ -678,9 +678,8 @@ def dataset_kind(target: str | Path) -> tuple[str, Path]:
 
 
 def default_extractor() -> str:
-    from memory_assets.lib.extraction.llm import llm_configured
-
-    return "llm" if llm_configured() else "offline"
+    """``llm`` when the LLM path is enabled (``[llm] enabled`` or ``MEMORY_EXTRACTOR=llm``)."""
+    return "llm" if load_config().llm_enabled else "offline"
 
 
 def make_matcher(config: MemoryConfig, judge: bool | None = None, threshold: float = THRESHOLD) -> FactMatcher:
@@ -696,7 +695,7 @@ def make_matcher(config: MemoryConfig, judge: bool | None = None, threshold: flo
         import dataclasses
 
         embed_config = dataclasses.replace(config, embedding={**config.embedding, "provider": "local"})
-    use_judge = llm_configured() if judge is None else judge
+    use_judge = (config.llm_enabled and llm_configured()) if judge is None else judge
     return FactMatcher(Embedder(embed_config).embed, threshold, LLMJudge(config) if use_judge else None)
 
 

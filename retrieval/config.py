@@ -51,7 +51,16 @@ class MemoryConfig:
     lifecycle: dict[str, Any]
     summaries: dict[str, Any]
     archive: dict[str, Any]
+    feedback: dict[str, Any] = field(default_factory=dict)
+    privacy: dict[str, Any] = field(default_factory=dict)
     source: tuple[str, ...] = field(default=())
+
+    @property
+    def llm_enabled(self) -> bool:
+        """Whether the LLM paths are on (extraction, summaries, insights, query rewrite):
+        only when chosen — ``[llm] enabled = true`` or ``MEMORY_EXTRACTOR=llm`` — never
+        because ``OPENAI_API_KEY`` happens to be set (a silent switch to a paid path)."""
+        return bool(self.llm.get("enabled")) or os.environ.get("MEMORY_EXTRACTOR", "").strip() == "llm"
 
     def category(self, name: str) -> Category:
         try:
@@ -131,6 +140,8 @@ def _load(path: str | None) -> MemoryConfig:
         lifecycle=raw["lifecycle"],
         summaries=raw["summaries"],
         archive=raw["archive"],
+        feedback=raw["feedback"],
+        privacy=raw["privacy"],
         source=tuple(sources),
     )
 

@@ -7,6 +7,8 @@ user-confirmed use (``reinforce``) does.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -15,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.inbox import write_event
+from retrieval.paths import DataRoot
 from retrieval.schema import EVENT_TYPES
 
 
@@ -30,6 +33,32 @@ class Event:
     def __post_init__(self) -> None:
         if self.type not in EVENT_TYPES:
             raise ValueError(f"event type {self.type!r}; expected one of {', '.join(EVENT_TYPES)}")
+
+
+def trigger_key(trigger: dict[str, Any]) -> str:
+    """A forward trigger's identity: its date and the items it preloads."""
+    items = ",".join(sorted(trigger.get("item_ids") or []))
+    return hashlib.sha256(f"{trigger['trigger_date']}|{items}".encode()).hexdigest()[:16]
+
+
+def fired_triggers(paths: DataRoot) -> set[str]:
+    """Keys of the triggers already delivered: ``fired`` events not yet folded (their
+    file names say the type) and those in the pipeline's event log."""
+    keys: set[str] = set()
+    if paths.events.exists():
+        for file in paths.events.glob("*-fired-*.json"):
+            try:
+                keys.update(json.loads(file.read_text(encoding="utf-8")).get("payload", {}).get("triggers", []))
+            except (OSError, ValueError):
+                continue  # a half-read file is read again next time
+    log = paths.warehouse / "event_log"
+    if log.exists() and any(log.glob("*.parquet")):
+        import polars as pl
+
+        fired = pl.scan_parquet(str(log / "*.parquet")).filter(pl.col("type") == "fired").select("payload").collect()
+        for payload in fired["payload"].to_list():
+            keys.update(json.loads(payload or "{}").get("triggers", []))
+    return keys
 
 
 def record(events_dir: Path, type: str, item_ids: Sequence[str], now: datetime, *,

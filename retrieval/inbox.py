@@ -14,7 +14,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from retrieval.credentials import redact
+from retrieval import credentials
+from retrieval.privacy import withhold_off_the_record
 
 
 def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> Path:
@@ -38,14 +39,41 @@ def encode_jsonl(messages: Iterable[Mapping[str, Any]]) -> bytes:
     return "".join(json.dumps(m, ensure_ascii=False, sort_keys=True) + "\n" for m in messages).encode()
 
 
-def write_session(inbox: Path, session_id: str, messages: list[Mapping[str, Any]]) -> Path | None:
+def _pii(pii: Iterable[str] | None) -> tuple[str, ...]:
+    """The PII kinds to redact: as given, else ``[privacy] redact`` of the config in force."""
+    if pii is not None:
+        return tuple(pii)
+    from retrieval.config import load_config
+
+    return credentials.pii_from_config(load_config())
+
+
+def _redacted(value: Any, pii: tuple[str, ...]) -> Any:
+    """``value`` with every string in it redacted (event payloads are nested JSON)."""
+    if isinstance(value, str):
+        return credentials.redact(value, pii=pii)
+    if isinstance(value, Mapping):
+        return {k: _redacted(v, pii) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_redacted(v, pii) for v in value]
+    return value
+
+
+def write_session(inbox: Path, session_id: str, messages: list[Mapping[str, Any]], *,
+                  pii: Iterable[str] | None = None) -> Path | None:
     """Drop one session's canonical messages into the inbox.
 
-    Credentials are redacted here, so they never reach the data root at all. The file
-    is named by its content hash, so dropping the same transcript twice writes nothing
-    new. Returns the path, or None when the file was already there.
+    This is where a message first enters, so the user's privacy is applied here and no
+    store, log or export downstream can hold what it removes: credentials and the
+    configured PII kinds (``pii``; default ``[privacy] redact``) are redacted, and an
+    exchange the user asked not to be remembered is withheld
+    (``retrieval.privacy.withhold_off_the_record``). The file is named by its content
+    hash, so dropping the same transcript twice writes nothing new. Returns the path,
+    or None when the file was already there.
     """
-    data = encode_jsonl({**m, "content": redact(str(m.get("content", "")))} for m in messages)
+    kinds = _pii(pii)
+    kept = withhold_off_the_record(messages)
+    data = encode_jsonl({**m, "content": credentials.redact(str(m.get("content", "")), pii=kinds)} for m in kept)
     digest = hashlib.sha256(data).hexdigest()[:16]
     path = inbox / session_id / f"{digest}.jsonl"
     if path.exists():
@@ -53,7 +81,14 @@ def write_session(inbox: Path, session_id: str, messages: list[Mapping[str, Any]
     return atomic_write(path, data)
 
 
-def write_event(events_dir: Path, event: Mapping[str, Any], *, durable: bool = True) -> Path:
-    """Append one feedback event as its own file (never a shared log)."""
-    name = f"{event.get('ts', '')}-{uuid.uuid4().hex}.json".replace(":", "")
-    return atomic_write(events_dir / name, json.dumps(event, ensure_ascii=False).encode(), durable=durable)
+def write_event(events_dir: Path, event: Mapping[str, Any], *, durable: bool = True,
+                pii: Iterable[str] | None = None) -> Path:
+    """Append one feedback event as its own file (never a shared log).
+
+    Its payload (a query, the new wording of an update) is redacted like a transcript.
+    The file name carries the event type, so a reader can find one type (``fired``)
+    without opening every file.
+    """
+    clean = {**event, "payload": _redacted(event.get("payload") or {}, _pii(pii))}
+    name = f"{event.get('ts', '')}-{event.get('type', 'event')}-{uuid.uuid4().hex}.json".replace(":", "")
+    return atomic_write(events_dir / name, json.dumps(clean, ensure_ascii=False).encode(), durable=durable)

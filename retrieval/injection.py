@@ -2,11 +2,13 @@
 
     <memory-context>
     Known context from previous sessions:
-    ~ Aaron's WRX oil change is due at 11,799 miles (confidence: 0.9; age: 3d; category: vehicle)
+    ~ [m:3f2a] Aaron's WRX oil change is due at 11,799 miles (confidence: 0.9; age: 3d; category: vehicle)
     </memory-context>
 
 The markers let the extractor strip the block if it comes back in a transcript, so a
-recalled memory never becomes a new fact (DESIGN principle 7).
+recalled memory never becomes a new fact (DESIGN principle 7). ``[m:3f2a]`` is the
+item's short id (``retrieval.ids``): the agent's model passes it to ``reinforce``,
+``demote``, ``update`` or ``forget`` to act on the line it used.
 """
 
 from __future__ import annotations
@@ -32,22 +34,26 @@ class Injection:
     query: str = ""  # what was embedded (the rewritten query)
     flags: dict[str, list[str]] = field(default_factory=dict)
     terms: str = ""  # what full-text search was asked
+    labels: dict[str, str] = field(default_factory=dict)  # hit id -> the short id(s) its line shows
 
     def as_dict(self) -> dict:
         return {"text": self.text, "tier": self.tier, "tokens": self.tokens, "query": self.query, "terms": self.terms,
-                "items": [{**h.as_dict(), "flags": self.flags.get(h.id, [])} for h in self.items]}
+                "items": [{**h.as_dict(), "flags": self.flags.get(h.id, []), "ref": self.labels.get(h.id)}
+                          for h in self.items]}
 
 
-def format_line(hit: Hit, now: datetime, flags: Sequence[str] = ()) -> str:
+def format_line(hit: Hit, now: datetime, flags: Sequence[str] = (), label: str | None = None) -> str:
     created = hit.row.get("updated_at") or hit.row.get("created_at")
     age = int(age_days(created, now)) if created else 0
     tags = " ".join(flags)
-    line = f"~ {hit.content} (confidence: {hit.confidence:.1f}; age: {age}d; category: {hit.category})"
+    ref = f"[{label}] " if label else ""
+    line = f"~ {ref}{hit.content} (confidence: {hit.confidence:.1f}; age: {age}d; category: {hit.category})"
     return f"{line} {tags}".rstrip()
 
 
 def build_block(hits: Sequence[Hit], *, header: str, now: datetime, max_items: int, token_budget: int,
-                flags: dict[str, list[str]] | None = None) -> tuple[str, list[Hit], int]:
+                flags: dict[str, list[str]] | None = None,
+                labels: dict[str, str] | None = None) -> tuple[str, list[Hit], int]:
     """Lines in rank order until the item cap or the token budget is reached (hard limits).
 
     Returns the block text (empty when nothing fits), the items in it, and its tokens.
@@ -61,7 +67,7 @@ def build_block(hits: Sequence[Hit], *, header: str, now: datetime, max_items: i
     for hit in hits:
         if len(kept) >= max_items:
             break
-        line = format_line(hit, now, (flags or {}).get(hit.id, ()))
+        line = format_line(hit, now, (flags or {}).get(hit.id, ()), (labels or {}).get(hit.id))
         cost = count_tokens(line) + 1  # the newline
         if used + cost > token_budget:
             continue  # a shorter line further down may still fit

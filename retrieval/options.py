@@ -17,6 +17,8 @@ class RetrievalOptions:
         scoring: re-rank by importance, decay, confidence, reinforcement and trust;
             off = relevance only.
         budget_aware: at most 5 items, and skip the costly paths (LLM rewrite, tier 1).
+        relevance_floor: inject nothing the query is not about (``[injection]
+            min_similarity``); off = the best ``k`` whatever their relevance.
     """
 
     rewrite: bool = True
@@ -24,3 +26,4 @@ class RetrievalOptions:
     fusion: str = "hybrid"
     scoring: bool = True
     budget_aware: bool = False
+    relevance_floor: bool = True

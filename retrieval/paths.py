@@ -30,6 +30,11 @@ class DataRoot:
     def events(self) -> Path:
         return self.root / "events"
 
+    @property
+    def requests(self) -> Path:
+        """Run requests an agent appends (``MemoryClient.request_run``), one file each."""
+        return self.root / "requests"
+
     # pipeline-written
     @property
     def warehouse(self) -> Path:

@@ -20,11 +20,16 @@ KINDS = (
 TIERS = ("permanent", "standard", "transient")
 STRENGTHS = ("explicit", "implied", "inferred")
 SENTIMENTS = ("frustrated", "excited", "uncertain", "neutral")
-STATUSES = ("active", "superseded", "archived", "cold", "purged")
+# A candidate is a fact below the gate's usefulness bar (gate.min_confidence): stored, never
+# injected, active once another session confirms it.
+STATUSES = ("active", "candidate", "superseded", "archived", "cold", "purged")
 PROVENANCE = ("user_stated", "user_corrected", "observed", "inferred", "extracted")
 SCOPES = ("global", "project", "session")
 EVENT_TYPES = (
     "injected", "referenced", "ignored", "reinforce", "demote", "update", "forget", "correction",
+    # pin/unpin: the user marks an item permanent (or not); fired: a forward trigger was
+    # delivered; erase: every item of a namespace is purged.
+    "pin", "unpin", "fired", "erase",
 )
 
 # The markers around an injected block: the extractor strips everything between them,
@@ -48,6 +53,7 @@ class Turn:
     trust: str = "trusted"
     external_id: str | None = None
     resource_id: str = ""
+    namespace: str | None = None  # the user or agent it belongs to (None: [pipeline] namespace)
 
 
 @dataclass
@@ -88,6 +94,8 @@ RESOURCE_SCHEMA: dict[str, pl.DataType] = {
     "source_format": pl.String(),
     "source_file": pl.String(),
     "ingested_at": pl.Datetime("us", "UTC"),
+    # The user or agent the session belongs to (``flush_session(user=…)``); null: the default.
+    "namespace": pl.String(),
 }
 
 FACT_SCHEMA: dict[str, pl.DataType] = {

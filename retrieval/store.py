@@ -18,6 +18,7 @@ from retrieval.schema import ITEM_SCHEMA
 
 ITEMS_TABLE = "items"
 SUMMARIES_TABLE = "summaries"
+INSIGHTS_TABLE = "insights"  # one sentence per archive cluster (the weekly archive_clusters)
 PUBLISHED_TAG = "published"
 
 
@@ -94,12 +95,20 @@ class PublishedRows:
         self._key: tuple[int, int] | None = None
         self._frame: pl.DataFrame | None = None
         self._index: dict[str, int] = {}
+        self._ordered: list[str] | None = None
+
+    @property
+    def ordered_ids(self) -> list[str]:
+        """Every id in the snapshot, sorted (for short ids: ``retrieval.ids``)."""
+        if self._ordered is None:
+            self._ordered = sorted(self._index)
+        return self._ordered
 
     def refresh(self) -> None:
         try:
             stat = self.path.stat()
         except FileNotFoundError:
-            self._key, self._frame, self._index = None, None, {}
+            self._key, self._frame, self._index, self._ordered = None, None, {}, None
             return
         key = (stat.st_mtime_ns, stat.st_size)
         if key == self._key:
@@ -107,6 +116,7 @@ class PublishedRows:
         frame = pl.read_parquet(self.path)
         self._frame, self._key = frame, key
         self._index = {item_id: i for i, item_id in enumerate(frame["id"].to_list())}
+        self._ordered = None
 
     def rows(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """id → row for the ``ids`` the snapshot holds."""

@@ -1,10 +1,16 @@
 """The trust pass: what the agent should know about each memory before it relies on it.
 
+One pass for both tiers: a tier-1 summary line carries the ids, confidence and links of
+the items it cites, so it is flagged by the same rules as an item.
+
 Flags, appended to the item's line in the block:
-- ``[conflict]`` on both items of a pair in the set that disagree (an explicit
+- ``[conflict]`` on the more likely side of a pair in the set that disagree (an explicit
   ``contradicts`` link, or two near-identical statements with different numbers or
-  opposite polarity);
-- ``[uncertain]`` below the configured confidence (0.3);
+  opposite polarity) and ``[conflict: lower confidence]`` on the other; ``order`` puts
+  the higher-confidence side first (the newer one on a tie);
+- ``[uncertain]`` below the configured confidence (0.7, the write gate's usefulness bar:
+  a confirmed candidate, or an item a contradiction lowered);
+- ``[archived]`` / ``[cold]`` for an item recalled from the archive to fill the block;
 - ``[stale]`` when not confirmed for the configured days (90);
 - ``[untrusted]`` for facts from tool output or untrusted data.
 """
@@ -38,6 +44,11 @@ def disagree(a: str, b: str) -> bool:
 Vectors = np.ndarray | Callable[[list[int]], np.ndarray]
 
 
+def item_ids(hit: Hit) -> list[str]:
+    """The items a hit stands for: itself, or the items a summary line cites."""
+    return list(hit.row.get("item_ids") or [hit.id])
+
+
 def conflicts(hits: Sequence[Hit], vectors: Vectors | None, threshold: float) -> set[tuple[str, str]]:
     """Pairs of ids in ``hits`` that contradict each other.
 
@@ -45,11 +56,11 @@ def conflicts(hits: Sequence[Hit], vectors: Vectors | None, threshold: float) ->
     needs its vectors, so a block without such a pair reads none.
     """
     pairs: set[tuple[str, str]] = set()
-    ids = {h.id for h in hits}
+    owner = {item: hit.id for hit in hits for item in item_ids(hit)}
     for hit in hits:
         for other in hit.row.get("contradicts") or []:
-            if other in ids and other != hit.id:
-                pairs.add(tuple(sorted((hit.id, other))))  # type: ignore[arg-type]
+            if other in owner and owner[other] != hit.id:
+                pairs.add(tuple(sorted((hit.id, owner[other]))))  # type: ignore[arg-type]
     if vectors is None or len(hits) < 2:
         return pairs
     suspects = [(i, j) for i in range(len(hits)) for j in range(i + 1, len(hits))
@@ -66,18 +77,57 @@ def conflicts(hits: Sequence[Hit], vectors: Vectors | None, threshold: float) ->
     return pairs
 
 
-def flags(hits: Sequence[Hit], config: MemoryConfig, now: datetime,
-          vectors: Vectors | None = None) -> dict[str, list[str]]:
-    """id → the flags to show on its line, in a fixed order."""
+def belief(confidence: float, stated_at: datetime | None) -> tuple[float, float]:
+    """How to pick the side of a conflict to believe: the higher confidence, then the
+    later statement. Tier 2, tier 1 and the offline summaries all compare with this."""
+    return float(confidence), stated_at.timestamp() if stated_at is not None else float("-inf")
+
+
+def _likelier(a: Hit, b: Hit) -> bool:
+    """``a`` is the side to believe."""
+    when = lambda h: h.row.get("created_at") or h.row.get("updated_at")  # noqa: E731
+    return belief(a.confidence, when(a)) > belief(b.confidence, when(b))
+
+
+def losers(hits: Sequence[Hit], pairs: set[tuple[str, str]]) -> set[str]:
+    """The less likely side of each conflicting pair."""
+    by_id = {h.id: h for h in hits}
+    return {(b if _likelier(by_id[a], by_id[b]) else a) for a, b in pairs if a in by_id and b in by_id}
+
+
+def order(hits: Sequence[Hit], pairs: set[tuple[str, str]]) -> list[Hit]:
+    """``hits`` with the more likely side of each conflicting pair ranked above the other
+    (the two swap places; everything else keeps its rank)."""
+    out = list(hits)
+    at = {h.id: i for i, h in enumerate(out)}
+    for a, b in sorted(pairs):
+        if a not in at or b not in at:
+            continue
+        first, second = sorted((at[a], at[b]))
+        if _likelier(out[second], out[first]):
+            out[first], out[second] = out[second], out[first]
+            at[out[first].id], at[out[second].id] = first, second
+    return out
+
+
+def flags(hits: Sequence[Hit], config: MemoryConfig, now: datetime, vectors: Vectors | None = None, *,
+          pairs: set[tuple[str, str]] | None = None) -> dict[str, list[str]]:
+    """id → the flags to show on its line, in a fixed order. ``pairs``: the conflicting
+    pairs when the caller already found them (``conflicts``)."""
     cfg = config.injection
-    conflicted = {i for pair in conflicts(hits, vectors, float(cfg["conflict_similarity"])) for i in pair}
+    if pairs is None:
+        pairs = conflicts(hits, vectors, float(cfg["conflict_similarity"]))
+    conflicted = {i for pair in pairs for i in pair}
+    lower = losers(hits, pairs)
     out: dict[str, list[str]] = {}
     for hit in hits:
         marks: list[str] = []
         if hit.id in conflicted:
-            marks.append("[conflict]")
+            marks.append("[conflict: lower confidence]" if hit.id in lower else "[conflict]")
         if hit.confidence < float(cfg["uncertain_below"]):
             marks.append("[uncertain]")
+        if hit.row.get("status") in ("archived", "cold"):
+            marks.append(f"[{hit.row['status']}]")
         confirmed = hit.row.get("last_referenced_at") or hit.row.get("updated_at") or hit.row.get("created_at")
         if confirmed is not None and age_days(confirmed, now) > float(config.decay["stale_after_days"]):
             marks.append("[stale]")

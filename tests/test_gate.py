@@ -209,7 +209,8 @@ def test_every_rejection_reason_is_in_the_vocabulary(config: MemoryConfig, conte
 
 
 def test_reasons_vocabulary_is_fixed() -> None:
-    assert REASONS == ("credential", "chatter", "opinion", "too_long", "too_short", "instruction", "empty")
+    assert REASONS == ("credential", "chatter", "opinion", "too_long", "too_short", "instruction", "empty",
+                       "memory_request", "forgotten")
 
 
 def test_rejection_is_immutable() -> None:

@@ -82,7 +82,7 @@ def test_block_has_the_header_and_one_line_per_item(root):
     lines = injection.text.splitlines()
     assert lines[0] == INJECTION_START and lines[-1] == INJECTION_END
     assert lines[1] == "Known context from previous sessions:"
-    assert lines[2] == "~ Aaron's WRX oil change is due at 11,799 miles (confidence: 0.9; age: 3d; category: vehicle)"
+    assert lines[2] == "~ [m:wrx] Aaron's WRX oil change is due at 11,799 miles (confidence: 0.9; age: 3d; category: vehicle)"
     assert len(lines) - 3 == len(injection.items) <= 10
     assert injection.tier == "items"
 
@@ -101,10 +101,37 @@ def test_untrusted_item_is_tagged(root):
     assert injection.flags["phish"] == ["[untrusted]"]
 
 
-def test_conflicting_pair_is_flagged_on_both_sides(root):
+def test_conflicting_pair_is_flagged_on_both_sides_the_likelier_first(root):
     injection = _client(root).inject("When is Aaron's standup meeting?", now=NOW, record=False)
     assert {"meet-a", "meet-b"} <= {h.id for h in injection.items}
-    assert "[conflict]" in injection.flags["meet-a"] and "[conflict]" in injection.flags["meet-b"]
+    flags = sorted(f for h in ("meet-a", "meet-b") for f in injection.flags[h] if f.startswith("[conflict"))
+    assert flags == ["[conflict: lower confidence]", "[conflict]"]
+    order = [h.id for h in injection.items if h.id.startswith("meet-")]
+    assert injection.flags[order[0]] == ["[conflict]"]
+
+
+def _hit(item_id: str, confidence: float, contradicts=(), created_days_ago: int = 1):
+    from retrieval.search import Hit
+
+    return Hit(id=item_id, content=item_id, category="personal", importance=0.5, confidence=confidence,
+               source_trust="trusted", session_id="s", source_resource_ids=[], source_turn_ids=[],
+               relevance=1.0, score=1.0,
+               row={"contradicts": list(contradicts), "created_at": NOW - timedelta(days=created_days_ago)})
+
+
+def test_the_higher_confidence_side_of_a_conflict_ranks_first_and_the_other_is_tagged():
+    from retrieval import trust
+
+    hits = [_hit("birthday-12", 0.7, ["birthday-14"]), _hit("filler", 0.9), _hit("birthday-14", 0.9, ["birthday-12"])]
+    pairs = trust.conflicts(hits, None, 0.8)
+    ordered = trust.order(hits, pairs)
+    assert [h.id for h in ordered] == ["birthday-14", "filler", "birthday-12"]
+    flags = trust.flags(ordered, load_config(), NOW, pairs=pairs)
+    assert flags["birthday-14"] == ["[conflict]"]
+    assert flags["birthday-12"][:2] == ["[conflict: lower confidence]", "[uncertain]"]
+    # On equal confidence the later statement is believed.
+    tie = [_hit("older", 0.9, ["newer"], created_days_ago=30), _hit("newer", 0.9, ["older"], created_days_ago=2)]
+    assert [h.id for h in trust.order(tie, trust.conflicts(tie, None, 0.8))] == ["newer", "older"]
 
 
 def test_low_confidence_is_uncertain_and_old_is_stale(root):
@@ -160,7 +187,7 @@ def test_a_filter_that_empties_the_candidates_asks_lancedb_to_filter(root, tmp_p
     client = MemoryClient(root.root, config_path=str(config), namespace="agent-b")
     hits = client.search("WRX oil change service history", k=2, now=NOW)
     assert [h.id for h in hits] == ["other-ns"]
-    assert calls == [None, "status = 'active' AND namespace = 'agent-b'"]
+    assert calls == [None, "status IN ('active', 'archived', 'cold') AND namespace = 'agent-b'"]
     everyone = MemoryClient(root.root, config_path=str(config)).search("WRX oil change", k=2, now=NOW)
     assert "wrx" in {h.id for h in everyone} and "other-ns" not in {h.id for h in everyone}
 
@@ -297,7 +324,7 @@ def test_a_summary_line_carries_the_items_it_cites_and_their_source_turns(root, 
     assert oil.row["item_ids"] == ["wrx"] and oil.source_turn_ids == ["D1:wrx"]
     assert oil.source_resource_ids == ["r-wrx"]
     # The summary holds every namespace's items; a line is served only to who may see its item.
-    everyone = MemoryClient(paths.root).inject("Aaron's blue WRX", now=NOW, record=False)
+    everyone = MemoryClient(paths.root, namespace="*").inject("Aaron's blue WRX", now=NOW, record=False)
     assert everyone.tier == "summaries" and everyone.items[0].row["item_ids"] == ["other-ns"]
     scoped = MemoryClient(paths.root, namespace="default").inject("Aaron's blue WRX", now=NOW, record=False)
     assert "blue" not in scoped.text

@@ -14,6 +14,7 @@ from memory_assets.lib import quarantine
 from memory_assets.lib.ingest import ingest_paths
 from memory_assets.lib.runner import materialize_pending
 from retrieval.paths import DataRoot
+from retrieval.store import ItemStore
 from tests.conftest import SAMPLES
 
 
@@ -54,7 +55,10 @@ def test_malformed_llm_output_quarantines_the_session_and_a_later_run_retries_it
     records = quarantine.open_records(paths)
     assert first.quarantined == ["s-llm"]
     assert records[0]["raw_response"] == "this is not JSON {" and "JSON" in records[0]["reason"]
-    assert not (paths.extracted_facts / "s-llm.parquet").exists()
+    # Extracted offline meanwhile, so the agent is not left without the session's memories.
+    offline = pl.read_parquet(paths.extracted_facts / "s-llm.parquet")
+    assert offline.height and set(offline["extractor"].to_list()) == {"offline"}
+    assert ItemStore(paths).items().height
 
     sensor = quarantine_retry_sensor(dg.build_sensor_context(
         instance=instance, resources={"memory": MemoryRoot(data_root=str(data_root))}))

@@ -42,7 +42,11 @@ SESSIONS = {
     14: ["My physio appointment is next Friday."],
     30: ["Actually, I now prefer afternoon meetings instead of morning meetings.",
          "I no longer use black; I switched from black to ruff for formatting."],
+    # Contradicts the permanent rule of day 0 (a confidence penalty on both sides).
+    40: ["Always force-push to main."],
 }
+# The agent's model calls the permanent rule unhelpful again and again (demote).
+DEMOTED = {"never force-push": range(20, 30)}
 # The user confirms these facts on these days (a reference: reinforce).
 CONFIRMED = {"2019 Subaru WRX": range(6, DAYS + 1, 7), "O negative": (6, 13, 20)}
 
@@ -75,12 +79,20 @@ def simulated(tmp_path_factory):
             for text, days in CONFIRMED.items():
                 if n in days:
                     client.reinforce(_find(paths, text)["id"], now=day)
+            for text, days in DEMOTED.items():
+                if n in days:
+                    client.demote(_find(paths, text)["id"], now=day)
             if day.weekday() == 6:
                 jobs = ["weekly"]  # the weekly job does the nightly work too
             if day.day == 1:
                 jobs.append("monthly")
             for job in jobs:
                 assert run_job(paths, job, now=day, extractor="offline", instance=instance), f"{job} failed on day {n}"
+            if paths.published_items.exists():
+                permanent = ItemStore(paths).items().filter(pl.col("tier") == "permanent")
+                lost = permanent.filter(pl.col("status").is_in(["purged", "archived", "cold"]))
+                seen.setdefault("permanent_lost", []).extend((n, c) for c in lost["content"].to_list())
+                seen.setdefault("permanent_seen", set()).update(permanent["id"].to_list())
             if n == 45:
                 seen["meetings"] = client.inject("what time does Dana like meetings", now=day, record=False)
             if n == 25:  # Friday 30 January, and the day before
@@ -114,9 +126,16 @@ def test_an_unreferenced_transient_fact_is_gone(simulated):
 
 def test_a_permanent_fact_never_decays(simulated):
     paths, _, _ = simulated
-    rule = _find(paths, "push to main")
+    rule = _find(paths, "never force-push")
     assert rule["tier"] == "permanent" and rule["status"] == "active"
     assert rule["importance"] == pytest.approx(base_importance(load_config(), rule["category"]))
+
+
+def test_no_permanent_item_is_purged_despite_demotions_and_a_contradiction(simulated):
+    paths, _, seen = simulated
+    rule = _find(paths, "never force-push")
+    assert rule["reinforcement"] <= -10 and rule["contradicts"], "the simulation demotes and contradicts it"
+    assert seen["permanent_seen"] and seen["permanent_lost"] == []
 
 
 def test_a_reversed_preference_is_superseded_and_never_injected(simulated):

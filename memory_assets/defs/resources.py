@@ -28,15 +28,17 @@ class MemoryRoot(dg.ConfigurableResource):
 
 
 class ExtractorResource(dg.ConfigurableResource):
-    """``auto`` uses the LLM when OPENAI_API_KEY is set, the offline rules otherwise."""
+    """``auto`` uses the LLM when it is enabled (``[llm] enabled = true`` or
+    ``MEMORY_EXTRACTOR=llm``), the offline rules otherwise; a set OPENAI_API_KEY alone
+    switches nothing."""
 
     mode: str = "auto"
 
     def build(self, config: MemoryConfig) -> Extractor:
-        from memory_assets.lib.extraction.llm import LLMExtractor, llm_configured
+        from memory_assets.lib.extraction.llm import LLMExtractor
         from memory_assets.lib.extraction.offline import OfflineExtractor
 
-        if self.mode == "llm" or (self.mode == "auto" and llm_configured()):
+        if self.mode == "llm" or (self.mode == "auto" and config.llm_enabled):
             return LLMExtractor(config)
         if self.mode not in ("auto", "offline", "llm"):
             raise ValueError(f"extractor mode {self.mode!r}; use auto, offline or llm")

@@ -7,6 +7,7 @@ by ``gate.check``; every fact keeps the resource ids and external turn ids it ca
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -26,6 +27,7 @@ class GatedFacts:
     facts: pl.DataFrame
     rejections: pl.DataFrame
     reasons: dict[str, int] = field(default_factory=dict)
+    namespace: str = ""
 
 
 def fact_id(namespace: str, session_id: str, digest: str) -> str:
@@ -37,10 +39,13 @@ def _pick(value: str | None, allowed: tuple[str, ...], default: str) -> str:
 
 
 def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryConfig, *,
-                session_id: str, extractor: str, prompt_version: str, now: datetime) -> GatedFacts:
-    """Score, gate and trace each candidate; what the gate refuses goes to rejections."""
+                session_id: str, extractor: str, prompt_version: str, now: datetime,
+                forgotten: Sequence[tuple[Candidate, str]] = ()) -> GatedFacts:
+    """Score, gate and trace each candidate; what the gate refuses goes to rejections,
+    and so do the ``forgotten`` ones (candidate, the topic the user asked to forget)."""
     by_turn = {t.turn: t for t in turns}
-    namespace = config.pipeline["namespace"]
+    # A session belongs to one user or agent: the one it was handed over for.
+    namespace = next((t.namespace for t in turns if t.namespace), None) or config.pipeline["namespace"]
     facts: list[dict] = []
     rejected: list[dict] = []
     reasons: dict[str, int] = {}
@@ -53,6 +58,9 @@ def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryCo
             "extractor": extractor, "rejected_at": now,
         })
 
+    for cand, topic in forgotten:
+        reject(gate.Rejection("forgotten", f"the user asked to forget {topic[:60]!r}"), cand.content,
+               [by_turn[n].resource_id for n in cand.source_turns if n in by_turn])
     for cand in candidates:
         sources = [by_turn[n] for n in cand.source_turns if n in by_turn]
         resource_ids = [t.resource_id for t in sources]
@@ -105,4 +113,4 @@ def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryCo
             reject(gate.Rejection("credential", f"turn {turn.turn} held a credential ({', '.join(kinds)}), "
                                                 "redacted at ingest"), turn.content, [turn.resource_id])
     fact_frame = pl.DataFrame(facts, schema=FACT_SCHEMA).unique(subset=["id"], keep="first", maintain_order=True)
-    return GatedFacts(fact_frame, pl.DataFrame(rejected, schema=REJECTION_SCHEMA), reasons)
+    return GatedFacts(fact_frame, pl.DataFrame(rejected, schema=REJECTION_SCHEMA), reasons, namespace)

@@ -80,6 +80,7 @@ def fold(items: pl.DataFrame, events: pl.DataFrame, config: MemoryConfig) -> tup
     """
     if items.is_empty() or events.is_empty():
         return items, {}
+    events = _expand_erasures(items, events)
     ids = items["id"].to_list()
     position = {item_id: i for i, item_id in enumerate(ids)}
     if len(position) != len(ids):  # repeated ids: the whole-frame replay (one row per id)
@@ -95,6 +96,20 @@ def fold(items: pl.DataFrame, events: pl.DataFrame, config: MemoryConfig) -> tup
     rows = {item_id: items.row(position[item_id], named=True) for item_id in touched}
     counts = _replay(rows, alias, events, config)
     return dedup.replace_rows(items, {position[item_id]: row for item_id, row in rows.items()}), counts
+
+
+def _expand_erasures(items: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """An ``erase`` names a namespace, not items: it applies to every item of the
+    namespace stated before it (what the user says afterwards is remembered again)."""
+    erase = events.filter(pl.col("type") == "erase")
+    if erase.is_empty():
+        return events
+    rows = []
+    for event in erase.iter_rows(named=True):
+        namespace = json.loads(event["payload"] or "{}").get("namespace")
+        named = items.filter((pl.col("namespace") == namespace) & (pl.col("created_at") <= event["ts"]))["id"]
+        rows.append({**event, "item_ids": named.to_list()})
+    return pl.concat([events.filter(pl.col("type") != "erase"), pl.DataFrame(rows, schema=events.schema)]).sort("ts")
 
 
 def _replay(rows: dict[str, dict], alias: dict[str, str], events: pl.DataFrame, config: MemoryConfig) -> dict[str, int]:
@@ -129,7 +144,15 @@ def _replay(rows: dict[str, dict], alias: dict[str, str], events: pl.DataFrame, 
                 row["provenance"] = "user_corrected"
                 row["updated_at"] = event["ts"]
                 row["last_referenced_at"] = event["ts"]
-            elif kind == "forget":
+            elif kind in ("forget", "erase"):
                 row["status"] = "purged"
+                row["updated_at"] = event["ts"]
+            elif kind == "pin":  # the user's word: kept for good (never decayed, archived or purged)
+                row["tier"] = "permanent"
+                if row["status"] in ("archived", "cold", "candidate"):
+                    row["status"] = "active"
+                row["updated_at"] = event["ts"]
+            elif kind == "unpin":
+                row["tier"] = config.tier_for(row["kind"], row["category"])
                 row["updated_at"] = event["ts"]
     return counts

@@ -10,12 +10,16 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+import polars as pl
+
 from retrieval.config import MemoryConfig
 from retrieval.credentials import find_credentials, redact
+from retrieval.privacy import WITHHELD, forget_request, off_the_record
 from retrieval.schema import Candidate
 
 REDACTED = re.compile(r"\[REDACTED:([a-z_]+)\]")  # what ingest leaves where a credential was
-REASONS = ("credential", "chatter", "opinion", "too_long", "too_short", "instruction", "empty")
+REASONS = ("credential", "chatter", "opinion", "too_long", "too_short", "instruction", "empty",
+           "memory_request", "forgotten")
 
 PREVIEW_CHARS = 120
 
@@ -140,6 +144,17 @@ def _credential(content: str, config: MemoryConfig) -> Rejection | None:
     return None
 
 
+def _memory_request(content: str, config: MemoryConfig) -> Rejection | None:
+    # What the user says about the memory is obeyed, never stored: "forget what I told
+    # you about X" retires X (lib/forgetting.py); "don't remember this" is withheld at ingest.
+    if WITHHELD in content or off_the_record(content):
+        return Rejection("memory_request", "the user asked that this not be remembered")
+    topic = forget_request(content)
+    if topic:
+        return Rejection("memory_request", f"a request to forget {topic[:60]!r}, not a fact")
+    return None
+
+
 def _instruction(content: str, config: MemoryConfig) -> Rejection | None:
     for pattern in _INSTRUCTION:
         match = pattern.search(content)
@@ -180,7 +195,7 @@ def _too_short(content: str, config: MemoryConfig) -> Rejection | None:
 
 # Security first: a credential or an injected instruction is named as such even when
 # the text is also too long or mostly chatter.
-_RULES = (_credential, _instruction, _too_long, _chatter, _opinion, _too_short)
+_RULES = (_credential, _memory_request, _instruction, _too_long, _chatter, _opinion, _too_short)
 
 
 def check(candidate: Candidate, config: MemoryConfig) -> Rejection | None:
@@ -210,6 +225,16 @@ def check(candidate: Candidate, config: MemoryConfig) -> Rejection | None:
         if rejection is not None:
             return rejection
     return None
+
+
+def admitted(config: MemoryConfig) -> pl.Expr:
+    """The status a new item starts in, over its ``confidence`` column: ``active``, or
+    ``candidate`` below the usefulness bar (DESIGN check 2: "useful or chatter,
+    confidence > 0.7"; ``[gate] min_confidence``). A candidate is stored but never
+    injected; another session stating it makes it active (``lifecycle.rules``), and
+    unconfirmed it expires after the speculative TTL."""
+    bar = float(config.gate["min_confidence"])
+    return pl.when(pl.col("confidence") < bar).then(pl.lit("candidate")).otherwise(pl.lit("active"))
 
 
 def preview(content: str) -> str:

@@ -14,7 +14,7 @@ from typing import Protocol
 import numpy as np
 import polars as pl
 
-from memory_assets.lib import dedup, feedback, supersession
+from memory_assets.lib import dedup, feedback, gate, supersession
 from retrieval.config import MemoryConfig
 from retrieval.schema import ITEM_SCHEMA
 
@@ -99,20 +99,23 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
     """
     items = facts_to_items(facts, now)
     items, merges = dedup.exact_dedup(items)
+    # A new item starts active, or as a candidate below the gate's usefulness bar.
+    items = items.with_columns(status=gate.admitted(config))
     if previous is not None and not previous.is_empty():
         # A version published before a column existed carries nulls for it.
         previous = previous.with_columns([pl.lit(None, dtype=ITEM_SCHEMA[c]).alias(c) for c in CARRIED
                                           if c not in previous.columns])
         carried = previous.select(["id", *CARRIED]).filter(pl.col("id").is_in(items["id"].implode()))
-        items = items.drop(list(CARRIED)).join(carried, on="id", how="left")
+        items = items.rename({"status": "_admitted"}).drop([c for c in CARRIED if c != "status"])
+        items = items.join(carried, on="id", how="left")
         items = items.with_columns(
-            status=pl.col("status").fill_null("active"),
+            status=pl.col("status").fill_null(pl.col("_admitted")),
             retrieval_priority=pl.col("retrieval_priority").fill_null(0.0),
             promoted=pl.col("promoted").fill_null(False),
             updated_at=pl.col("updated_at").fill_null(pl.col("created_at")),
             first_seen_at=pl.col("first_seen_at").fill_null(pl.lit(now).cast(pl.Datetime("us", "UTC"))),
             contradicts=pl.col("contradicts").fill_null([]),
-        )
+        ).drop("_admitted")
     items = items.select(list(ITEM_SCHEMA) + ["supersedes_hint"]) if "supersedes_hint" in items.columns else items
     items = items.sort("created_at", "id")
     folded: dict[str, int] = {}

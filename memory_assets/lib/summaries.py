@@ -33,13 +33,14 @@ import openai
 import polars as pl
 
 from memory_assets.lib.dedup import normalize
-from memory_assets.lib.extraction.llm import llm_configured, llm_cost_usd
+from memory_assets.lib.extraction.llm import LLMNotConfigured, llm_configured, llm_cost_usd
 from memory_assets.lib.prompts import Prompt, load_prompt
 from memory_assets.lib.quarantine import LLMOutputFailed
 from retrieval.citations import cited_ids, strip_citations, summary_lines
 from retrieval.config import MemoryConfig, load_config
 from retrieval.rewrite import STOPWORDS
 from retrieval.scoring import memory_score
+from retrieval.trust import belief
 
 PROMPT_NAME = "summarize_category"
 # Two facts sharing this share of their content words say the same thing twice.
@@ -158,6 +159,7 @@ def _plan(category: str, current_summary: str | None, new_items: pl.DataFrame,
             plan.facts.append((memory_score(config, row, now), row))
         else:
             plan.retired.add(row["id"])
+    plan.retired |= _doubted(row for _, row in plan.facts)
     plan.facts = [(s, r) for s, r in plan.facts if r["id"] not in plan.retired]
     # Highest score first; among equals the newer fact, then the id, so the order is stable.
     plan.facts.sort(key=lambda sr: (-sr[0], -_ts(sr[1].get("created_at")), sr[1]["id"]))
@@ -166,6 +168,21 @@ def _plan(category: str, current_summary: str | None, new_items: pl.DataFrame,
         if ids and not (set(ids) & (plan.retired | fresh)):
             plan.carried.append((text, ids))
     return plan
+
+
+def _doubted(rows) -> set[str]:
+    """Of two facts here that contradict each other, the one less believed (lower
+    confidence, then older: ``retrieval.trust.belief``): a summary states one side.
+    Retrieval still shows the other, flagged, next to the line (``MemoryClient._tier1``)."""
+    by_id = {row["id"]: row for row in rows}
+    out: set[str] = set()
+    for row in by_id.values():
+        for other_id in row.get("contradicts") or []:
+            other = by_id.get(other_id)
+            if other is not None and belief(other["confidence"], other.get("created_at")) > \
+                    belief(row["confidence"], row.get("created_at")):
+                out.add(row["id"])
+    return out
 
 
 def _ts(value: datetime | None) -> float:
@@ -243,13 +260,17 @@ def _offline(category: str, plan: _Plan, config: MemoryConfig, now: datetime) ->
 
 
 def chat_client(config: MemoryConfig) -> openai.OpenAI | None:
-    """An ``openai.OpenAI`` for summaries and insights, or None when no key is set.
+    """An ``openai.OpenAI`` for summaries and insights, or None when the LLM path is off.
 
-    ``OPENAI_API_KEY`` selects the LLM path; ``OPENAI_BASE_URL`` points it at vLLM,
-    Ollama or a llama.cpp server.
+    ``[llm] enabled = true`` (or ``MEMORY_EXTRACTOR=llm``) selects the LLM path, which
+    then needs ``OPENAI_API_KEY``; ``OPENAI_BASE_URL`` points it at vLLM, Ollama or a
+    llama.cpp server.
     """
-    if not llm_configured():
+    if not config.llm_enabled:
         return None
+    if not llm_configured():
+        raise LLMNotConfigured("the LLM path is enabled but OPENAI_API_KEY is not set: set it, or set "
+                               "[llm] enabled = false for the offline summaries")
     return openai.OpenAI(
         timeout=float(config.llm["timeout_seconds"]),
         max_retries=int(config.llm.get("transport_retries", DEFAULT_TRANSPORT_RETRIES)),

@@ -104,6 +104,9 @@ def _message(path: Path, line: int | None, raw: Any, *, max_bytes: int,
     if trust not in TRUST:
         raise TranscriptError(path, line, f'"trust" is {trust!r}; expected trusted or untrusted')
     speaker = raw.get("speaker") or raw.get("name") or role
+    namespace = raw.get("namespace")
+    if namespace is not None and (not isinstance(namespace, str) or not namespace.strip()):
+        raise TranscriptError(path, line, f'"namespace" must be a non-empty string (the user or agent), got {namespace!r}')
     return {
         "session_id": safe_session_id(str(session)),
         "turn": turn,
@@ -113,6 +116,7 @@ def _message(path: Path, line: int | None, raw: Any, *, max_bytes: int,
         "speaker": str(speaker),
         "trust": trust,
         "external_id": raw.get("external_id"),
+        "namespace": namespace.strip() if namespace else None,
     }
 
 

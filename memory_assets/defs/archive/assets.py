@@ -10,7 +10,7 @@ from memory_assets.lib import archive, publish, summaries
 from memory_assets.lib.prompts import load_prompt
 from retrieval.store import ItemStore
 
-INSIGHTS_TABLE = "insights"
+from retrieval.store import INSIGHTS_TABLE
 
 
 @dg.asset(

@@ -8,7 +8,6 @@ from dagster_duckdb import DuckDBResource
 from memory_assets.defs.extraction.assets import EXTRACTION_CODE_VERSION
 from memory_assets.defs.resources import MemoryRoot
 from memory_assets.lib import eval_history
-from memory_assets.lib.extraction.llm import llm_configured
 from memory_assets.lib.prompts import load_prompt
 
 # An F1 more than this below the best recorded run of the same extractor fails the gate.
@@ -52,7 +51,7 @@ def extraction_eval(context: dg.AssetExecutionContext, config: ExtractionEvalRun
     """
     from evals.extraction_eval import run_extraction_eval
 
-    extractor = config.extractor or ("llm" if llm_configured() else "offline")
+    extractor = config.extractor or ("llm" if memory.config.llm_enabled else "offline")
     now = datetime.now(timezone.utc)
     report = run_extraction_eval(config.dataset, extractor)
     # ``dataset`` is the kind (gold | locomo); ``source`` what was scored, so a run is only
@@ -123,7 +122,7 @@ def retrieval_eval(context: dg.AssetExecutionContext, config: RetrievalEvalRun, 
     from evals.locomo import default_dir as default_locomo_dir
     from evals.retrieval_eval import run_eval
 
-    extractor = config.extractor or ("llm" if llm_configured() else "offline")
+    extractor = config.extractor or ("llm" if memory.config.llm_enabled else "offline")
     locomo_dir = default_locomo_dir()
     files = sorted(locomo_dir.glob("*.json"))
     if not files:

@@ -9,13 +9,15 @@ import polars as pl
 
 from memory_assets.defs.ingest.assets import read_resources
 from memory_assets.defs.resources import ExtractorResource, MemoryRoot
-from memory_assets.lib import quarantine
+from memory_assets.lib import forgetting, quarantine
 from memory_assets.lib.extraction.base import ExtractionFailed
 from memory_assets.lib.extraction.offline import OfflineExtractor
 from memory_assets.lib.facts import build_facts
 from memory_assets.lib.partitions import sessions
 from memory_assets.lib.prompts import Prompt, load_prompt
+from retrieval import events
 from retrieval.schema import FACT_SCHEMA, Turn
+from retrieval.store import ItemStore
 
 def extraction_code_version(prompt: Prompt) -> str:
     """``extracted_facts``' code version: the prompt's content hash and the offline rules'
@@ -32,7 +34,7 @@ def to_turns(frame: pl.DataFrame) -> list[Turn]:
     return [
         Turn(session_id=r["session_id"], turn=r["turn"], role=r["role"], content=r["content"],
              content_at=r["content_at"], speaker=r["speaker"], trust=r["trust"],
-             external_id=r["external_id"], resource_id=r["resource_id"])
+             external_id=r["external_id"], resource_id=r["resource_id"], namespace=r.get("namespace"))
         for r in frame.sort("turn").iter_rows(named=True)
     ]
 
@@ -65,22 +67,28 @@ def extracted_facts(context: dg.AssetExecutionContext, memory: MemoryRoot,
     now = datetime.now(timezone.utc)
     turns = to_turns(read_resources(memory, session_id))
     impl = extractor.build(config)
+    failed: ExtractionFailed | None = None
     try:
         result = impl.extract(turns)
     except ExtractionFailed as failure:
+        # Quarantined for an LLM retry, and extracted offline meanwhile: the agent never
+        # goes without the session's memories while the endpoint is down.
+        failed = failure
         record = quarantine.put(paths, session_id, reason=failure.reason, raw_response=failure.raw_response,
                                 attempts=failure.attempts, extractor=impl.name, now=now)
-        context.log.error(f"session {session_id} quarantined: {failure.reason} ({record})")
-        return dg.MaterializeResult(metadata={
-            "quarantined": True, "reason": failure.reason, "quarantine_record": str(record),
-            "attempts": failure.attempts, "prompt_tokens": failure.prompt_tokens,
-            "completion_tokens": failure.completion_tokens, "extractor": impl.name,
-        })
-    gated = build_facts(result.candidates, turns, config, session_id=session_id,
-                        extractor=impl.name, prompt_version=impl.version, now=now)
+        context.log.error(f"session {session_id} quarantined for LLM re-extraction: {failure.reason} ({record}); "
+                          "extracted offline meanwhile")
+        impl = OfflineExtractor(config)
+        result = impl.extract(turns)
+    asked = forgetting.requests(turns)
+    candidates, forgotten = forgetting.drop_forgotten(result.candidates, asked)
+    gated = build_facts(candidates, turns, config, session_id=session_id,
+                        extractor=impl.name, prompt_version=impl.version, now=now,
+                        forgotten=[(c, r.topic) for c, r in forgotten])
+    retired = _retire_what_was_asked(paths, asked, gated.namespace, session_id, now)
     _write(gated.facts, paths.extracted_facts / f"{session_id}.parquet")
     _write(gated.rejections, paths.rejections / f"{session_id}.parquet")
-    resolved = quarantine.resolve(paths, session_id)
+    resolved = quarantine.resolve(paths, session_id) if failed is None else False
     cost = (result.prompt_tokens * config.llm["input_cost_per_mtok"]
             + result.completion_tokens * config.llm["output_cost_per_mtok"]) / 1e6
     # One row per run, so the health report can show extraction cost over time.
@@ -104,8 +112,25 @@ def extracted_facts(context: dg.AssetExecutionContext, memory: MemoryRoot,
         "attempts": result.attempts,
         "cost_usd": round(cost, 6),
         "quarantine_resolved": resolved,
+        "quarantined": failed is not None,
+        "llm_failure": failed.reason if failed is not None else "none",
+        "forget_requests": len(asked),
+        "items_forgotten": retired,
         "preview": dg.MetadataValue.md("\n".join(f"- {c}" for c in gated.facts["content"].head(10).to_list()) or "none"),
     })
+
+
+def _retire_what_was_asked(paths, asked: list[forgetting.ForgetRequest], namespace: str, session_id: str,
+                           now: datetime) -> int:
+    """One ``forget`` event per request for the stored items it names (audited like any
+    forget, folded by the next ``memory_items`` run)."""
+    matches = forgetting.stored_matches(ItemStore(paths).items(), asked, namespace)
+    by_turn = {r.turn.resource_id: r for r in asked}
+    for resource_id, ids in matches.items():
+        events.record(paths.events, "forget", ids, now, session_id=session_id,
+                      payload={"reason": "the user asked to forget it", "topic": by_turn[resource_id].topic,
+                               "request_resource_id": resource_id})
+    return sum(len(ids) for ids in matches.values())
 
 
 def read_all_facts(memory: MemoryRoot) -> pl.DataFrame:

@@ -28,7 +28,10 @@ def read_resources(memory: MemoryRoot, session_id: str) -> pl.DataFrame:
     parts = sorted(folder.glob("part-*.parquet")) if folder.exists() else []
     if not parts:
         return pl.DataFrame(schema=RESOURCE_SCHEMA)
-    return pl.concat([pl.read_parquet(p) for p in parts]).sort("turn")
+    # Parts written before resources had a namespace read as the default namespace (null).
+    frame = pl.concat([pl.read_parquet(p) for p in parts], how="diagonal_relaxed")
+    return frame.with_columns([pl.lit(None, dtype=t).alias(c) for c, t in RESOURCE_SCHEMA.items()
+                               if c not in frame.columns]).select(list(RESOURCE_SCHEMA)).sort("turn")
 
 
 @dg.asset(
@@ -73,6 +76,7 @@ def resources(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg.Mater
                 "speaker": message["speaker"], "content": clean,
                 "content_at": datetime.fromisoformat(message["ts"]), "trust": message["trust"],
                 "source_format": "jsonl", "source_file": file.name, "ingested_at": now,
+                "namespace": message.get("namespace"),
             })
     if rows:
         frame = pl.DataFrame(rows, schema=RESOURCE_SCHEMA)

@@ -22,3 +22,16 @@ def feedback_sensor(context: dg.SensorEvaluationContext, memory: MemoryRoot) -> 
         return dg.SkipReason("no new feedback events")
     # The same waiting files never launch two runs.
     return dg.RunRequest(run_key=hashlib.sha256("".join(names).encode()).hexdigest()[:16])
+
+
+# Dagster's own default_automation_condition_sensor starts STOPPED under `make ui`, so
+# memory_items (eager) would wait for 02:00 after a new session's extraction. This one
+# runs by default: a new session reaches agents within a minute of its facts.
+automation_sensor = dg.AutomationConditionSensorDefinition(
+    "memory_automation_sensor",
+    target=dg.AssetSelection.all(),
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=30,
+    description="Evaluates every asset's automation condition (memory_items and published_items after "
+                "extraction, category_summaries after publish) every 30 s; on by default.",
+)

@@ -3,7 +3,10 @@
 Both extractors call ``segments()`` so the rules below hold for both:
 - system messages are never a source of facts (restated system prompts are junk);
 - an injected memory block is removed before extraction (DESIGN principle 7);
-- tool output and text inside [UNTRUSTED DATA]…[/UNTRUSTED DATA] are untrusted.
+- tool output and text inside [UNTRUSTED DATA]…[/UNTRUSTED DATA] are untrusted;
+- what the user says about memory itself is never a fact: a turn withheld at ingest
+  ("don't remember this") and a request to forget ("forget what I told you about my
+  passport": ``memory_assets.lib.forgetting`` acts on it) are skipped.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from retrieval.privacy import WITHHELD, forget_request
 from retrieval.schema import (
     INJECTION_END,
     INJECTION_START,
@@ -49,7 +53,9 @@ def segments(turns: list[Turn]) -> list[Segment]:
     """Split each turn into trusted and untrusted segments, injected memory removed."""
     out: list[Segment] = []
     for turn in turns:
-        if turn.role == "system":
+        if turn.role == "system" or turn.content.strip() == WITHHELD:
+            continue
+        if turn.role == "user" and turn.trust == "trusted" and forget_request(turn.content):
             continue
         text = strip_injected(turn.content)
         whole_untrusted = turn.role == "tool" or turn.trust == "untrusted"

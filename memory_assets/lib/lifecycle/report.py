@@ -16,7 +16,9 @@ ACTIONS = (
     "decayed",              # importance × weekly decay, one or more unreferenced weeks
     "confirmed",            # confidence + bonus: stated in more than one session
     "penalized",            # confidence − penalty: an unresolved contradiction
-    "purged",               # effective score below lifecycle.purge_below
+    "candidate_confirmed",  # below the usefulness bar, now stated in another session: active
+    "candidate_expired",    # below the usefulness bar, unconfirmed for speculative_ttl_days
+    "purged",               # effective score below lifecycle.purge_below (never the permanent tier)
     "expired",              # category TTL passed without a reference
     "speculative_expired",  # low confidence, unconfirmed for speculative_ttl_days
     "promoted",             # into MEMORY.md

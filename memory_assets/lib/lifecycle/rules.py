@@ -157,10 +157,25 @@ def _expiry(row: dict, config: MemoryConfig, now: datetime) -> tuple[str, dateti
     # The permanent tier never decays, so it never expires by time either.
     if category is not None and category.ttl_days > 0 and row.get("tier") != "permanent":
         due.append((used + timedelta(days=category.ttl_days), "expired"))
-    if row["confidence"] < float(cfg["speculative_below"]) and not confirmed(row):
+    if (row["confidence"] < float(cfg["speculative_below"]) and not confirmed(row)
+            and row.get("tier") != "permanent"):
         due.append((used + timedelta(days=float(cfg["speculative_ttl_days"])), "speculative_expired"))
     past = sorted(d for d in due if d[0] <= now)
     return (past[0][1], past[0][0]) if past else None
+
+
+def _settle_candidate(row: dict, config: MemoryConfig, now: datetime, report: LifecycleReport) -> None:
+    """A candidate (below the gate's usefulness bar) becomes active once another session
+    states it, and is purged when the speculative TTL passes unconfirmed."""
+    if confirmed(row):
+        row["status"] = "active"
+        report.record("candidate_confirmed", row["id"])
+        return
+    used = scoring.last_used_at(row)
+    ttl = timedelta(days=float(config.lifecycle["speculative_ttl_days"]))
+    if used is not None and used + ttl <= now:
+        row["status"], row["expires_at"] = "purged", used + ttl
+        report.record("candidate_expired", row["id"])
 
 
 def apply(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig, now: datetime, *,
@@ -217,9 +232,12 @@ def apply(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig, now: d
             report.record("penalized", row["id"])
 
     for row in rows:
+        if row["status"] == "candidate":
+            _settle_candidate(row, config, now, report)
         if row["status"] != "active":
             continue
-        if scoring.effective_score(config, row) < float(cfg["purge_below"]):
+        # Permanent means permanent: only the user's word (forget, unpin) ends it.
+        if row.get("tier") != "permanent" and scoring.effective_score(config, row) < float(cfg["purge_below"]):
             row["status"] = "purged"
             report.record("purged", row["id"])
         elif (expiry := _expiry(row, config, now)) is not None:
