@@ -20,7 +20,8 @@ only in an assignment to a secret-sounding name (``token=<sha>``).
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Any
 from dataclasses import dataclass
 
 
@@ -235,7 +236,21 @@ def might_hold_credential(text: str) -> bool:
     return any(anchor in low for anchor in ALL_ANCHORS)
 
 
-def find_credentials(text: str) -> list[CredentialMatch]:
+PII_KINDS: tuple[str, ...] = ("payment_card", "national_id", "email", "phone")
+DEFAULT_PII: tuple[str, ...] = ("payment_card", "national_id")
+
+
+def pii_from_config(config: Any) -> tuple[str, ...]:
+    """The PII kinds ``[privacy] redact`` names (credentials are always redacted)."""
+    kinds = tuple(config.privacy.get("redact", DEFAULT_PII))
+    unknown = [k for k in kinds if k not in PII_KINDS]
+    if unknown:
+        raise ValueError(f"[privacy] redact: unknown kind(s) {', '.join(map(repr, unknown))}; "
+                         f"known: {', '.join(PII_KINDS)}")
+    return kinds
+
+
+def find_credentials(text: str, *, pii: Iterable[str] = DEFAULT_PII) -> list[CredentialMatch]:
     """Every credential in ``text``, in order, with overlapping spans merged.
 
     Args:
@@ -260,11 +275,11 @@ def find_credentials(text: str) -> list[CredentialMatch]:
     return found
 
 
-def redact(text: str) -> str:
+def redact(text: str, *, pii: Iterable[str] = DEFAULT_PII) -> str:
     """``text`` with each credential replaced by ``[REDACTED:<kind>]``."""
     out: list[str] = []
     pos = 0
-    for match in find_credentials(text):
+    for match in find_credentials(text, pii=pii):
         out.append(text[pos:match.start])
         out.append(f"[REDACTED:{match.kind}]")
         pos = match.end
@@ -272,6 +287,6 @@ def redact(text: str) -> str:
     return "".join(out)
 
 
-def has_credential(text: str) -> bool:
+def has_credential(text: str, *, pii: Iterable[str] = DEFAULT_PII) -> bool:
     """Whether ``text`` holds any credential."""
-    return bool(find_credentials(text))
+    return bool(find_credentials(text, pii=pii))

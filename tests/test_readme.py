@@ -34,3 +34,19 @@ def test_readme_agent_example_runs_as_written(tmp_path, samples, monkeypatch):
     assert {"injected", "reinforce"} <= set(types)
     assert {"referenced", "ignored"} & set(types)  # record_response wrote echo/fizzle
     assert list((paths.inbox / "chat-42").glob("*.jsonl"))
+
+
+def test_readme_tool_agent_example_acts_on_the_line_the_model_names(tmp_path, samples, monkeypatch):
+    paths = DataRoot.resolve(tmp_path / "data")
+    ingest_paths([samples / "personal-assistant.jsonl"], paths.root)
+    with dg.instance_for_test() as instance:
+        materialize_pending(paths, extractor="offline", instance=instance)
+    monkeypatch.chdir(tmp_path)
+    readme = (REPO / "README.md").read_text()
+    code = re.search(r"<!-- tool-agent-example -->\s*```python\n(.*?)```", readme, re.DOTALL).group(1)
+    namespace: dict = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    first = namespace["injection"].items[0]
+    assert namespace["full_id"] == first.id
+    reinforced = [json.loads(p.read_text()) for p in paths.events.glob("*-reinforce-*.json")]
+    assert [e["item_ids"] for e in reinforced] == [[first.id]]

@@ -122,7 +122,7 @@ def _hit(item_id: str, confidence: float, contradicts=(), created_days_ago: int 
 def test_the_higher_confidence_side_of_a_conflict_ranks_first_and_the_other_is_tagged():
     from retrieval import trust
 
-    hits = [_hit("birthday-12", 0.7, ["birthday-14"]), _hit("filler", 0.9), _hit("birthday-14", 0.9, ["birthday-12"])]
+    hits = [_hit("birthday-12", 0.6, ["birthday-14"]), _hit("filler", 0.9), _hit("birthday-14", 0.9, ["birthday-12"])]
     pairs = trust.conflicts(hits, None, 0.8)
     ordered = trust.order(hits, pairs)
     assert [h.id for h in ordered] == ["birthday-14", "filler", "birthday-12"]
