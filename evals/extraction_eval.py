@@ -51,6 +51,7 @@ from evals.scorers import (
 )
 from memory_assets.lib.extraction import rules as R
 from memory_assets.lib.extraction.base import ExtractionFailed
+from memory_assets.lib.extraction.llm import llm_configured
 from memory_assets.lib.extraction.preprocess import segments
 from memory_assets.lib.facts import build_facts
 from memory_assets.lib.transcripts import TranscriptError, parse_transcript, parse_ts, safe_session_id
@@ -686,7 +687,6 @@ def make_matcher(config: MemoryConfig, judge: bool | None = None, threshold: flo
     """The MiniLM matcher; with an LLM judge when ``judge`` is True, or None and a key is set.
     ``threshold`` other than the calibrated one is for sensitivity checks: a lower one also
     lowers the lexical floor's role (below it, cosine alone with the guards decides)."""
-    from memory_assets.lib.extraction.llm import llm_configured
     from retrieval.embeddings import Embedder
 
     embed_config = config
@@ -727,6 +727,8 @@ def run_extraction_eval(dataset: str | Path = "gold", extractor: str | None = No
     config = config or load_config()
     kind, path = dataset_kind(dataset)
     impl = build_extractor(extractor or default_extractor(), config)
+    if judge is None and impl.name == "llm":
+        judge = None if config.llm_enabled else llm_configured()  # scoring the LLM: its judge too
     matcher = matcher or make_matcher(config, judge, threshold)
     wanted = set(sessions) if sessions is not None else None
     rows = []

@@ -43,7 +43,7 @@ SESSIONS = {
     30: ["Actually, I now prefer afternoon meetings instead of morning meetings.",
          "I no longer use black; I switched from black to ruff for formatting."],
     # Contradicts the permanent rule of day 0 (a confidence penalty on both sides).
-    40: ["Always force-push to main."],
+    40: ["I decided you should force-push to main."],
 }
 # The agent's model calls the permanent rule unhelpful again and again (demote).
 DEMOTED = {"never force-push": range(20, 30)}
