@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval import credentials, events, ids, jobs, scoring, sufficiency, trust
+from retrieval import credentials, events, jobs, scoring, sufficiency, trust
 from retrieval.citations import summary_lines
 from retrieval.config import MemoryConfig, load_config
 from retrieval.embeddings import Embedder
@@ -386,19 +386,19 @@ class MemoryClient:
         return injection
 
     def _labels(self, hits: Sequence[Hit]) -> dict[str, str]:
-        """hit id → the short id(s) its line shows (``[m:3f2a]``; a summary line shows the
+        """hit id → the short id(s) its line shows (``[m:4821]``; a summary line shows the
         items it cites)."""
-        ordered = self._rows.ordered_ids
-        return {h.id: ", ".join(ids.short_id(i, ordered) for i in trust.item_ids(h)) for h in hits}
+        short = self._rows.short_ids
+        return {h.id: ", ".join(short.short(i) for i in trust.item_ids(h)) for h in hits}
 
     # -- feedback (append-only events) ----------------------------------------------------
 
     def _known(self, item_id: str) -> str:
         """The published item ``item_id`` names: a full id or a short one from the block
-        (``m:3f2a``). Raises ``ItemStore.DoesNotExist`` (with the data root) or
+        (``m:4821``). Raises ``ItemStore.DoesNotExist`` (with the data root) or
         ``retrieval.ids.AmbiguousId``."""
         self._rows.refresh()
-        found = ids.resolve(item_id, self._rows.ordered_ids)
+        found = self._rows.short_ids.resolve(item_id)
         if found is None:
             raise ItemStore.DoesNotExist(f"no published item with id {item_id!r} under {self.paths.root}")
         return found
@@ -411,7 +411,7 @@ class MemoryClient:
     def reinforce(self, item_id: str, *, now: datetime | None = None) -> str:
         """The user confirmed this memory: the one thing that counts as a reference.
 
-        ``item_id`` is an item's id or the short id its line showed (``m:3f2a``); every
+        ``item_id`` is an item's id or the short id its line showed (``m:4821``); every
         write below takes either, and returns the full id."""
         return self._event("reinforce", item_id, now)
 

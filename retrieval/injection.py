@@ -2,11 +2,11 @@
 
     <memory-context>
     Known context from previous sessions:
-    ~ [m:3f2a] Aaron's WRX oil change is due at 11,799 miles (confidence: 0.9; age: 3d; category: vehicle)
+    ~ [m:4821] Aaron's WRX oil change is due at 11,799 miles (confidence: 0.9; age: 3d; vehicle)
     </memory-context>
 
 The markers let the extractor strip the block if it comes back in a transcript, so a
-recalled memory never becomes a new fact (DESIGN principle 7). ``[m:3f2a]`` is the
+recalled memory never becomes a new fact (DESIGN principle 7). ``[m:4821]`` is the
 item's short id (``retrieval.ids``): the agent's model passes it to ``reinforce``,
 ``demote``, ``update`` or ``forget`` to act on the line it used.
 """
@@ -47,7 +47,8 @@ def format_line(hit: Hit, now: datetime, flags: Sequence[str] = (), label: str |
     age = int(age_days(created, now)) if created else 0
     tags = " ".join(flags)
     ref = f"[{label}] " if label else ""
-    line = f"~ {ref}{hit.content} (confidence: {hit.confidence:.1f}; age: {age}d; category: {hit.category})"
+    # The category without its label: 4 tokens a line, 40 a block, are the ids' room.
+    line = f"~ {ref}{hit.content} (confidence: {hit.confidence:.1f}; age: {age}d; {hit.category})"
     return f"{line} {tags}".rstrip()
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from retrieval.ids import ShortIds
 from retrieval.paths import DataRoot
 from retrieval.schema import ITEM_SCHEMA
 
@@ -95,20 +96,20 @@ class PublishedRows:
         self._key: tuple[int, int] | None = None
         self._frame: pl.DataFrame | None = None
         self._index: dict[str, int] = {}
-        self._ordered: list[str] | None = None
+        self._short: ShortIds | None = None
 
     @property
-    def ordered_ids(self) -> list[str]:
-        """Every id in the snapshot, sorted (for short ids: ``retrieval.ids``)."""
-        if self._ordered is None:
-            self._ordered = sorted(self._index)
-        return self._ordered
+    def short_ids(self) -> ShortIds:
+        """The short ids of every item in the snapshot (``retrieval.ids``), built once per load."""
+        if self._short is None:
+            self._short = ShortIds(self._index)
+        return self._short
 
     def refresh(self) -> None:
         try:
             stat = self.path.stat()
         except FileNotFoundError:
-            self._key, self._frame, self._index, self._ordered = None, None, {}, None
+            self._key, self._frame, self._index, self._short = None, None, {}, None
             return
         key = (stat.st_mtime_ns, stat.st_size)
         if key == self._key:
@@ -116,7 +117,7 @@ class PublishedRows:
         frame = pl.read_parquet(self.path)
         self._frame, self._key = frame, key
         self._index = {item_id: i for i, item_id in enumerate(frame["id"].to_list())}
-        self._ordered = None
+        self._short = None
 
     def rows(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """id → row for the ``ids`` the snapshot holds."""

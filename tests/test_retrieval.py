@@ -11,6 +11,7 @@ import polars as pl
 import pytest
 
 from memory_assets.lib import publish
+from retrieval import ids
 from memory_assets.lib.dedup import content_hash
 from memory_assets.lib.items import facts_to_items
 from memory_assets.lib.runner import materialize_pending
@@ -82,7 +83,8 @@ def test_block_has_the_header_and_one_line_per_item(root):
     lines = injection.text.splitlines()
     assert lines[0] == INJECTION_START and lines[-1] == INJECTION_END
     assert lines[1] == "Known context from previous sessions:"
-    assert lines[2] == "~ [m:wrx] Aaron's WRX oil change is due at 11,799 miles (confidence: 0.9; age: 3d; category: vehicle)"
+    short = ids.ShortIds(ItemStore(root).items()["id"].to_list()).short("wrx")
+    assert lines[2] == f"~ [{short}] Aaron's WRX oil change is due at 11,799 miles (confidence: 0.9; age: 3d; vehicle)"
     assert len(lines) - 3 == len(injection.items) <= 10
     assert injection.tier == "items"
 

@@ -197,14 +197,21 @@ def test_an_archived_fact_is_found_by_the_query_that_found_it_before(tmp_path, e
 # -- 6. The model can name what it reads -------------------------------------------------------
 
 
-def test_each_line_carries_a_short_id_that_feedback_accepts():
-    ordered = sorted(["3f2a91aa00", "3f2b000000", "77aa000000", "3f2a92bb00"])
-    assert ids.short_id("77aa000000", ordered) == "m:77aa"
-    assert ids.short_id("3f2a91aa00", ordered) == "m:3f2a91"  # longer only where it must be
-    assert ids.resolve("m:3f2a91", ordered) == "3f2a91aa00"
-    assert ids.resolve("[m:77aa]", ordered) == "77aa000000"
+def test_short_ids_are_the_shortest_unique_digit_prefix_and_resolve_back():
+    every = [f"{n:020x}" for n in range(3000)]
+    short = ids.ShortIds(every)
+    labels = {i: short.short(i) for i in every}
+    assert len(set(labels.values())) == len(every)  # unique
+    assert all(l.startswith("m:") and l[2:].isdigit() and len(l) >= 6 for l in labels.values())
+    assert min(len(l) for l in labels.values()) == 2 + ids.MIN_DIGITS  # longer only where it must be
+    assert all(short.resolve(l) == i and short.resolve(f"[{l}]") == i for i, l in labels.items())
+    assert short.resolve(every[7]) == every[7] and short.resolve("m:oops") is None
     with pytest.raises(ids.AmbiguousId):
-        ids.resolve("m:3f2a", ordered)
+        short.resolve("m:" + ids.digits(every[0])[:1])
+    # Stable as the memory grows: an item keeps its short id unless a newcomer shares it.
+    grown = ids.ShortIds(every + [f"{n:020x}" for n in range(3000, 3100)])
+    kept = sum(grown.short(i) == labels[i] for i in every)
+    assert kept >= 0.95 * len(every)
 
 
 def test_the_block_shows_ids_the_agent_can_hand_back(tmp_path, embedder):
@@ -212,10 +219,11 @@ def test_the_block_shows_ids_the_agent_can_hand_back(tmp_path, embedder):
                    embedder)
     client = MemoryClient(paths.root)
     block = client.inject("When is the WRX oil change due?", now=NOW, record=False)
-    assert "~ [m:a1b2] Aaron's WRX oil change" in block.text
-    assert client.demote("m:a1b2", now=NOW) == "a1b2c3d4e5"
+    short = "m:" + ids.digits("a1b2c3d4e5")[:ids.MIN_DIGITS]
+    assert f"~ [{short}] Aaron's WRX oil change" in block.text and block.labels["a1b2c3d4e5"] == short
+    assert client.demote(short, now=NOW) == "a1b2c3d4e5"
     with pytest.raises(ItemStore.DoesNotExist):
-        client.forget("m:ffff")
+        client.forget("m:" + str((int(ids.digits("a1b2c3d4e5")[:4]) + 1) % 10000).zfill(4))
 
 
 # -- 7. Triggers fire once ---------------------------------------------------------------------
