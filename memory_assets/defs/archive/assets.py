@@ -8,9 +8,7 @@ from memory_assets.lib import freshness
 from memory_assets.defs.resources import EmbedderResource, MemoryRoot
 from memory_assets.lib import archive, publish, summaries
 from memory_assets.lib.prompts import load_prompt
-from retrieval.store import ItemStore
-
-from retrieval.store import INSIGHTS_TABLE
+from retrieval.store import INSIGHTS_TABLE, ItemStore
 
 
 @dg.asset(
@@ -24,8 +22,9 @@ def archive_clusters(context: dg.AssetExecutionContext, memory: MemoryRoot,
                      embedder: EmbedderResource) -> dg.MaterializeResult:
     """Archived memories, grouped by meaning (HDBSCAN over their embeddings), each group
     with one insight sentence ("Mostly about WRX maintenance: …") and its member ids.
-    Archived items leave the agent's everyday search; the insights keep what they were
-    about searchable (LanceDB ``insights`` table, ``MemoryClient.insights``).
+    Archived items are still recalled when active ones don't fill the block (tagged
+    ``[archived]``); the insights say what the archive is about as a whole, searchable
+    with ``MemoryClient.insights(query)`` (LanceDB ``insights`` table).
     """
     paths, settings = memory.paths, memory.config
     store = ItemStore(paths)
