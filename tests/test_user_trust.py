@@ -194,6 +194,23 @@ def test_an_archived_fact_is_found_by_the_query_that_found_it_before(tmp_path, e
     assert block.items[0].id == "oil" and "[archived]" in block.flags["oil"]
 
 
+def test_archive_insights_are_searchable(tmp_path, embedder):
+    from memory_assets.lib import archive
+
+    paths = DataRoot.resolve(tmp_path / "data")
+    clusters = [archive.Cluster(cluster_id="c1", member_ids=("oil", "tires"), medoid_id="oil",
+                                keywords=("wrx", "oil"), insight="Mostly about Aaron's WRX upkeep: oil and tires.",
+                                size=2),
+                archive.Cluster(cluster_id="c2", member_ids=("v1", "v2", "v3"), medoid_id="v1",
+                                keywords=("violin",), insight="Mostly about Aaron's violin practice.", size=3)]
+    frame = archive.clusters_frame(clusters)
+    publish.publish_table(paths, "insights", frame, embedder.embed(frame["insight"].to_list()))
+    client = MemoryClient(paths.root)
+    found = client.insights("WRX maintenance", k=1)
+    assert [f["cluster_id"] for f in found] == ["c1"] and found[0]["member_ids"] == ["oil", "tires"]
+    assert [f["cluster_id"] for f in client.insights()] == ["c2", "c1"]  # largest first
+
+
 # -- 6. The model can name what it reads -------------------------------------------------------
 
 
