@@ -106,6 +106,12 @@ def _real(match: re.Match[str]) -> bool:
     return _is_real(_secret(match))
 
 
+def _env_value(match: re.Match[str]) -> bool:
+    """A .env value: anything but a placeholder, a reference or a bare type/flag word."""
+    value = _unquote(_secret(match))
+    return _is_real(value) and value.lower() not in ("true", "false", "0", "1", "yes", "no", "str", "string", "int")
+
+
 def _password(match: re.Match[str]) -> bool:
     """``password=x`` is always a value; ``password: x`` and ``password is x`` must look like one.
 
@@ -190,12 +196,57 @@ _RULES: tuple[_Rule, ...] = (
         r"(?i:\b(?:pin|passcode|pass\s+code|door\s+code|gate\s+code|alarm\s+code|lock\s+code|entry\s+code"
         r"|access\s+code|safe\s+code|security\s+code|cvv|cvc)(?:\s+number)?)"
         r"\s*(?:is|was|=|:)?\s*(?:now\s+)?(?P<secret>\d{3,8})(?!\d)")),
+    # Provider tokens by their documented prefixes.
+    _Rule("gitlab_token", re.compile(
+        r"(?<![A-Za-z0-9_-])gl(?:pat|dt|rt|ptt|cbt|imt|soat|ffct|oas|agent)-[A-Za-z0-9_-]{20,}")),
+    _Rule("sendgrid_key", re.compile(r"(?<![A-Za-z0-9_-])SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{30,64}")),
+    _Rule("twilio_key", re.compile(r"(?<![A-Za-z0-9])SK[0-9a-f]{32}(?![0-9A-Za-z])")),
+    _Rule("npm_token", re.compile(r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])")),
+    _Rule("pypi_token", re.compile(r"(?<![A-Za-z0-9_-])pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{30,}")),
+    _Rule("huggingface_token", re.compile(r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9])"), _random_real),
+    _Rule("mailgun_key", re.compile(r"(?<![A-Za-z0-9_-])key-[0-9a-z]{32}(?![0-9A-Za-z])"), _random_real),
+    _Rule("datadog_key", re.compile(
+        r"(?i:\b(?:dd|datadog)[_ -]?(?:api|app(?:lication)?)?[_ -]?key)[\"']?\s*(?:[:=]|\bis\b)\s*[\"']?"
+        r"(?P<secret>[0-9a-f]{32}(?:[0-9a-f]{8})?)(?![0-9a-fA-F])")),
+    # A bot token is three base64url parts; said next to "discord" or "bot" ("Authorization: Bot …").
+    _Rule("discord_token", re.compile(
+        r"(?i:discord|\bbot\b)[^\n]{0,60}?(?<![A-Za-z0-9_-])"
+        r"(?P<secret>[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40})(?![A-Za-z0-9_-])"),
+        _random_real),
+    _Rule("discord_webhook", re.compile(
+        r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]{20,}")),
+    _Rule("telegram_token", re.compile(r"(?<![0-9])\d{8,10}:AA[A-Za-z0-9_-]{32,34}(?![A-Za-z0-9_-])")),
+    _Rule("shopify_token", re.compile(r"(?<![A-Za-z0-9_])shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}(?![A-Za-z0-9])")),
+    _Rule("digitalocean_token", re.compile(r"(?<![A-Za-z0-9_])do[por]_v1_[a-f0-9]{64}(?![a-f0-9])")),
+    _Rule("linear_key", re.compile(r"(?<![A-Za-z0-9_])lin_(?:api|oauth)_[A-Za-z0-9]{32,}")),
+    _Rule("doppler_token", re.compile(r"(?<![A-Za-z0-9_])dp\.(?:st|ct|sa|scim|audit|pt)\.[A-Za-z0-9_.-]{40,}")),
+    _Rule("postman_key", re.compile(r"(?<![A-Za-z0-9_])PMAK-[a-f0-9]{24}-[a-f0-9]{34}")),
+    # Azure: a storage connection string's AccountKey / SharedAccessKey, and a SAS URL's sig.
+    _Rule("azure_key", re.compile(
+        r"(?i:AccountKey|SharedAccessKey|SharedAccessSignature)\s*=\s*(?P<secret>[A-Za-z0-9+/]{20,}={0,2})")),
+    _Rule("azure_sas", re.compile(r"[?&](?i:sig)=(?P<secret>[A-Za-z0-9%+/=]{20,})")),
+    # GCP service-account JSON: its private key is a PEM block (above); its key id is a secret too.
+    _Rule("gcp_service_account", re.compile(r'"private_key_id"\s*:\s*"(?P<secret>[0-9a-f]{40})"')),
+    # An AWS secret said in prose ("the secret is wJalr…"): 40 base64 characters, mixed
+    # case, within a few words after a secret-sounding word.
+    _Rule("aws_secret_access_key", re.compile(
+        r"(?i:\b(?:aws|secret|secret\s+key|access\s+key))\b(?:\W{1,3}\w{1,12}){0,3}?\W{1,3}"
+        r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"), _random_real),
     # api_key=…, GITHUB_TOKEN: …, client_secret = "…" with a long machine-made value.
     _Rule("generic_secret", re.compile(
         r"(?<![A-Za-z0-9])(?:api[_-]?key|apikey|(?:access|auth|refresh|id|session|bearer)[_-]?token"
         r"|token|secret|secret[_-]?key|client[_-]?secret|access[_-]?key|private[_-]?key|signing[_-]?key)"
         r"[\"']?\s*(?:=>|:=|=|:)\s*[\"']?(?P<secret>[A-Za-z0-9_./+=~-]{16,})", re.IGNORECASE),
         _random_real),
+    # .env lines: NAME=value under a secret-sounding NAME (DB_PASS, MAILGUN_KEY, API_TOKEN,
+    # JWT_SECRET, SENTRY_DSN, DATABASE_URL …): the value is hidden however short or plain.
+    _Rule("env_secret", re.compile(
+        r"(?:^|(?<=[\s;\"'`]))"
+        r"(?![A-Za-z0-9_]*PUBLIC)"
+        r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*"
+        r"(?:_(?:PASS|PASSWORD|PASSWD|PWD|PASSPHRASE|SECRET|TOKEN|KEY|APIKEY|DSN|CREDENTIALS?|AUTH)"
+        r"|(?:PASSWORD|SECRET|TOKEN|APIKEY)|DATABASE_URL|_URL_WITH_PASSWORD)(?:_[A-Za-z0-9]+)*"
+        r"\s*=\s*(?P<secret>\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|[^\s#'\"]{2,})", re.IGNORECASE), _env_value),
 )
 
 CREDENTIAL_KINDS: tuple[str, ...] = tuple(dict.fromkeys(rule.kind for rule in _RULES))
@@ -216,7 +267,7 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "slack_webhook": ("hooks.slack.com/services/",),
     "google_api_key": ("aiza",),
     "aws_access_key_id": ("akia", "asia"),
-    "aws_secret_access_key": ("secret_access_key", "aws_secret_key"),
+    "aws_secret_access_key": ("secret_access_key", "aws_secret_key", "aws", "secret", "access"),
     "jwt": ("eyj",),
     "connection_string": ("://",),
     "bearer_token": ("authorization", "bearer"),
@@ -224,20 +275,84 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "password": ("password", "passwd", "passphrase", "passcode", "pwd"),
     "pin": ("pin", "passcode", "pass", "code", "cvv", "cvc"),
     "generic_secret": ("key", "token", "secret"),
+    "gitlab_token": ("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glimt-", "glsoat-", "glffct-", "gloas-",
+                     "glagent-"),
+    "sendgrid_key": ("sg.",),
+    "twilio_key": ("sk",),
+    "npm_token": ("npm_",),
+    "pypi_token": ("pypi-ageichlwas5vcmc",),
+    "huggingface_token": ("hf_",),
+    "mailgun_key": ("key-",),
+    "datadog_key": ("dd", "datadog"),
+    "discord_token": ("discord", "bot"),
+    "discord_webhook": ("/api/webhooks/",),
+    "telegram_token": (":aa",),
+    "shopify_token": ("shpat_", "shpss_", "shpca_", "shppa_"),
+    "digitalocean_token": ("dop_v1_", "doo_v1_", "dor_v1_"),
+    "linear_key": ("lin_api_", "lin_oauth_"),
+    "doppler_token": ("dp.",),
+    "postman_key": ("pmak-",),
+    "azure_key": ("accountkey", "sharedaccesskey", "sharedaccesssignature"),
+    "azure_sas": ("sig=",),
+    "gcp_service_account": ("private_key_id",),
+    "env_secret": ("pass", "pwd", "secret", "token", "key", "dsn", "credential", "auth", "database_url",
+                   "_url_with_password"),
 }
 ALL_ANCHORS: tuple[str, ...] = tuple(sorted({a for anchors in ANCHORS.values() for a in anchors}))
 
 
 def might_hold_credential(text: str) -> bool:
-    """False only when ``text`` cannot hold a credential (ASCII, and none of ``ALL_ANCHORS``)."""
+    """False only when ``text`` cannot hold a credential or personal data (ASCII, none of
+    ``ALL_ANCHORS``, and nothing ``PII_PRECHECK`` finds)."""
     if not text.isascii():
         return True
     low = text.lower()
-    return any(anchor in low for anchor in ALL_ANCHORS)
+    return any(anchor in low for anchor in ALL_ANCHORS) or bool(_PII_PRECHECK.search(text))
 
 
 PII_KINDS: tuple[str, ...] = ("payment_card", "national_id", "email", "phone")
 DEFAULT_PII: tuple[str, ...] = ("payment_card", "national_id")
+
+# Card networks by their leading digits (Visa 4, Mastercard 51–55 and 2221–2720, Amex
+# 34/37, Discover 6011/65/644–649, JCB 35, Diners 30/36/38, UnionPay 62): with the Luhn
+# check, a 16-digit order number is taken for a card about once in a hundred, not once in ten.
+_CARD_PREFIX = re.compile(r"^(?:4|5[1-5]|2(?:2[2-9]|[3-6]\d|7[01]|720)|3[47]|6(?:011|5|4[4-9]|2)|35|3[068])")
+
+
+def _luhn(number: str) -> bool:
+    total = 0
+    for i, ch in enumerate(reversed(number)):
+        d = int(ch)
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def _card(match: re.Match[str]) -> bool:
+    number = re.sub(r"[ -]", "", match.group(0))
+    return 13 <= len(number) <= 19 and bool(_CARD_PREFIX.match(number)) and _luhn(number)
+
+
+def _phone(match: re.Match[str]) -> bool:
+    return 10 <= sum(c.isdigit() for c in match.group(0)) <= 15
+
+
+# Personal data, redacted as configured (``[privacy] redact``; ``pii_from_config``).
+_PII_RULES: tuple[_Rule, ...] = (
+    # 13–19 digits, in groups split by single spaces or dashes: Luhn-checked, known network.
+    _Rule("payment_card", re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])"), _card),
+    # US SSN (not area 000, 666 or 9xx, group 00, serial 0000) and UK National Insurance numbers.
+    _Rule("national_id", re.compile(
+        r"(?<![\d-])(?!000|666|9\d\d)\d{3}([- ])(?!00)\d{2}\1(?!0000)\d{4}(?![\d-])"
+        r"|\b(?!BG|GB|KN|NK|NT|TN|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b")),
+    _Rule("email", re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")),
+    _Rule("phone", re.compile(r"(?<![\w+])\+?\(?\d[\d ().-]{8,18}\d(?![\d-])"), _phone),
+)
+# What a text must hold for a PII rule to match: six digits in a row (with single
+# separators), or an "@"; the bulk scans use it beside ``ALL_ANCHORS``.
+PII_PRECHECK = r"\d\d[ -]?\d\d[ -]?\d\d|@"
+_PII_PRECHECK = re.compile(PII_PRECHECK)
 
 
 def pii_from_config(config: Any) -> tuple[str, ...]:
@@ -255,11 +370,14 @@ def find_credentials(text: str, *, pii: Iterable[str] = DEFAULT_PII) -> list[Cre
 
     Args:
         text: any text: a transcript turn, a candidate fact, a log line.
+        pii: the personal-data kinds to find too (``PII_KINDS``; default cards and national ids).
     """
     if not might_hold_credential(text):
         return []  # no rule's anchor in it: the patterns cannot match
+    wanted = set(pii)
+    rules = _RULES + tuple(r for r in _PII_RULES if r.kind in wanted)
     claims: list[tuple[int, int, int, str]] = []
-    for priority, rule in enumerate(_RULES):
+    for priority, rule in enumerate(rules):
         for match in rule.pattern.finditer(text):
             if rule.accept(match):
                 start, end = _span(match)

@@ -19,7 +19,9 @@ from retrieval.credentials import (
     CredentialMatch,
     find_credentials,
     has_credential,
+    PII_KINDS,
     might_hold_credential,
+    pii_from_config,
     redact,
 )
 
@@ -47,6 +49,44 @@ RSA_KEY = "-----BEGIN RSA " + "PRIVATE KEY-----\n" + RSA_KEY_BODY + "\n-----END 
 OPENSSH_BODY = "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQ"
 OPENSSH_KEY = "-----BEGIN OPENSSH " + "PRIVATE KEY-----\n" + OPENSSH_BODY + "\n-----END OPENSSH " + "PRIVATE KEY-----"
 GENERIC = "Qm9vbGVhbjEyMzQ1Njc4OTA"
+GITLAB = "glpat" + "-" + "xK9mP2qR7sT4vW8yZ1aB"
+SENDGRID = "SG" + "." + "aB3dE6gH9jK2mN5pQ8sT1v" + "." + "wX4yZ7bC0eF3hI6kL9nO2qR5tU8wX1zA4cD7fG0iJ3l"
+TWILIO = "SK" + "0123456789abcdef" * 2
+NPM = "npm" + "_" + "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hI6"
+PYPI = "pypi" + "-AgEIcHlwaS5vcmc" + "CJDY3NDcxZGM0LTFjZGItNDBkNC05MjA3LWQ0YzFhZWZiZDAwMQ"
+HUGGINGFACE = "hf" + "_" + "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3h"
+MAILGUN = "key" + "-" + "3ax6" + "0123456789abcdef01234567abcd"
+DATADOG = "0123456789abcdef" * 2
+DISCORD = "MTA" + "yNzQ4ODM5MDAxMjM0NTY3OA" + "." + "GhT3xQ" + "." + "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF"
+DISCORD_HOOK = "https://discord.com/api/webhooks/" + "1027488390012345678/" + "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hI6"
+TELEGRAM = "1234567890" + ":AA" + "Fb3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3"
+SHOPIFY = "shpat" + "_" + "0123456789abcdef" * 2
+DIGITALOCEAN = "dop" + "_v1_" + "0123456789abcdef" * 4
+LINEAR = "lin" + "_api_" + "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hI6kL9n"
+DOPPLER = "dp" + ".st." + "dev." + "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hI6kL9nO2qR5"
+POSTMAN = "PMAK" + "-" + "0123456789abcdef01234567" + "-" + "0123456789abcdef0123456789abcdef01"
+AZURE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1" + "OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+AZURE_SIG = "a0B1c2D3e4F5g6H7i8J9k0L1m2N3o4P5q6R7s8T9u0%3D"
+GCP_KEY_ID = "0123456789abcdef0123456789abcdef01234567"
+
+
+def luhn_card(prefix: str, length: int = 16) -> str:
+    """A card number that passes the Luhn check (built here: none is written in the repo)."""
+    body = prefix + "7" * (length - len(prefix) - 1)
+    for check in "0123456789":
+        digits = body + check
+        total = sum((int(d) * 2 - 9 if int(d) * 2 > 9 else int(d) * 2) if i % 2 else int(d)
+                    for i, d in enumerate(reversed(digits)))
+        if total % 10 == 0:
+            return digits
+    raise AssertionError("unreachable")
+
+
+CARD = luhn_card("4111")
+CARD_SPACED = " ".join(CARD[i:i + 4] for i in range(0, 16, 4))
+AMEX = luhn_card("3782", 15)
+SSN = "123" + "-45-" + "6789"
+NI_NUMBER = "AB" + " 12 34 56 " + "C"
 SHA = "3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f"
 
 # (kind, text, the secret that must not survive redaction)
@@ -100,6 +140,40 @@ POSITIVES = [
     ("generic_secret", f"client_secret={GENERIC}", GENERIC),
     ("generic_secret", "session_token: 123e4567-e89b-12d3-a456-426614174000",
      "123e4567-e89b-12d3-a456-426614174000"),
+    ("gitlab_token", f"the CI uses {GITLAB} to push", GITLAB),
+    ("sendgrid_key", f"sendgrid: {SENDGRID}", SENDGRID),
+    ("twilio_key", f"twilio api key {TWILIO} for sms", TWILIO),
+    ("npm_token", f"//registry.npmjs.org/:_authToken {NPM}", NPM),
+    ("pypi_token", f"upload with {PYPI}", PYPI),
+    ("huggingface_token", f"HF hub token is {HUGGINGFACE}", HUGGINGFACE),
+    ("mailgun_key", f"mailgun {MAILGUN} for the newsletter", MAILGUN),
+    ("datadog_key", f"the datadog api key is {DATADOG}", DATADOG),
+    ("discord_token", f"Authorization: Bot {DISCORD}", DISCORD),
+    ("discord_webhook", f"post alerts to {DISCORD_HOOK}", DISCORD_HOOK),
+    ("telegram_token", f"my telegram bot is {TELEGRAM}", TELEGRAM),
+    ("shopify_token", f"shop admin token {SHOPIFY}", SHOPIFY),
+    ("digitalocean_token", f"doctl auth with {DIGITALOCEAN}", DIGITALOCEAN),
+    ("linear_key", f"linear {LINEAR}", LINEAR),
+    ("doppler_token", f"doppler service token {DOPPLER}", DOPPLER),
+    ("postman_key", f"postman {POSTMAN}", POSTMAN),
+    ("azure_key", "DefaultEndpointsProtocol=https;AccountName=acme;AccountKey=" + AZURE_KEY
+     + ";EndpointSuffix=core.windows.net", AZURE_KEY),
+    ("azure_sas", "https://acme.blob.core.windows.net/c/f.csv?sv=2022-11-02&sp=r&sig=" + AZURE_SIG, AZURE_SIG),
+    ("gcp_service_account", '{"type": "service_account", "private_key_id": "' + GCP_KEY_ID + '"}', GCP_KEY_ID),
+    ("aws_secret_access_key", f"and the secret is {AWS_SECRET} for that user", AWS_SECRET),
+    ("env_secret", "DB_PASS=hunter2x", "hunter2x"),
+    ("env_secret", "export MAILGUN_KEY=" + "k3y-abc", "k3y-abc"),
+    ("env_secret", "SENTRY_DSN=" + "https://abc123@o1.ingest.sentry.io/42", "abc123@o1"),
+    ("env_secret", 'JWT_SECRET="not so secret"', "not so secret"),
+]
+
+# Personal data: redacted by default (payment cards, national ids) or when configured.
+PII_POSITIVES = [
+    ("payment_card", f"my card is {CARD_SPACED}, exp 04/29", CARD_SPACED),
+    ("payment_card", f"charge {CARD} please", CARD),
+    ("payment_card", f"amex {AMEX}", AMEX),
+    ("national_id", f"SSN {SSN} on the form", SSN),
+    ("national_id", f"my NI number is {NI_NUMBER}", NI_NUMBER),
 ]
 
 # Ordinary prose that talks about credentials, hashes or ids without holding a secret.
@@ -131,6 +205,20 @@ NEGATIVES = [
     "https://example.com:8443/login",
     "Authorization: Bearer $TOKEN",
     "the max_tokens=4096 setting",
+    "We use a key-value store for sessions",
+    "Set DB_PASS in the environment, never in code",
+    "API_KEY=${API_KEY}",
+    "API_TOKEN=<your-token>",
+    "DEBUG_TOKEN=false",
+    "the SG.lab group meets on Fridays",
+    "order 4111 1111 1111 1112 shipped",  # fails the Luhn check
+    "ticket 1234-5678-9012-3456 closed",  # no card network starts with 1
+    "call me at 555-123-4567",
+    "the form asks for 123-45-678",
+    "invalid SSN 000-12-3456 in the sample",
+    "Dana's bot answers on Discord every evening",
+    "the PUBLIC_KEY=ssh-ed25519 line goes in authorized_keys",
+    "release 2026-10-12 shipped with version 1.24.3",
 ]
 
 
@@ -184,6 +272,29 @@ def test_the_quality_scan_finds_what_the_full_scan_finds() -> None:
     ledger = ScanLedger()
     kinds = ledger.kinds(pl.Series(texts)).to_list()
     assert [k is not None for k in kinds] == [has_credential(t) for t in texts]
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), PII_POSITIVES, ids=[k for k, _, _ in PII_POSITIVES])
+def test_cards_and_national_ids_are_redacted_by_default(kind: str, text: str, secret: str) -> None:
+    assert [m.kind for m in find_credentials(text)] == [kind]
+    assert secret not in redact(text) and f"[REDACTED:{kind}]" in redact(text)
+    assert might_hold_credential(text)
+    assert redact(text, pii=()) == text  # [privacy] redact = [] keeps them
+
+
+def test_emails_and_phones_only_when_configured() -> None:
+    text = "write to dana.k@example.org or call +1 (415) 555-0134"
+    assert redact(text) == text
+    assert redact(text, pii=PII_KINDS) == "write to [REDACTED:email] or call [REDACTED:phone]"
+
+
+def test_privacy_config_names_known_kinds() -> None:
+    from retrieval.config import load_config
+
+    config = load_config()
+    assert pii_from_config(config) == ("payment_card", "national_id")
+    with pytest.raises(ValueError, match="passport"):
+        pii_from_config(dataclasses.replace(config, privacy={"redact": ["passport"]}))
 
 
 def test_every_kind_has_a_positive_case() -> None:

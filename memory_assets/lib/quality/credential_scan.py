@@ -67,8 +67,8 @@ class ScanLedger:
         unseen = ~digests.is_in(self.known.implode()) if len(self.known) else pl.Series([True] * len(values), dtype=pl.Boolean)
         # Texts with none of the rules' literal anchors cannot match: only the rest are scanned.
         text = texts.fill_null("")
-        anchored = text.str.to_lowercase().str.contains_any(list(credentials.ALL_ANCHORS)) | text.str.contains(
-            r"[^\x00-\x7F]")
+        anchored = (text.str.to_lowercase().str.contains_any(list(credentials.ALL_ANCHORS))
+                    | text.str.contains(r"[^\x00-\x7F]") | text.str.contains(credentials.PII_PRECHECK))
         todo = (unseen & anchored).arg_true().to_list()
         out: list[str | None] = [None] * len(values)
         for i in todo:
