@@ -26,7 +26,8 @@ def cmd_ingest(args: argparse.Namespace) -> int:
         print(f"ingested {report.messages} messages in {len(report.sessions)} sessions "
               f"({report.files_written} new inbox files) from {report.files_read} files; "
               f"{len(report.errors)} errors")
-    return 1 if report.errors and not report.messages else 0
+    # A partial failure is a failure: the lines above name each bad file and line.
+    return 1 if report.errors else 0
 
 
 def cmd_materialize(args: argparse.Namespace) -> int:
@@ -45,12 +46,27 @@ def cmd_materialize(args: argparse.Namespace) -> int:
 
     summary = materialize_pending(paths, extractor=args.extractor, progress=step, force_items=args.items)
     bar.close()
+    _report(summary)
+    return 1 if summary.failed or summary.quarantined else 0
+
+
+def _report(summary) -> None:
+    """What a pipeline command did, and everything that did not go as asked, by name."""
+    if summary.recovered:
+        print(f"recovered from a crash: {len(summary.recovered)} run(s) whose process was gone marked failed, "
+              f"their slots freed ({', '.join(summary.recovered)})")
+    items = "unchanged"
+    if summary.items_materialized:
+        items = f"built, held at version {summary.held} (`memory publish` releases)" if summary.held is not None \
+            else "published"
     print(f"sessions: {len(summary.sessions)} done, {len(summary.failed)} failed, "
-          f"{len(summary.quarantined)} quarantined; memory_items: "
-          f"{'published' if summary.items_materialized else 'unchanged'}")
+          f"{len(summary.quarantined)} quarantined; memory_items: {items}"
+          + (f"; requested jobs run: {', '.join(summary.jobs)}" if summary.jobs else ""))
     for s in summary.failed:
         print(f"failed: {s} (see `make ui` for the run's logs)", file=sys.stderr)
-    return 1 if summary.failed else 0
+    for s in summary.quarantined:
+        print(f"quarantined: {s}: the LLM's output failed validation; extracted offline meanwhile, "
+              "retried with the LLM by the next run", file=sys.stderr)
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
@@ -99,8 +115,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.now:
         now = datetime.fromisoformat(args.now.replace("Z", "+00:00"))
         now = now if now.tzinfo else now.replace(tzinfo=timezone.utc)
-    ok = run_job(DataRoot.resolve(args.data_root), args.job, now=now, extractor=args.extractor)
-    print(f"{args.job}: {'succeeded' if ok else 'FAILED (see `make ui` for the run)'}")
+    from memory_assets.lib.publish import read_report
+    from retrieval.store import ItemStore
+
+    paths = DataRoot.resolve(args.data_root)
+    ok = run_job(paths, args.job, now=now, extractor=args.extractor)
+    items = ItemStore(paths).items()
+    by_status = dict(items["status"].value_counts().iter_rows()) if items.height else {}
+    report = read_report(paths)
+    actions = {k: v for k, v in (report.get("counts") or report).items() if isinstance(v, int) and v}
+    print(f"{args.job}: {'succeeded' if ok else 'FAILED (see `make ui` for the run)'}; items: {items.height} "
+          f"({', '.join(f'{k} {v}' for k, v in sorted(by_status.items())) or 'none'}); lifecycle: "
+          f"{', '.join(f'{k} {v}' for k, v in actions.items()) or 'nothing changed'}")
     return 0 if ok else 1
 
 
@@ -120,7 +146,36 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     except RollbackError as exc:
         print(f"RollbackError: {exc}", file=sys.stderr)
         return 1
-    print(f"published version is now {target.version} ({target.rows} items, written {target.written_at})")
+    print(f"published version is now {target.version} ({target.rows} items, written {target.written_at}); "
+          "held there: later builds are staged but not published until `memory publish`")
+    return 0
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    from memory_assets.lib.publish import RollbackError, release
+    from retrieval.paths import DataRoot
+
+    try:
+        target = release(DataRoot.resolve(args.data_root), args.version)
+    except RollbackError as exc:
+        print(f"PublishError: {exc}", file=sys.stderr)
+        return 1
+    print(f"published version {target.version} ({target.rows} items); the hold is released")
+    return 0
+
+
+def cmd_pin(args: argparse.Namespace) -> int:
+    from retrieval import MemoryClient
+    from retrieval.store import ItemStore
+
+    client = MemoryClient(args.data_root)
+    try:
+        item_id = (client.pin if args.command == "pin" else client.unpin)(args.id)
+    except (ItemStore.DoesNotExist, LookupError) as exc:
+        print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    what = "pinned: permanent until unpinned or forgotten" if args.command == "pin" else "unpinned"
+    print(f"{item_id} {what} (applied by the next `memory materialize`)")
     return 0
 
 
@@ -146,55 +201,70 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memory", description="Agent memory: ingest transcripts, build memory, search it.")
     parser.add_argument("--data-root", default=os.environ.get("MEMORY_DATA_ROOT", "data"),
                         help="data root (default: $MEMORY_DATA_ROOT or data/)")
+    # --data-root also after the subcommand (`memory ingest --data-root R f.jsonl`).
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--data-root", default=argparse.SUPPRESS, help="data root (as before the subcommand)")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("ingest", help="put transcripts into the inbox")
+    def command(name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        return sub.add_parser(name, parents=[common], **kwargs)
+
+    p = command("ingest", help="put transcripts into the inbox")
     p.add_argument("paths", nargs="+")
     p.add_argument("--format", default="auto", choices=["auto", "jsonl", "openai", "locomo"])
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_ingest)
 
-    p = sub.add_parser("materialize", help="run all pending pipeline work in-process")
+    p = command("materialize", help="run all pending pipeline work in-process")
     p.add_argument("--extractor", choices=["offline", "llm"], default=None,
-                   help="default: llm when OPENAI_API_KEY is set, else offline")
+                   help="default: llm when [llm] enabled = true or MEMORY_EXTRACTOR=llm, else offline")
     p.add_argument("--items", action="store_true", help="rebuild memory_items even if nothing is pending")
     p.add_argument("--quiet", action="store_true")
     p.set_defaults(func=cmd_materialize)
 
-    p = sub.add_parser("stats", help="what the memory holds")
+    p = command("stats", help="what the memory holds")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_stats)
 
-    p = sub.add_parser("search", help="hybrid search over published items")
+    p = command("search", help="hybrid search over published items")
     p.add_argument("query")
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
 
-    p = sub.add_parser("inject", help="the block an agent would get injected")
+    p = command("inject", help="the block an agent would get injected")
     p.add_argument("--context", required=True)
     p.add_argument("--max-items", type=int, default=None)
     p.add_argument("--token-budget", type=int, default=None)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_inject)
 
-    p = sub.add_parser("run", help="run a scheduled job now: nightly, weekly or monthly")
+    p = command("run", help="run a scheduled job now: nightly, weekly or monthly")
     p.add_argument("job", choices=["nightly", "weekly", "monthly"])
     p.add_argument("--now", default=None, help="the clock, ISO-8601 (default: now)")
     p.add_argument("--extractor", choices=["offline", "llm"], default=None)
     p.set_defaults(func=cmd_run)
 
-    p = sub.add_parser("rollback", help="re-point the agent at an earlier published version")
+    p = command("rollback", help="re-point the agent at an earlier published version")
     p.add_argument("--to", type=int, default=None, help="a version from --list (default: the one before)")
     p.add_argument("--list", action="store_true", help="list published versions")
     p.set_defaults(func=cmd_rollback)
 
-    p = sub.add_parser("eval", help="measure quality: `memory eval retrieval --dataset PATH... [--k 10] [--json]`")
+    p = command("publish", help="release a rollback's hold: publish the latest staged version (or --version)")
+    p.add_argument("--version", type=int, default=None)
+    p.set_defaults(func=cmd_publish)
+
+    for name, what in (("pin", "keep an item for good (permanent tier)"), ("unpin", "undo pin")):
+        p = command(name, help=what)
+        p.add_argument("id", help="an item id, or the short id its line shows (m:4821)")
+        p.set_defaults(func=cmd_pin)
+
+    p = command("eval", help="measure quality: `memory eval retrieval --dataset PATH... [--k 10] [--json]`")
     p.add_argument("what", choices=["retrieval", "extraction"])
     p.add_argument("rest", nargs=argparse.REMAINDER, help="options of that eval (see --help after it)")
     p.set_defaults(func=cmd_eval)
 
-    p = sub.add_parser("bench", help="measure speed: `memory bench retrieval|quality|nightly --items N [--json]`")
+    p = command("bench", help="measure speed: `memory bench retrieval|quality|nightly --items N [--json]`")
     p.add_argument("what", choices=["retrieval", "quality", "nightly"])
     p.add_argument("rest", nargs=argparse.REMAINDER, help="options of that benchmark (see --help after it)")
     p.set_defaults(func=cmd_bench)

@@ -4,9 +4,14 @@ pipeline's cron-fallback sensor (never assume cron ran)."""
 from __future__ import annotations
 
 import json
+import os
+import uuid
 from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
 
 from retrieval.config import MemoryConfig
+from retrieval.inbox import atomic_write
 from retrieval.paths import DataRoot
 
 
@@ -24,3 +29,45 @@ def overdue(paths: DataRoot, config: MemoryConfig, now: datetime) -> list[str]:
         if ran is None or now - datetime.fromisoformat(ran) > timedelta(days=float(days)):
             late.append(job)
     return late
+
+
+# What an agent may ask the pipeline to run: a rebuild of the items, or a scheduled job.
+REQUESTABLE = ("materialize", "nightly", "weekly", "monthly")
+
+
+def request_run(paths: DataRoot, job: str, now: datetime) -> Path:
+    """Append a request that the pipeline run ``job`` soon (one file; an agent only appends).
+
+    ``overdue_jobs_sensor`` launches it under the Dagster daemon, and the next ``memory
+    materialize`` runs it in-process: "never assume cron ran" needs no daemon.
+    """
+    if job not in REQUESTABLE:
+        raise ValueError(f"cannot request {job!r}; expected one of {', '.join(REQUESTABLE)}")
+    name = f"{now.strftime('%Y%m%dT%H%M%S%f')}-{job}-{uuid.uuid4().hex[:8]}.json"
+    return atomic_write(paths.requests / name, json.dumps({"job": job, "requested_at": now.isoformat()}).encode())
+
+
+def pending_requests(paths: DataRoot) -> list[dict[str, Any]]:
+    """Requests not yet run, oldest first, each with its ``file``; a file that does not
+    read as a request is skipped (it names itself in ``error``)."""
+    out = []
+    if not paths.requests.exists():
+        return out
+    for file in sorted(paths.requests.glob("*.json")):
+        try:
+            raw = json.loads(file.read_text(encoding="utf-8"))
+            job = str(raw["job"])
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+        if job in REQUESTABLE:
+            out.append({"job": job, "requested_at": raw.get("requested_at"), "file": str(file)})
+    return out
+
+
+def mark_done(paths: DataRoot, request: dict[str, Any]) -> None:
+    """Move a request that was run under ``warehouse/requests_done/`` (kept, for the audit)."""
+    source = Path(request["file"])
+    done = paths.warehouse / "requests_done"
+    done.mkdir(parents=True, exist_ok=True)
+    if source.exists():
+        os.replace(source, done / source.name)

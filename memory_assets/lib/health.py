@@ -341,3 +341,14 @@ def report(items: pl.DataFrame, rejections: pl.DataFrame, extraction_runs: pl.Da
     tmp.write_text(markdown, encoding="utf-8")
     os.replace(tmp, path)
     return HealthReport(markdown=markdown, path=path, png_paths=pngs, numbers=n)
+
+
+def inline_plots(markdown: str, png_paths: list[Path]) -> str:
+    """The report for the Dagster UI: each plot's relative link (which the UI cannot
+    follow: four broken images) replaced, in place, by the image itself as a data URI."""
+    import base64
+
+    for png in png_paths:
+        data = base64.b64encode(png.read_bytes()).decode()
+        markdown = markdown.replace(f"]({png.name})", f"](data:image/png;base64,{data})")
+    return markdown

@@ -20,6 +20,7 @@ import lancedb
 import numpy as np
 import polars as pl
 
+from memory_assets.lib.faults import crash_point
 from retrieval.paths import DataRoot
 from retrieval.store import ITEMS_TABLE, PUBLISHED_TAG, ItemStore
 
@@ -156,6 +157,7 @@ def publish(paths: DataRoot, written: ItemsVersion, *, record: bool = True) -> N
         table.tags.update(PUBLISHED_TAG, written.version)
     else:
         table.tags.create(PUBLISHED_TAG, written.version)
+    crash_point("publish")  # the tag moved, the snapshot not yet
     tmp = paths.published_items.with_suffix(".parquet.tmp")
     shutil.copyfile(written.parquet, tmp)
     os.replace(tmp, paths.published_items)
@@ -174,8 +176,38 @@ def current(paths: DataRoot) -> ItemsVersion | None:
     return next((v for v in reversed(history(paths)) if v.version == table.version), None)
 
 
+def _hold_file(paths: DataRoot) -> Path:
+    return paths.items_dir / "hold.json"
+
+
+def held(paths: DataRoot) -> int | None:
+    """The version a rollback holds published (later builds are staged, not published), or None."""
+    path = _hold_file(paths)
+    return int(json.loads(path.read_text())["version"]) if path.exists() else None
+
+
+def release(paths: DataRoot, version: int | None = None) -> ItemsVersion:
+    """``memory publish``: lift the hold and publish ``version`` (default: the latest staged
+    one, which passed its checks: only such a version is ever staged for publish)."""
+    from memory_assets.lib.quality import audit
+
+    target = staged(paths) if version is None else next((v for v in history(paths) if v.version == version), None)
+    if target is None and version is not None and (s := staged(paths)) is not None and s.version == version:
+        target = s
+    if target is None:
+        raise RollbackError(f"version {version} is neither staged nor was ever published" if version is not None
+                            else "nothing staged: run `memory materialize` first")
+    if not audit.passed(paths, target.version):
+        raise RollbackError(f"version {target.version} has not passed its blocking checks; it cannot be published")
+    publish(paths, target)
+    _hold_file(paths).unlink(missing_ok=True)
+    return target
+
+
 def rollback(paths: DataRoot, to_version: int | None = None) -> ItemsVersion:
-    """Re-point the agent at an earlier published version (default: the one before now)."""
+    """Re-point the agent at an earlier published version (default: the one before now),
+    and hold it there: later builds are staged and audited but not published until
+    ``release`` (``memory publish``), so the next ``materialize`` cannot undo the rollback."""
     versions = history(paths)
     now = current(paths)
     if to_version is not None:
@@ -189,4 +221,8 @@ def rollback(paths: DataRoot, to_version: int | None = None) -> ItemsVersion:
             raise RollbackError("no earlier published version to roll back to")
         target = earlier[-1]
     publish(paths, target, record=False)
+    paths.items_dir.mkdir(parents=True, exist_ok=True)
+    tmp = _hold_file(paths).with_suffix(".tmp")
+    tmp.write_text(json.dumps({"version": target.version}))
+    os.replace(tmp, _hold_file(paths))
     return target

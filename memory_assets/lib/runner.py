@@ -1,22 +1,25 @@
-"""Run all pending pipeline work in this process (``memory materialize``).
+"""Run all pending pipeline work in this process (``memory materialize``, ``memory run``).
 
-The same assets the sensors launch in the UI, executed in-process against the data
-root's own Dagster instance, so every run shows up in ``make ui`` afterwards.
+The same jobs the sensors and schedules launch in the UI (``ingest_session``,
+``extract_session``, ``materialize_items``, ``nightly`` …), executed in-process against
+the data root's own Dagster instance, so every run shows up in ``make ui`` under its name.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 import dagster as dg
 
-from memory_assets.lib import inbox_scan, quarantine
+from memory_assets.lib import inbox_scan, publish, quarantine, recovery
 from memory_assets.lib.job_runs import record_success
-from memory_assets.lib.jobs import COVERS, JOBS, SELECTIONS, run_config
+from memory_assets.lib.jobs import COVERS, JOBS, run_config
 from memory_assets.lib.instance import local_instance
 from memory_assets.lib.partitions import sessions
+from retrieval import jobs
 from retrieval.paths import DataRoot
 
 
@@ -26,6 +29,9 @@ class RunSummary:
     failed: list[str] = field(default_factory=list)
     quarantined: list[str] = field(default_factory=list)
     items_materialized: bool = False
+    recovered: list[str] = field(default_factory=list)  # runs a crash left behind, failed and freed
+    held: int | None = None  # the version a rollback holds published, if any
+    jobs: list[str] = field(default_factory=list)  # jobs run on an agent's request
 
 
 def pending_sessions(paths: DataRoot) -> tuple[list[str], list[str]]:
@@ -38,11 +44,34 @@ def pending_sessions(paths: DataRoot) -> tuple[list[str], list[str]]:
     return unread, sorted(retry - set(unread))
 
 
+def items_stale(paths: DataRoot) -> str | None:
+    """Why the published items are behind what is stored, or None: nothing published
+    yet; feedback events waiting; facts written after the published snapshot (a run that
+    died between extraction and publish); or a staged version the last publish did not
+    finish (a run killed while publishing)."""
+    snapshot = paths.published_items
+    if not snapshot.exists():
+        return "nothing published yet"
+    if paths.events.exists() and any(paths.events.glob("*.json")):
+        return "feedback events waiting"
+    published_at = snapshot.stat().st_mtime_ns
+    if paths.extracted_facts.exists() and any(f.stat().st_mtime_ns > published_at
+                                              for f in paths.extracted_facts.glob("*.parquet")):
+        return "facts newer than the published items"
+    staged, current = publish.staged(paths), publish.current(paths)
+    if staged is not None and (current is None or current.version != staged.version) and publish.held(paths) is None:
+        return "a staged version was never fully published"
+    return None
+
+
 # The CLI shows a progress bar; run logs stay in the instance for `make ui`.
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
-def _definitions(data_root: str, extractor: str | None) -> tuple[list, dict]:
+def _job(data_root: str, extractor: str | None, name: str) -> dg.JobDefinition:
+    """The named job ``name`` (so the UI shows ``materialize_items``, not an ephemeral job),
+    bound to this data root's resources and the chosen extractor; checks run with their
+    assets, so a failed blocking check stops the run before publish."""
     from memory_assets.defs.resources import ExtractorResource, default_resources
     from memory_assets.definitions import defs
 
@@ -50,55 +79,82 @@ def _definitions(data_root: str, extractor: str | None) -> tuple[list, dict]:
     resources = default_resources(data_root)
     if extractor:
         resources["extractor"] = ExtractorResource(mode=extractor)
-    assets = [a for a in loaded.assets or [] if isinstance(a, dg.AssetsDefinition)]
-    # Checks run with their assets: a failed blocking check stops the run before publish.
-    assets += list(loaded.asset_checks or [])
-    return assets, resources
+    jobs = [j for j in loaded.jobs or [] if j.name == name]
+    bound = dg.Definitions(assets=[a for a in loaded.assets or [] if isinstance(a, dg.AssetsDefinition)],
+                           asset_checks=list(loaded.asset_checks or []), jobs=jobs, resources=resources)
+    return bound.resolve_job_def(name)
+
+
+def _run(job: dg.JobDefinition, instance: dg.DagsterInstance, *, tags: dict[str, str], run_config: dict | None = None,
+         partition_key: str | None = None) -> bool:
+    result = job.execute_in_process(instance=instance, partition_key=partition_key, raise_on_error=False,
+                                    run_config={**QUIET, **(run_config or {})},
+                                    tags={"memory/trigger": "cli", **recovery.launcher_tags(), **tags})
+    return result.success
+
+
+def _slot_wait() -> float:
+    return float(os.environ.get("MEMORY_SLOT_WAIT_SECONDS", "600"))
 
 
 def materialize_pending(paths: DataRoot, *, extractor: str | None = None, instance: dg.DagsterInstance | None = None,
                         progress: Callable[[str], None] | None = None, force_items: bool = False,
-                        now: datetime | None = None) -> RunSummary:
+                        now: datetime | None = None, run_requested: bool = True) -> RunSummary:
     """Ingest unread transcripts, extract their facts, retry quarantine, rebuild items.
+
+    First recovers from a crash (``recovery.recover``: dead runs failed, their slots
+    freed). Items are rebuilt when a session was extracted, when ``force_items``, or when
+    ``items_stale`` says the published items are behind (feedback waiting, facts newer
+    than the items, an unfinished publish). Jobs agents requested (``request_run``) run
+    after.
 
     Args:
         paths: the data root.
-        extractor: ``offline`` or ``llm`` to override the auto choice.
+        extractor: ``offline`` or ``llm`` to override the configured choice.
         instance: a Dagster instance (tests pass ``instance_for_test``); default: the
             data root's own.
         progress: called with each session id as it starts.
-        force_items: rebuild ``memory_items`` even when no session changed.
+        force_items: rebuild ``memory_items`` even when nothing changed.
         now: the clock for the items' lifecycle (default: the wall clock).
+        run_requested: run the jobs agents requested.
     """
     instance = instance or local_instance(paths)
-    assets, resources = _definitions(str(paths.root), extractor)
+    summary = RunSummary(recovered=recovery.recover(instance))
     unread, retry = pending_sessions(paths)
     known = set(instance.get_dynamic_partitions(sessions.name))
     new = [s for s in unread + retry if s not in known]
     if new:
         instance.add_dynamic_partitions(sessions.name, new)
-    summary = RunSummary()
+    ingest = _job(str(paths.root), extractor, "ingest_session") if unread else None
+    extract = _job(str(paths.root), extractor, "extract_session") if retry else None
     for session_id in unread + retry:
         if progress:
             progress(session_id)
-        selection = ["resources", "extracted_facts"] if session_id in unread else ["extracted_facts"]
-        result = dg.materialize(assets, selection=selection, partition_key=session_id, instance=instance,
-                                resources=resources, raise_on_error=False, tags={"memory/trigger": "cli"},
-                                run_config=QUIET)
-        (summary.sessions if result.success else summary.failed).append(session_id)
+        job = ingest if session_id in unread else extract
+        ok = _run(job, instance, partition_key=session_id, tags={})
+        (summary.sessions if ok else summary.failed).append(session_id)
     summary.quarantined = quarantine.quarantined_sessions(paths)
-    if summary.sessions or force_items or not paths.published_items.exists():
+    requests = jobs.pending_requests(paths) if run_requested else []
+    if summary.sessions or force_items or items_stale(paths) or any(r["job"] == "materialize" for r in requests):
+        recovery.wait_for_pool(instance, _slot_wait())
         clock = {"ops": {"memory_items": {"config": {"now": now.isoformat() if now else ""}}}}
-        result = dg.materialize(assets, selection=["memory_items", "published_items"], instance=instance, resources=resources,
-                                raise_on_error=False, tags={"memory/trigger": "cli"}, run_config={**QUIET, **clock})
-        summary.items_materialized = result.success
-        if not result.success:
+        summary.items_materialized = _run(_job(str(paths.root), extractor, "materialize_items"), instance,
+                                          run_config=clock, tags={})
+        if not summary.items_materialized:
             summary.failed.append("memory_items")
+    for request in requests:
+        if request["job"] in JOBS and request["job"] not in summary.jobs:
+            if run_job(paths, request["job"], now=now, extractor=extractor, instance=instance, pending=False):
+                summary.jobs.append(request["job"])
+            else:
+                summary.failed.append(request["job"])
+        jobs.mark_done(paths, request)
+    summary.held = publish.held(paths)
     return summary
 
 
 def run_job(paths: DataRoot, job: str, *, now: datetime | None = None, extractor: str | None = None,
-            instance: dg.DagsterInstance | None = None) -> bool:
+            instance: dg.DagsterInstance | None = None, pending: bool = True) -> bool:
     """``memory run nightly|weekly|monthly``: the scheduled job, in-process, as of ``now``.
 
     Pending sessions (unread inbox files, resources without facts, quarantine) are
@@ -107,13 +163,12 @@ def run_job(paths: DataRoot, job: str, *, now: datetime | None = None, extractor
     if job not in JOBS:
         raise ValueError(f"unknown job {job!r}; expected one of {', '.join(JOBS)}")
     instance = instance or local_instance(paths)
-    materialize_pending(paths, extractor=extractor, instance=instance, now=now)
-    assets, resources = _definitions(str(paths.root), extractor)
-    config = run_config(job, now)
-    result = dg.materialize(assets, selection=SELECTIONS[job], instance=instance, resources=resources,
-                            raise_on_error=False, run_config={**QUIET, **config},
-                            tags={"memory/trigger": "cli", "memory/job": job})
-    if result.success:
+    if pending:
+        materialize_pending(paths, extractor=extractor, instance=instance, now=now, run_requested=False)
+    recovery.wait_for_pool(instance, _slot_wait())
+    ok = _run(_job(str(paths.root), extractor, job), instance, run_config=run_config(job, now),
+              tags={"memory/job": job})
+    if ok:
         for covered in COVERS[job]:
             record_success(paths, covered, now or datetime.now(timezone.utc))
-    return result.success
+    return ok

@@ -209,6 +209,23 @@ def detect_format(doc: Any) -> str | None:
 
 
 def parse_transcript(path: str | Path, fmt: str = "auto", *, max_message_bytes: int = 1_000_000) -> ParsedTranscript:
+    """Parse one transcript file (see ``_parse``); a file that yields no message and no
+    error (a forced ``--format`` that does not fit it) is an error too, never a silent 0."""
+    parsed = _parse(path, fmt, max_message_bytes=max_message_bytes)
+    if not parsed.messages and not parsed.errors:
+        raise TranscriptError(path, None, f"no messages read as {parsed.format} "
+                                          f"({_EXPECTED[parsed.format]}); wrong --format? try --format auto")
+    return parsed
+
+
+_EXPECTED = {
+    "jsonl": "one JSON object per line with role and content",
+    "openai": 'a JSON list of {role, content} messages, or {"messages": [...]}',
+    "locomo": "a JSON object with session_N lists and session_N_date_time",
+}
+
+
+def _parse(path: str | Path, fmt: str = "auto", *, max_message_bytes: int = 1_000_000) -> ParsedTranscript:
     """Parse one transcript file; problems are collected, never raised, except for the file as a whole.
 
     Args:
@@ -223,6 +240,7 @@ def parse_transcript(path: str | Path, fmt: str = "auto", *, max_message_bytes: 
         data = path.read_bytes()
     except OSError as exc:
         raise TranscriptError(path, None, f"cannot read file ({exc.strerror})") from None
+    data = data.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte-order mark (Windows editors write one)
     if not data.strip():
         raise TranscriptError(path, None, "file is empty")
     if fmt == "jsonl":

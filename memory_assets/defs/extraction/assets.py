@@ -12,6 +12,7 @@ from memory_assets.defs.resources import ExtractorResource, MemoryRoot
 from memory_assets.lib import forgetting, quarantine
 from memory_assets.lib.extraction.base import ExtractionFailed
 from memory_assets.lib.extraction.offline import OfflineExtractor
+from memory_assets.lib.faults import crash_point
 from memory_assets.lib.facts import build_facts
 from memory_assets.lib.partitions import sessions
 from memory_assets.lib.prompts import Prompt, load_prompt
@@ -88,6 +89,7 @@ def extracted_facts(context: dg.AssetExecutionContext, memory: MemoryRoot,
     retired = _retire_what_was_asked(paths, asked, gated.namespace, session_id, now)
     _write(gated.facts, paths.extracted_facts / f"{session_id}.parquet")
     _write(gated.rejections, paths.rejections / f"{session_id}.parquet")
+    crash_point("extraction")
     resolved = quarantine.resolve(paths, session_id) if failed is None else False
     cost = (result.prompt_tokens * config.llm["input_cost_per_mtok"]
             + result.completion_tokens * config.llm["output_cost_per_mtok"]) / 1e6

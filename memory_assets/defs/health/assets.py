@@ -1,6 +1,5 @@
 """The monthly health report: is the memory growing, current and clean?"""
 
-import base64
 from pathlib import Path
 
 import dagster as dg
@@ -43,13 +42,10 @@ def health_report(context: dg.AssetExecutionContext, config: Clock, memory: Memo
     row = pl.DataFrame([health.history_row(result)])
     history = pl.concat([history, row], how="diagonal_relaxed") if history is not None else row
     history.write_parquet(history_file)
-    # Plots inline, so the report reads in the UI without opening the data root.
-    images = "\n\n".join(
-        f"![{p.stem}](data:image/png;base64,{base64.b64encode(p.read_bytes()).decode()})" for p in result.png_paths
-    )
     numbers = result.numbers
     return dg.MaterializeResult(metadata={
-        "report": dg.MetadataValue.md(result.markdown + "\n\n## Plots\n\n" + images),
+        # Plots inline, each where the report shows it: the UI cannot follow a relative link.
+        "report": dg.MetadataValue.md(health.inline_plots(result.markdown, result.png_paths)),
         "path": dg.MetadataValue.path(str(result.path)),
         "plots": len(result.png_paths),
         "active_items": numbers.get("active_items", 0),

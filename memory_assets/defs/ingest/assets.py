@@ -11,6 +11,7 @@ import polars as pl
 
 from memory_assets.defs.resources import MemoryRoot
 from memory_assets.lib import inbox_scan
+from memory_assets.lib.faults import crash_point
 from memory_assets.lib.partitions import sessions
 from memory_assets.lib.transcripts import parse_transcript
 from retrieval.credentials import redact
@@ -86,6 +87,7 @@ def resources(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg.Mater
         tmp = part.with_suffix(".tmp")
         frame.write_parquet(tmp)
         os.replace(tmp, part)
+        crash_point("ingest")
     if errors:
         paths.ingest_errors.mkdir(parents=True, exist_ok=True)
         (paths.ingest_errors / f"{session_id}-{now.strftime('%Y%m%dT%H%M%S%f')}.json").write_text(json.dumps(errors, indent=1))

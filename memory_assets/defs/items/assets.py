@@ -12,6 +12,7 @@ from memory_assets.defs.extraction.assets import read_all_facts
 from memory_assets.defs.resources import EmbedderResource, MemoryRoot
 from memory_assets.lib import feedback, freshness, lifecycle, publish, source_text
 from memory_assets.lib.clock import Clock
+from memory_assets.lib.faults import crash_point
 from memory_assets.lib.items import consolidate, repair_links
 from memory_assets.lib.quality import audit
 from memory_assets.lib.quality.inputs import read_resources
@@ -103,6 +104,7 @@ def memory_items(context: dg.AssetExecutionContext, config: ItemsRun, memory: Me
     search = source_text.search_texts(items, source_text.turn_texts(read_resources(paths)))
     written = publish.write_items(paths, items, result.vectors, now, search_text=search)
     written = publish.ItemsVersion(**{**written.__dict__, "event_files": [f.name for f in batch.files]})
+    crash_point("items_write")
     publish.stage(paths, written)
     if result.merges:
         paths.merges.mkdir(parents=True, exist_ok=True)
@@ -166,6 +168,14 @@ def published_items(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg
         raise dg.Failure(f"staged version {written.version} has not passed its blocking checks",
                          metadata={"audit": str(audit.verdict(paths, written.version))})
     previous = publish.current(paths)
+    hold = publish.held(paths)
+    if hold is not None:  # a rollback holds the agent on an earlier version until `memory publish`
+        context.log.warning(f"version {written.version} staged and audited, not published: a rollback holds "
+                            f"version {hold}; `memory publish` releases it")
+        return dg.MaterializeResult(metadata={
+            "published_version": previous.version if previous else -1, "staged_version": written.version,
+            "held": f"held at version {hold}; `memory publish` releases", "items": written.rows,
+        })
     publish.publish(paths, written)
     # Only once the new version is live do the folded event files move into the event log.
     batch = feedback.read_events(paths)

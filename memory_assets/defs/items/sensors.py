@@ -35,3 +35,10 @@ automation_sensor = dg.AutomationConditionSensorDefinition(
     description="Evaluates every asset's automation condition (memory_items and published_items after "
                 "extraction, category_summaries after publish) every 30 s; on by default.",
 )
+
+materialize_items_job = dg.define_asset_job(
+    "materialize_items",
+    selection=dg.AssetSelection.assets("memory_items", "published_items"),
+    description="Rebuild the items from every session's facts and the pending feedback, audit and publish "
+                "(what `memory materialize` runs after extraction).",
+)

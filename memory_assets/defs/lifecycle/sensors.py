@@ -1,6 +1,7 @@
 """Never assume cron ran: overdue jobs run now, successes are recorded, triggers fire on the day."""
 
 from datetime import datetime, timezone
+from pathlib import Path
 
 import dagster as dg
 import polars as pl
@@ -9,23 +10,30 @@ from memory_assets.defs.lifecycle.schedules import monthly_job, nightly_job, wee
 from memory_assets.defs.resources import MemoryRoot
 from memory_assets.lib.job_runs import record_success
 from memory_assets.lib.jobs import COVERS
-from retrieval.jobs import overdue
+from memory_assets.defs.items.sensors import materialize_items_job
+from retrieval.jobs import mark_done, overdue, pending_requests
 
 
-@dg.sensor(jobs=[nightly_job, weekly_job, monthly_job], minimum_interval_seconds=900,
+@dg.sensor(jobs=[nightly_job, weekly_job, monthly_job, materialize_items_job], minimum_interval_seconds=900,
            default_status=dg.DefaultSensorStatus.RUNNING)
 def overdue_jobs_sensor(context: dg.SensorEvaluationContext, memory: MemoryRoot) -> dg.SensorResult | dg.SkipReason:
     """The cron fallback: any job whose last success is older than its period (missed
-    ticks, a machine that was off) is launched now — once per job per day."""
+    ticks, a machine that was off) is launched now — once per job per day — and so is
+    every job an agent asked for (``MemoryClient.request_run``: an agent only appends a
+    file), once per request."""
     now = datetime.now(timezone.utc)
     late = overdue(memory.paths, memory.config, now)
-    if not late:
-        return dg.SkipReason("every job succeeded within its period")
-    return dg.SensorResult(run_requests=[
-        dg.RunRequest(job_name=job, run_key=f"overdue:{job}:{now.date().isoformat()}",
-                      tags={"memory/trigger": "overdue"})
-        for job in late
-    ])
+    requests = pending_requests(memory.paths)
+    runs = [dg.RunRequest(job_name=job, run_key=f"overdue:{job}:{now.date().isoformat()}",
+                          tags={"memory/trigger": "overdue"}) for job in late]
+    for request in requests:
+        job = "materialize_items" if request["job"] == "materialize" else request["job"]
+        runs.append(dg.RunRequest(job_name=job, run_key=f"requested:{Path(request['file']).name}",
+                                  tags={"memory/trigger": "agent-request"}))
+        mark_done(memory.paths, request)
+    if not runs:
+        return dg.SkipReason("every job succeeded within its period, and no agent asked for a run")
+    return dg.SensorResult(run_requests=runs)
 
 
 @dg.run_status_sensor(run_status=dg.DagsterRunStatus.SUCCESS, monitored_jobs=[nightly_job, weekly_job, monthly_job],
