@@ -60,6 +60,7 @@ def test_runs_are_named_after_what_they_do_and_memory_run_prints_counts(tmp_path
     with dg.instance_for_test(temp_dir=str(home)) as instance:
         monkeypatch.setattr("memory_assets.lib.runner.local_instance", lambda paths: instance)
         assert memory(["--data-root", str(root), "run", "nightly", "--now", (T0 + timedelta(days=1)).isoformat()]) == 0
+        assert memory(["--data-root", str(root), "materialize", "--items", "--quiet"]) == 0
         names = {r.job_name for r in instance.get_runs()}
     assert {"ingest_session", "materialize_items", "nightly"} <= names
     assert not any(n.startswith("__ephemeral") for n in names)

@@ -68,10 +68,9 @@ def items_stale(paths: DataRoot) -> str | None:
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
-def _job(data_root: str, extractor: str | None, name: str) -> dg.JobDefinition:
-    """The named job ``name`` (so the UI shows ``materialize_items``, not an ephemeral job),
-    bound to this data root's resources and the chosen extractor; checks run with their
-    assets, so a failed blocking check stops the run before publish."""
+def _definitions(data_root: str, extractor: str | None) -> tuple[list, dict]:
+    """Every asset and check of the code location, and resources bound to this data root
+    and the chosen extractor (benches and tests materialize selections of them)."""
     from memory_assets.defs.resources import ExtractorResource, default_resources
     from memory_assets.definitions import defs
 
@@ -79,9 +78,21 @@ def _job(data_root: str, extractor: str | None, name: str) -> dg.JobDefinition:
     resources = default_resources(data_root)
     if extractor:
         resources["extractor"] = ExtractorResource(mode=extractor)
-    jobs = [j for j in loaded.jobs or [] if j.name == name]
-    bound = dg.Definitions(assets=[a for a in loaded.assets or [] if isinstance(a, dg.AssetsDefinition)],
-                           asset_checks=list(loaded.asset_checks or []), jobs=jobs, resources=resources)
+    assets = [a for a in loaded.assets or [] if isinstance(a, dg.AssetsDefinition)]
+    return assets + list(loaded.asset_checks or []), resources
+
+
+def _job(data_root: str, extractor: str | None, name: str) -> dg.JobDefinition:
+    """The named job ``name`` (so the UI shows ``materialize_items``, not an ephemeral job),
+    bound to this data root's resources and the chosen extractor; checks run with their
+    assets, so a failed blocking check stops the run before publish."""
+    from memory_assets.definitions import defs
+
+    assets, resources = _definitions(data_root, extractor)
+    jobs = [j for j in defs().jobs or [] if j.name == name]
+    bound = dg.Definitions(assets=[a for a in assets if isinstance(a, dg.AssetsDefinition)],
+                           asset_checks=[c for c in assets if not isinstance(c, dg.AssetsDefinition)],
+                           jobs=jobs, resources=resources)
     return bound.resolve_job_def(name)
 
 
@@ -99,7 +110,8 @@ def _slot_wait() -> float:
 
 def materialize_pending(paths: DataRoot, *, extractor: str | None = None, instance: dg.DagsterInstance | None = None,
                         progress: Callable[[str], None] | None = None, force_items: bool = False,
-                        now: datetime | None = None, run_requested: bool = True) -> RunSummary:
+                        now: datetime | None = None, run_requested: bool = True,
+                        build_items: bool = True) -> RunSummary:
     """Ingest unread transcripts, extract their facts, retry quarantine, rebuild items.
 
     First recovers from a crash (``recovery.recover``: dead runs failed, their slots
@@ -117,6 +129,8 @@ def materialize_pending(paths: DataRoot, *, extractor: str | None = None, instan
         force_items: rebuild ``memory_items`` even when nothing changed.
         now: the clock for the items' lifecycle (default: the wall clock).
         run_requested: run the jobs agents requested.
+        build_items: rebuild the items when due (off when a scheduled job that rebuilds
+            them comes next: ``run_job``).
     """
     instance = instance or local_instance(paths)
     summary = RunSummary(recovered=recovery.recover(instance))
@@ -135,7 +149,8 @@ def materialize_pending(paths: DataRoot, *, extractor: str | None = None, instan
         (summary.sessions if ok else summary.failed).append(session_id)
     summary.quarantined = quarantine.quarantined_sessions(paths)
     requests = jobs.pending_requests(paths) if run_requested else []
-    if summary.sessions or force_items or items_stale(paths) or any(r["job"] == "materialize" for r in requests):
+    due = summary.sessions or force_items or items_stale(paths) or any(r["job"] == "materialize" for r in requests)
+    if build_items and due:
         recovery.wait_for_pool(instance, _slot_wait())
         clock = {"ops": {"memory_items": {"config": {"now": now.isoformat() if now else ""}}}}
         summary.items_materialized = _run(_job(str(paths.root), extractor, "materialize_items"), instance,
@@ -164,7 +179,9 @@ def run_job(paths: DataRoot, job: str, *, now: datetime | None = None, extractor
         raise ValueError(f"unknown job {job!r}; expected one of {', '.join(JOBS)}")
     instance = instance or local_instance(paths)
     if pending:
-        materialize_pending(paths, extractor=extractor, instance=instance, now=now, run_requested=False)
+        # Its items are built by the job itself, once.
+        materialize_pending(paths, extractor=extractor, instance=instance, now=now, run_requested=False,
+                            build_items=False)
     recovery.wait_for_pool(instance, _slot_wait())
     ok = _run(_job(str(paths.root), extractor, job), instance, run_config=run_config(job, now),
               tags={"memory/job": job})
