@@ -70,9 +70,10 @@ AZURE_SIG = "a0B1c2D3e4F5g6H7i8J9k0L1m2N3o4P5q6R7s8T9u0%3D"
 GCP_KEY_ID = "0123456789abcdef0123456789abcdef01234567"
 
 
-def luhn_card(prefix: str, length: int = 16) -> str:
-    """A card number that passes the Luhn check (built here: none is written in the repo)."""
-    body = prefix + "7" * (length - len(prefix) - 1)
+def luhn_card(prefix: str, length: int = 16, fill: str | None = None) -> str:
+    """A card number that passes the Luhn check (built here: none is written in the repo);
+    ``fill``: the digits between the prefix and the check digit (default sevens)."""
+    body = prefix + (fill or "7" * (length - len(prefix) - 1))
     for check in "0123456789":
         digits = body + check
         total = sum((int(d) * 2 - 9 if int(d) * 2 > 9 else int(d) * 2) if i % 2 else int(d)

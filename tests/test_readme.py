@@ -20,12 +20,18 @@ def _agent_example() -> str:
     return match.group(1)
 
 
-def test_readme_agent_example_runs_as_written(tmp_path, samples, monkeypatch):
+def _built(tmp_path, samples, monkeypatch) -> DataRoot:
+    """The personal-assistant sample materialized under ``data/`` of a working directory."""
     paths = DataRoot.resolve(tmp_path / "data")
     ingest_paths([samples / "personal-assistant.jsonl"], paths.root)
     with dg.instance_for_test() as instance:
         materialize_pending(paths, extractor="offline", instance=instance)
     monkeypatch.chdir(tmp_path)
+    return paths
+
+
+def test_readme_agent_example_runs_as_written(tmp_path, samples, monkeypatch):
+    paths = _built(tmp_path, samples, monkeypatch)
     namespace: dict = {}
     exec(compile(_agent_example(), "README.md", "exec"), namespace)
     injection = namespace["injection"]
@@ -37,11 +43,7 @@ def test_readme_agent_example_runs_as_written(tmp_path, samples, monkeypatch):
 
 
 def test_readme_tool_agent_example_acts_on_the_line_the_model_names(tmp_path, samples, monkeypatch):
-    paths = DataRoot.resolve(tmp_path / "data")
-    ingest_paths([samples / "personal-assistant.jsonl"], paths.root)
-    with dg.instance_for_test() as instance:
-        materialize_pending(paths, extractor="offline", instance=instance)
-    monkeypatch.chdir(tmp_path)
+    paths = _built(tmp_path, samples, monkeypatch)
     readme = (REPO / "README.md").read_text()
     code = re.search(r"<!-- tool-agent-example -->\s*```python\n(.*?)```", readme, re.DOTALL).group(1)
     namespace: dict = {}

@@ -27,6 +27,7 @@ from memory_assets.lib.runner import materialize_pending, run_job
 from retrieval import MemoryClient
 from retrieval.paths import DataRoot
 from retrieval.store import ItemStore
+from tests.test_credentials import luhn_card
 
 T0 = datetime(2026, 9, 1, 9, tzinfo=timezone.utc)
 LOWER, UPPER, DIGITS = string.ascii_lowercase, string.ascii_uppercase, string.digits
@@ -43,14 +44,7 @@ def _r(n: int, alphabet: str = LOWER + UPPER + DIGITS) -> str:
 
 
 def _luhn(prefix: str, length: int) -> str:
-    body = prefix + _r(length - len(prefix) - 1, DIGITS)
-    for check in DIGITS:
-        number = body + check
-        total = sum((int(d) * 2 - 9 if int(d) * 2 > 9 else int(d) * 2) if i % 2 else int(d)
-                    for i, d in enumerate(reversed(number)))
-        if total % 10 == 0:
-            return number
-    raise AssertionError("unreachable")
+    return luhn_card(prefix, length, fill=_r(length - len(prefix) - 1, DIGITS))
 
 
 def _ssn() -> str:
