@@ -84,7 +84,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 def cmd_search(args: argparse.Namespace) -> int:
     from retrieval import MemoryClient
 
-    hits = MemoryClient(args.data_root).search(args.query, k=args.k)
+    hits = MemoryClient(args.data_root, namespace=args.namespace).search(args.query, k=args.k)
     if args.json:
         _print_json([h.as_dict() for h in hits])
     else:
@@ -96,8 +96,8 @@ def cmd_search(args: argparse.Namespace) -> int:
 def cmd_inject(args: argparse.Namespace) -> int:
     from retrieval import MemoryClient
 
-    injection = MemoryClient(args.data_root).inject(args.context, max_items=args.max_items,
-                                                     token_budget=args.token_budget)
+    injection = MemoryClient(args.data_root, namespace=args.namespace).inject(
+        args.context, max_items=args.max_items, token_budget=args.token_budget)
     if args.json:
         _print_json(injection.as_dict())
     else:
@@ -229,11 +229,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("search", help="hybrid search over published items")
     p.add_argument("query")
     p.add_argument("--k", type=int, default=10)
+    p.add_argument("--namespace", default=None, help="whose memory (a user or agent; default [pipeline] namespace)")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
 
     p = command("inject", help="the block an agent would get injected")
     p.add_argument("--context", required=True)
+    p.add_argument("--namespace", default=None, help="whose memory (a user or agent; default [pipeline] namespace)")
     p.add_argument("--max-items", type=int, default=None)
     p.add_argument("--token-budget", type=int, default=None)
     p.add_argument("--json", action="store_true")
