@@ -160,3 +160,15 @@ def test_the_health_report_shows_each_plot_inline_in_the_ui(tmp_path):
     shown = health.inline_plots(markdown, pngs)
     assert "](items_by_category.png)" not in shown and "](stale.png)" not in shown
     assert shown.count("data:image/png;base64,") == 2
+
+
+def test_search_and_inject_read_the_namespace_asked_for(tmp_path, instance, capsys):
+    paths = DataRoot.resolve(tmp_path / "data")
+    MemoryClient(paths.root).flush_session("a1", [{"role": "user", "content": "I drive a red 2019 Subaru WRX."}],
+                                           user="alice")
+    materialize_pending(paths, instance=instance)
+    capsys.readouterr()
+    assert memory(["--data-root", str(paths.root), "search", "WRX", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == []  # not the default namespace's
+    assert memory(["--data-root", str(paths.root), "search", "WRX", "--namespace", "alice", "--json"]) == 0
+    assert "Subaru" in json.loads(capsys.readouterr().out)[0]["content"]
