@@ -6,7 +6,6 @@ import json
 from datetime import datetime, timedelta, timezone
 
 import dagster as dg
-import polars as pl
 import pytest
 
 from memory_assets.cli import main as memory

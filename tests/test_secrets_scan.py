@@ -20,7 +20,6 @@ from pathlib import Path
 import dagster as dg
 import lancedb
 import pyarrow.parquet as pq
-import pytest
 
 from memory_assets.cli import main as memory
 from memory_assets.lib.runner import materialize_pending, run_job

@@ -12,14 +12,13 @@ import json
 from datetime import date, datetime, timedelta, timezone
 
 import dagster as dg
-import numpy as np
 import polars as pl
 import pytest
 
 from memory_assets.lib import feedback, lifecycle, publish, summaries
 from memory_assets.lib.dedup import content_hash
 from memory_assets.lib.items import consolidate
-from retrieval import MemoryClient, events, ids
+from retrieval import MemoryClient, ids
 from retrieval.config import load_config
 from retrieval.embeddings import Embedder
 from retrieval.paths import DataRoot
