@@ -1,20 +1,27 @@
-"""The one home of credential patterns: find them, redact them.
+"""The one home of credential and personal-data patterns: find them, redact them.
 
 Security is a feature: credentials never reach a derived store. The write gate
 refuses any fact that contains one, and a rejection keeps only a redacted preview
 (``REJECTION_SCHEMA`` in ``retrieval.schema``). The agent side uses the same patterns, so this module imports nothing from
 the pipeline (no dagster, no ``memory_assets``).
 
-Two families of rule:
-- *shaped* keys whose prefix is the signal (``sk-``, ``AKIA``, ``ghp_``, PEM blocks):
-  flagged wherever they appear;
+Three families of rule:
+- *shaped* keys whose prefix is the signal (``sk-``, ``AKIA``, ``ghp_``, ``glpat-``, PEM
+  blocks): flagged wherever they appear;
 - *context* secrets whose value only means something after a name
-  (``password: …``, ``api_key=…``, ``Authorization: Bearer …``, ``user:pass@host``):
-  only the value is redacted, so ``postgres://app:[REDACTED:connection_string]@db:5432``
-  still says where the database lives.
+  (``password: …``, ``api_key=…``, ``DB_PASS=…``, ``Authorization: Bearer …``,
+  ``user:pass@host``): only the value is redacted, so
+  ``postgres://app:[REDACTED:connection_string]@db:5432`` still says where the database lives;
+- *personal data* (``PII_KINDS``): payment card numbers and national id numbers by
+  default, e-mail addresses and phone numbers when ``[privacy] redact`` names them.
 
 Bare hashes, git SHAs and UUIDs are not credentials on their own; they are flagged
-only in an assignment to a secret-sounding name (``token=<sha>``).
+only in an assignment to a secret-sounding name (``token=<sha>``). Neither are code
+identifiers: ``api_key = get_api_key()`` assigns a call, not a secret.
+
+Most text holds nothing: a rule runs only on a text holding one of its kind's
+``ANCHORS`` (personal-data rules: one its ``PII_PRECHECKS`` finds), so plain prose costs
+a pass of substring tests and no regex.
 """
 
 from __future__ import annotations
@@ -40,13 +47,14 @@ _PLACEHOLDER = re.compile(
     r"""^(?:
         \[REDACTED
       | \$\{?\w+\}?$
+      | \$[({]                                 # ${VAR:-x}, ${{ secrets.X }}, $(cat /run/secrets/x)
       | <[^>]*>$
       | \{\{?[^}]*\}\}?$
       | %\(?\w*\)?s$
       | (?:\*+|•+|x{3,}|\.{3,}|…)$
       | (?:os\.environ|os\.getenv|getenv|process\.env|env\(|settings\.|config\.)
       | your[_-]
-      | (?:none|null|nil|empty|n/a|unset|redacted|hidden|required)$
+      | (?:none|null|nil|empty|n/a|unset|redacted|hidden|required|changeme|change[_-]me)$
     )""",
     re.IGNORECASE | re.VERBOSE,
 )
@@ -81,6 +89,15 @@ def _looks_like_password(value: str) -> bool:
     )
 
 
+def _is_path(value: str) -> bool:
+    """A file path says where a secret is kept, not what it is (``~/.ssh/id_ed25519``).
+
+    Base64 may start with ``/``, so a leading slash counts only with a second one.
+    """
+    return (value.startswith(("~/", "./", "../")) or (value.startswith("/") and value.count("/") >= 2)
+            or re.match(r"[A-Za-z]:\\", value) is not None)
+
+
 def _span(match: re.Match[str]) -> tuple[int, int]:
     """The part to hide: the value for a context rule, the whole match otherwise."""
     if "secret" in match.re.groupindex:
@@ -102,14 +119,54 @@ def _random_real(match: re.Match[str]) -> bool:
     return _is_real(value) and _looks_random(value)
 
 
+def _high_entropy(match: re.Match[str]) -> bool:
+    """A long machine-made value, not a path (``private_key=/home/dana/.ssh/id_rsa``) nor
+    code (``token = _NUMBER_WORDS.get(…)``, ``client_secret: SessionClientSecret``)."""
+    value = _unquote(_secret(match))
+    code = _CODE_VALUE.match(value) is not None and (
+        not any(c.isdigit() for c in value) or match.string[match.end():match.end() + 1] in ("(", "["))
+    return _random_real(match) and not _is_path(value) and not code
+
+
 def _real(match: re.Match[str]) -> bool:
     return _is_real(_secret(match))
 
 
-def _env_value(match: re.Match[str]) -> bool:
-    """A .env value: anything but a placeholder, a reference or a bare type/flag word."""
-    value = _unquote(_secret(match))
-    return _is_real(value) and value.lower() not in ("true", "false", "0", "1", "yes", "no", "str", "string", "int")
+def _connection_password(match: re.Match[str]) -> bool:
+    """Not the documentation's own example (``https://user:pass@host``)."""
+    return _real(match) and _secret(match).lower() not in ("pass", "password", "passwd", "pwd", "secret")
+
+
+def _aws_secret(match: re.Match[str]) -> bool:
+    """40 base64 characters with upper and lower case and a digit or ``/``/``+``.
+
+    A git SHA is lower-case hex and a run of letters has no digit; a random 40-character
+    secret key has all three with near certainty (it lacks a digit, ``/`` and ``+``
+    one time in four thousand).
+    """
+    value = _secret(match)
+    return (_is_real(value) and not _is_path(value)
+            and any(c.isupper() for c in value) and any(c.islower() for c in value)
+            and any(c.isdigit() or c in "/+" for c in value))
+
+
+# A value that is code, not a secret: a call or subscript (get_key(), config["k"],
+# Optional[str]), a tuple or literal, a keyword, attribute access (tokenizer.eos_token),
+# or another name: a variable (partition_key, apiKey), a type (AssetKey) or a constant
+# (DEFAULT_TOKEN).
+_CODE_VALUE = re.compile(r"""^(?:
+      [A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*\s*[(\[]
+    | [(\[{]
+    | (?:lambda|await|new|function|not|typeof|self|this|True|False|None|null|undefined)\b
+    | [A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+$
+    | _*[a-z$][a-z0-9$]*(?:_+[a-z0-9$]+)+$
+    | [a-z$]+(?:[A-Z][a-z]+)+$
+    | _*[A-Z][a-z]+(?:[A-Z][a-z]*)+$
+    | _*[A-Z][A-Z0-9]*(?:_+[A-Z0-9]+)+$
+)""", re.VERBOSE)
+_SETTING_VALUES = frozenset({
+    "true", "false", "0", "1", "yes", "no", "on", "off", "str", "string", "int", "bool", "bytes", "float",
+    "any", "optional", "secretstr"})
 
 
 def _password(match: re.Match[str]) -> bool:
@@ -125,12 +182,129 @@ def _password(match: re.Match[str]) -> bool:
     separator = match.group("sep").strip().lower()
     if value != plain:
         return True
+    if (_CODE_VALUE.match(plain) or plain.lower() in _SETTING_VALUES
+            or plain.lower() in ("password", "passwd", "pwd", "passphrase", "passcode")):
+        return False  # code: password=self.password, password: Optional[str], password=password
     if separator in ("=", ":=", "=>"):
         return True
     if separator == ":":
-        ends_line = re.match(r"[ \t]*(?:[,;]|\.?[ \t]*(?:\n|$))", match.string[match.end():])
-        return _looks_like_password(plain) or ends_line is not None
+        return _looks_like_password(plain) or _ends_line(match)
     return len(plain) >= 4 and _looks_like_password(plain)
+
+
+def _ends_line(match: re.Match[str]) -> bool:
+    """Nothing but a comma, a full stop or a ``#`` comment follows the value on its line."""
+    return re.match(r"[ \t]*(?:[,;]|\.?[ \t]*(?:#[^\n]*)?(?:\n|$))", match.string[match.end():]) is not None
+
+
+# .env names. A name is secret-sounding when one of its parts (split at ``_`` and at
+# camelCase humps) is a secret word: DB_PASS, MAILGUN_KEY, JWT_SECRET, dbPassword; and
+# the parts after it only say which copy it is (SECRET_KEY_BASE, API_KEY_V2,
+# DB_PASSWORD_PROD), not a setting about it (DB_PASSWORD_FILE, API_KEY_ID, TOKEN_TTL).
+_ENV_SECRET_PARTS = frozenset({
+    "PASS", "PASSWORD", "PASSWD", "PWD", "PASSPHRASE", "SECRET", "SECRETS", "TOKEN", "KEY", "APIKEY",
+    "DSN", "CREDENTIAL", "CREDENTIALS", "CREDS"})
+# A name that is only one of these is secret on its own (PASS=…); KEY=, TOKEN= and
+# SECRET= alone are left to the rules that want a machine-made value.
+_ENV_ALONE = frozenset({"PASS", "PASSWORD", "PASSWD", "PWD", "PASSPHRASE", "APIKEY"})
+_ENV_GLUED = re.compile(r"[A-Z0-9]+(?:PASSWORD|PASSWD|SECRET|TOKEN|APIKEY)")  # DBPASSWORD, APITOKEN
+_ENV_COPY_PARTS = frozenset({
+    "BASE", "VALUE", "PROD", "PRODUCTION", "DEV", "DEVELOPMENT", "STAGING", "STAGE", "TEST", "QA", "LIVE",
+    "SANDBOX", "LOCAL", "OLD", "NEW", "PREVIOUS", "PRIMARY", "SECONDARY", "RAW", "B64", "BASE64", "HEX",
+    "ENCODED", "PLAIN", "PLAINTEXT", "ADMIN", "ROOT", "RO", "RW"})
+# In code a KEY is mostly a dict, cache or asset key: there it needs a word that makes
+# it a secret (api_key, secret_key, mailgun_key); a .env NAME=value line needs none.
+_SECRET_KEY_QUALIFIERS = frozenset({
+    "API", "SECRET", "PRIVATE", "ACCESS", "SIGNING", "SIGNATURE", "ENCRYPTION", "DECRYPTION", "ENCRYPT",
+    "MASTER", "LICENSE", "AUTH", "CLIENT", "APP", "SERVICE", "ACCOUNT", "STORAGE", "SUBSCRIPTION", "WEBHOOK",
+    "HMAC", "JWT", "SESSION", "CRYPTO", "AES", "RSA", "SHARED", "ADMIN", "SDK", "DEPLOY", "WRITE", "READ",
+    "INGEST", "PROJECT", "CONSUMER", "GPG", "PGP", "SSH", "OPENAI", "ANTHROPIC", "CLAUDE", "GEMINI", "GOOGLE",
+    "AWS", "AZURE", "GCP", "STRIPE", "MAILGUN", "SENDGRID", "TWILIO", "DATADOG", "DD", "SLACK", "GITHUB",
+    "GITLAB", "NPM", "PYPI", "HF", "HUGGINGFACE", "DISCORD", "TELEGRAM", "SHOPIFY", "LINEAR", "SENTRY",
+    "HEROKU", "SQUARE", "ALGOLIA", "MAPBOX", "PINECONE", "COHERE", "MISTRAL", "GROQ", "REPLICATE"})
+# KEY after one of these is a lookup key even in a .env line (CACHE_KEY=users).
+_NOT_SECRET_KEY = frozenset({
+    "CACHE", "SORT", "PRIMARY", "FOREIGN", "PARTITION", "HOT", "DICT", "MAP", "ROW", "LOOKUP", "GROUP",
+    "UNIQUE", "INDEX", "HASH", "IDEMPOTENCY", "DEDUP", "STATE", "OBJECT", "SHARD", "ROUTING", "LOCK",
+    "CONFIG", "FIELD", "COLUMN", "ATTR", "ENTRY", "ITEM", "NODE", "TRANSLATION", "I18N", "EVENT", "METRIC",
+    "LABEL", "TAG", "RESULT", "QUERY", "CURSOR", "PAGE", "ASSET", "TABLE", "BUCKET", "PREFIX"})
+# TOKEN after one of these is a pagination cursor or a tokenizer's special token.
+_NOT_SECRET_TOKEN = frozenset({
+    "NEXT", "PAGE", "PAGINATION", "CONTINUATION", "CURSOR", "CANCEL", "CANCELLATION", "EOS", "BOS", "PAD",
+    "SEP", "UNK", "MASK", "CLS", "SPECIAL", "START", "END", "STOP", "INPUT", "OUTPUT", "MAX", "MIN", "NUM",
+    "COMPLETION", "PROMPT", "CONTEXT", "LEXER", "PARSER", "SYNTAX", "PREV", "CURRENT", "LAST", "FIRST",
+    "SYNC", "RESUME", "SENTINEL", "CHAT", "IMAGE", "AUDIO", "THINKING", "REASONING"})
+
+
+def _name_parts(name: str) -> list[str]:
+    return [p for p in re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", name).upper().split("_") if p]
+
+
+def _is_copy_part(part: str) -> bool:
+    return part in _ENV_COPY_PARTS or part.isdigit() or re.fullmatch(r"V\d+", part) is not None
+
+
+def _secret_name(name: str, *, env_line: bool) -> bool:
+    """Whether ``name`` names a secret; ``env_line``: in a ``.env``/YAML line, not code."""
+    parts = _name_parts(name)
+    if not parts or "PUBLIC" in parts or "PUBLISHABLE" in parts:
+        return False
+    if parts[-2:] == ["DATABASE", "URL"]:
+        return True
+
+    def secret_part(i: int, part: str) -> bool:
+        if _ENV_GLUED.fullmatch(part):
+            return True
+        if part not in _ENV_SECRET_PARTS or (len(parts) == 1 and part not in _ENV_ALONE):
+            return False
+        before = parts[i - 1] if i else ""
+        if part == "TOKEN":
+            return before not in _NOT_SECRET_TOKEN
+        if part == "KEY":
+            return before in _SECRET_KEY_QUALIFIERS if not env_line else before not in _NOT_SECRET_KEY
+        return True
+
+    hits = [i for i, part in enumerate(parts) if secret_part(i, part)]
+    return bool(hits) and all(_is_copy_part(part) for part in parts[hits[-1] + 1:])
+
+
+def _env_value(match: re.Match[str]) -> bool:
+    """A value assigned to a secret-sounding name: hidden however short or plain it is.
+
+    Not when it is a placeholder or reference (``${API_KEY}``, ``<your-token>``), a
+    flag or type word (``true``, ``str``), a path to the secret, a PEM block (the
+    ``private_key`` rule names it), the name itself
+    (``CLIENT_CREDENTIALS = "client_credentials"``), or code: ``API_KEY=hunter2`` in a
+    ``.env`` file is a secret; ``api_key = get_api_key()``, ``f(api_key=key)`` and
+    ``def f(api_key: str)`` are code. A ``NAME: value`` line (YAML) needs the value to
+    end the line or look like a password.
+    """
+    name, sep, plain = match.group("name"), match.group("sep"), _secret(match)
+    upper = name.isupper()
+    env_line = upper and (sep == "=" or sep.strip() == ":")
+    if not _secret_name(name, env_line=env_line):
+        return False
+    if (len(plain) < 3 or not _is_real(plain) or plain[0] in "{<" or plain.startswith("-----BEGIN")
+            or plain.lower() in _SETTING_VALUES
+            or _is_path(plain) or plain.upper().replace("-", "_") in (name.upper(), *_name_parts(name))):
+        return False
+    if "://" in plain:
+        # A DSN's secret is its user-info: scheme://key@host (Sentry) is hidden whole;
+        # scheme://user:password@host is left to connection_string, which keeps the
+        # user and host readable; scheme://host holds no secret.
+        userinfo = re.match(r"[^/]*://([^/@\s]*)@", plain)
+        return userinfo is not None and ":" not in userinfo.group(1)
+    if match.group("open"):
+        return True  # a quoted literal
+    if upper and sep == "=":
+        return True  # NAME=value: a shell or .env line
+    if _CODE_VALUE.match(plain):
+        return False
+    if sep.strip() == ":":
+        return _ends_line(match) or _looks_like_password(plain)
+    # name = word / f(name=word): a lower-case word assigned in code is another variable.
+    code_like = sep != "=" or match.string[match.end():match.end() + 1] in (",", ")")
+    return upper or not (code_like and plain.isalpha() and plain.islower())
 
 
 @dataclass(frozen=True)
@@ -141,6 +315,7 @@ class _Rule:
 
 
 _PASSWORD_WORD = r"(?:(?<![/.])(?:password|passwd|passphrase|passcode)|(?<![A-Za-z0-9/.$])pwd)"
+_UUID = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 
 # Order is priority: when two rules claim the same span, the earlier (more specific)
 # kind names it. Overlapping spans are merged so no part of a secret survives.
@@ -162,6 +337,9 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("slack_webhook", re.compile(
         r"https://hooks\.slack\.com/services/T[A-Za-z0-9]+/B[A-Za-z0-9]+/[A-Za-z0-9]+")),
     _Rule("google_api_key", re.compile(r"(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{35}(?![0-9A-Za-z_-])")),
+    # OAuth client secrets (GOCSPX-, since 2021) and access tokens (ya29.).
+    _Rule("google_oauth", re.compile(
+        r"(?<![A-Za-z0-9_-])(?:GOCSPX-[A-Za-z0-9_-]{28}|ya29\.[A-Za-z0-9_-]{30,})"), _random_real),
     _Rule("aws_access_key_id", re.compile(r"(?<![A-Z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Z0-9])")),
     _Rule("aws_secret_access_key", re.compile(
         r"(?i:aws_secret_access_key|aws_secret_key|secret_access_key)[\"']?\s*(?:[:=]|\bis\b)\s*[\"']?"
@@ -173,7 +351,7 @@ _RULES: tuple[_Rule, ...] = (
     # amqp, https, …); the user name and host stay readable.
     _Rule("connection_string", re.compile(
         r"(?<![A-Za-z0-9+.-])[A-Za-z][A-Za-z0-9+.-]{1,30}://[^\s:/@'\"\[\]]*:(?P<secret>[^\s@/'\"]+)@[\w.\[\]-]"),
-        _real),
+        _connection_password),
     _Rule("bearer_token", re.compile(
         r"(?i:authorization)[\"']?\s*[:=]\s*[\"']?(?i:bearer|token)\s+(?P<secret>[A-Za-z0-9._~+/-]{8,}=*)"),
         _real),
@@ -200,7 +378,12 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("gitlab_token", re.compile(
         r"(?<![A-Za-z0-9_-])gl(?:pat|dt|rt|ptt|cbt|imt|soat|ffct|oas|agent)-[A-Za-z0-9_-]{20,}")),
     _Rule("sendgrid_key", re.compile(r"(?<![A-Za-z0-9_-])SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{30,64}")),
+    # API key SIDs are SK + 32 hex; an auth token is bare 32 hex, so it needs the name.
+    # (An AC… account SID is an id, not a secret.)
     _Rule("twilio_key", re.compile(r"(?<![A-Za-z0-9])SK[0-9a-f]{32}(?![0-9A-Za-z])")),
+    _Rule("twilio_key", re.compile(
+        r"(?i:\btwilio\b)[^\n]{0,40}?(?i:\b(?:auth[ _-]?token|token|secret|key)\b)[\"']?[ \t]*(?:[:=]|\bis\b)?[ \t]*"
+        r"[\"']?(?P<secret>[0-9a-f]{32})(?![0-9A-Za-z])"), _random_real),
     _Rule("npm_token", re.compile(r"(?<![A-Za-z0-9_])npm_[A-Za-z0-9]{36}(?![A-Za-z0-9])")),
     _Rule("pypi_token", re.compile(r"(?<![A-Za-z0-9_-])pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_-]{30,}")),
     _Rule("huggingface_token", re.compile(r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9])"), _random_real),
@@ -210,7 +393,7 @@ _RULES: tuple[_Rule, ...] = (
         r"(?P<secret>[0-9a-f]{32}(?:[0-9a-f]{8})?)(?![0-9a-fA-F])")),
     # A bot token is three base64url parts; said next to "discord" or "bot" ("Authorization: Bot …").
     _Rule("discord_token", re.compile(
-        r"(?i:discord|\bbot\b)[^\n]{0,60}?(?<![A-Za-z0-9_-])"
+        r"(?i:discord|\bbot[ :=])[^\n]{0,60}?(?<![A-Za-z0-9_-])"
         r"(?P<secret>[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40})(?![A-Za-z0-9_-])"),
         _random_real),
     _Rule("discord_webhook", re.compile(
@@ -221,41 +404,67 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("linear_key", re.compile(r"(?<![A-Za-z0-9_])lin_(?:api|oauth)_[A-Za-z0-9]{32,}")),
     _Rule("doppler_token", re.compile(r"(?<![A-Za-z0-9_])dp\.(?:st|ct|sa|scim|audit|pt)\.[A-Za-z0-9_.-]{40,}")),
     _Rule("postman_key", re.compile(r"(?<![A-Za-z0-9_])PMAK-[a-f0-9]{24}-[a-f0-9]{34}")),
+    # Atlassian API tokens (ATATT…, about 190 characters).
+    _Rule("atlassian_token", re.compile(r"(?<![A-Za-z0-9_-])ATATT[A-Za-z0-9_=-]{50,}"), _random_real),
+    # Heroku: HRKU- keys; a legacy key is a UUID, a secret only next to a Heroku name.
+    _Rule("heroku_key", re.compile(r"(?<![A-Za-z0-9_-])HRKU-[A-Za-z0-9_-]{20,}"), _random_real),
+    _Rule("heroku_key", re.compile(
+        r"(?i:\bheroku\b)[^\n]{0,30}?(?i:\b(?:api[ _-]?key|key|token)\b)[\"']?[ \t]*(?:[:=]|\bis\b)?[ \t]*[\"']?"
+        r"(?P<secret>" + _UUID + r")(?![0-9A-Za-z-])")),
+    # Square: production access tokens (EAAA + 60), legacy sq0atp- tokens, sq0csp- OAuth secrets.
+    _Rule("square_token", re.compile(
+        r"(?<![A-Za-z0-9_-])(?:EAAA[A-Za-z0-9_-]{60}|sq0atp-[A-Za-z0-9_-]{22}|sq0csp-[A-Za-z0-9_-]{43})"
+        r"(?![A-Za-z0-9_-])"), _random_real),
+    # HashiCorp Vault service, batch and recovery tokens (Vault 1.10+).
+    _Rule("vault_token", re.compile(r"(?<![A-Za-z0-9_.-])hv[sbr]\.[A-Za-z0-9_-]{24,}"), _random_real),
+    _Rule("databricks_token", re.compile(r"(?<![A-Za-z0-9_])dapi[0-9a-f]{32}(?:-\d)?(?![0-9A-Za-z])"),
+          _random_real),
+    # Grafana service-account (glsa_) and Grafana Cloud (glc_) tokens.
+    _Rule("grafana_token", re.compile(
+        r"(?<![A-Za-z0-9_])(?:glsa_[A-Za-z0-9]{32}_[0-9a-f]{8}|glc_[A-Za-z0-9+/]{32,}={0,2})"), _random_real),
+    # Sentry organization (sntrys_) and user (sntryu_) auth tokens.
+    _Rule("sentry_token", re.compile(
+        r"(?<![A-Za-z0-9_])(?:sntrys_[A-Za-z0-9+/=_-]{40,}|sntryu_[0-9a-f]{64})"), _random_real),
     # Azure: a storage connection string's AccountKey / SharedAccessKey, and a SAS URL's sig.
     _Rule("azure_key", re.compile(
         r"(?i:AccountKey|SharedAccessKey|SharedAccessSignature)\s*=\s*(?P<secret>[A-Za-z0-9+/]{20,}={0,2})")),
     _Rule("azure_sas", re.compile(r"[?&](?i:sig)=(?P<secret>[A-Za-z0-9%+/=]{20,})")),
+    # Entra ID (Azure AD) client secrets: three characters, a digit, "Q~", then 31–34.
+    _Rule("azure_client_secret", re.compile(
+        r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.-]{31,34}(?![A-Za-z0-9_~.-])")),
     # GCP service-account JSON: its private key is a PEM block (above); its key id is a secret too.
     _Rule("gcp_service_account", re.compile(r'"private_key_id"\s*:\s*"(?P<secret>[0-9a-f]{40})"')),
-    # An AWS secret said in prose ("the secret is wJalr…"): 40 base64 characters, mixed
-    # case, within a few words after a secret-sounding word.
+    # An AWS secret said in prose ("the secret wJalr…", "aws key is …"): 40 base64
+    # characters within a few words after a secret-sounding word.
     _Rule("aws_secret_access_key", re.compile(
-        r"(?i:\b(?:aws|secret|secret\s+key|access\s+key))\b(?:\W{1,3}\w{1,12}){0,3}?\W{1,3}"
-        r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"), _random_real),
-    # api_key=…, GITHUB_TOKEN: …, client_secret = "…" with a long machine-made value.
+        r"(?i:\b(?:aws|secret|key|keys|creds|credentials?))\b(?:\W{1,3}\w{1,12}){0,3}?\W{1,3}"
+        r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"), _aws_secret),
+    # api_key=…, GITHUB_TOKEN: …, "the client secret is …" with a long machine-made value.
     _Rule("generic_secret", re.compile(
-        r"(?<![A-Za-z0-9])(?:api[_-]?key|apikey|(?:access|auth|refresh|id|session|bearer)[_-]?token"
-        r"|token|secret|secret[_-]?key|client[_-]?secret|access[_-]?key|private[_-]?key|signing[_-]?key)"
-        r"[\"']?\s*(?:=>|:=|=|:)\s*[\"']?(?P<secret>[A-Za-z0-9_./+=~-]{16,})", re.IGNORECASE),
-        _random_real),
-    # .env lines: NAME=value under a secret-sounding NAME (DB_PASS, MAILGUN_KEY, API_TOKEN,
-    # JWT_SECRET, SENTRY_DSN, DATABASE_URL …): the value is hidden however short or plain.
+        r"(?<![A-Za-z0-9])(?:api[_ -]?key|apikey|(?:access|auth|refresh|id|session|bearer)[_ -]?token"
+        r"|token|secret|secret[_ -]?key|client[_ -]?secret|access[_ -]?key|private[_ -]?key|signing[_ -]?key)"
+        r"[\"']?(?:\s*(?:=>|:=|=|:)\s*|\s+(?:is|was)\s+(?:now\s+)?)[\"']?(?P<secret>[A-Za-z0-9_./+=~-]{16,})",
+        re.IGNORECASE), _high_entropy),
+    # .env lines and config: NAME=value, NAME: value, "name": "value" under a
+    # secret-sounding NAME (DB_PASS, MAILGUN_KEY, API_TOKEN, JWT_SECRET, SENTRY_DSN,
+    # DATABASE_URL …); the value is hidden however short or plain (``_env_value``).
     _Rule("env_secret", re.compile(
-        r"(?:^|(?<=[\s;\"'`]))"
-        r"(?![A-Za-z0-9_]*PUBLIC)"
-        r"[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*"
-        r"(?:_(?:PASS|PASSWORD|PASSWD|PWD|PASSPHRASE|SECRET|TOKEN|KEY|APIKEY|DSN|CREDENTIALS?|AUTH)"
-        r"|(?:PASSWORD|SECRET|TOKEN|APIKEY)|DATABASE_URL|_URL_WITH_PASSWORD)(?:_[A-Za-z0-9]+)*"
-        r"\s*=\s*(?P<secret>\"[^\"\n]{1,200}\"|'[^'\n]{1,200}'|[^\s#'\"]{2,})", re.IGNORECASE), _env_value),
+        r"(?<![\w$/-])(?=[A-Za-z0-9_]*?(?:pass|pwd|secret|token|key|dsn|credential|creds|database_url))"
+        r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)[\"']?(?P<sep>[ \t]*(?:=(?![=>~])|:(?![:/=]))[ \t]*)"
+        r"(?:(?P<open>[\"'])|)(?P<secret>(?(open)(?:(?!(?P=open))[^\n]){1,200}"
+        r"|[^\s'\"#`](?:(?!;\w+=)[^\s'\"`])*[^\s'\",;:)\]}`]))"
+        r"(?(open)(?P=open))",
+        re.IGNORECASE), _env_value),
 )
 
 CREDENTIAL_KINDS: tuple[str, ...] = tuple(dict.fromkeys(rule.kind for rule in _RULES))
 
 
-# Literal text every match of a rule of that kind contains, lower-cased: an ASCII text
-# whose lower-cased form holds none of them cannot match any rule (non-ASCII text always
-# counts: case-insensitive patterns match the long s and the Kelvin sign), so bulk scans
-# (``find_credentials`` itself, the quality checks' bulk scan) run the patterns only on the rest.
+# Literal text every match of a rule of that kind contains, lower-cased: a rule runs only
+# on an ASCII text whose lower-cased form holds one of its kind's anchors (non-ASCII text
+# always runs every rule: case-insensitive patterns match the long s and the Kelvin
+# sign). Bulk scans (the quality checks' credential scan) skip a text holding none of
+# ``ALL_ANCHORS`` and nothing ``PII_PRECHECK`` finds.
 # tests/test_credentials.py checks every positive example against its kind's anchors.
 ANCHORS: dict[str, tuple[str, ...]] = {
     "private_key": ("-----begin",),
@@ -266,8 +475,9 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "slack_token": ("xox",),
     "slack_webhook": ("hooks.slack.com/services/",),
     "google_api_key": ("aiza",),
+    "google_oauth": ("gocspx-", "ya29."),
     "aws_access_key_id": ("akia", "asia"),
-    "aws_secret_access_key": ("secret_access_key", "aws_secret_key", "aws", "secret", "access"),
+    "aws_secret_access_key": ("aws", "secret", "key", "creds", "credential"),
     "jwt": ("eyj",),
     "connection_string": ("://",),
     "bearer_token": ("authorization", "bearer"),
@@ -278,13 +488,14 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "gitlab_token": ("glpat-", "gldt-", "glrt-", "glptt-", "glcbt-", "glimt-", "glsoat-", "glffct-", "gloas-",
                      "glagent-"),
     "sendgrid_key": ("sg.",),
-    "twilio_key": ("sk",),
+    # Twilio key SIDs are "SK" + hex: no longer literal, so "sk" (as gitleaks does).
+    "twilio_key": ("sk", "twilio"),
     "npm_token": ("npm_",),
     "pypi_token": ("pypi-ageichlwas5vcmc",),
     "huggingface_token": ("hf_",),
     "mailgun_key": ("key-",),
-    "datadog_key": ("dd", "datadog"),
-    "discord_token": ("discord", "bot"),
+    "datadog_key": ("key",),
+    "discord_token": ("discord", "bot ", "bot:", "bot="),
     "discord_webhook": ("/api/webhooks/",),
     "telegram_token": (":aa",),
     "shopify_token": ("shpat_", "shpss_", "shpca_", "shppa_"),
@@ -292,31 +503,37 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "linear_key": ("lin_api_", "lin_oauth_"),
     "doppler_token": ("dp.",),
     "postman_key": ("pmak-",),
+    "atlassian_token": ("atatt",),
+    "heroku_key": ("hrku-", "heroku"),
+    "square_token": ("eaaa", "sq0atp-", "sq0csp-"),
+    "vault_token": ("hvs.", "hvb.", "hvr."),
+    "databricks_token": ("dapi",),
+    "grafana_token": ("glsa_", "glc_"),
+    "sentry_token": ("sntrys_", "sntryu_"),
     "azure_key": ("accountkey", "sharedaccesskey", "sharedaccesssignature"),
     "azure_sas": ("sig=",),
+    "azure_client_secret": ("q~",),
     "gcp_service_account": ("private_key_id",),
-    "env_secret": ("pass", "pwd", "secret", "token", "key", "dsn", "credential", "auth", "database_url",
-                   "_url_with_password"),
+    "env_secret": ("pass", "pwd", "secret", "token", "key", "dsn", "credential", "creds", "database_url"),
 }
 ALL_ANCHORS: tuple[str, ...] = tuple(sorted({a for anchors in ANCHORS.values() for a in anchors}))
-
-
-def might_hold_credential(text: str) -> bool:
-    """False only when ``text`` cannot hold a credential or personal data (ASCII, none of
-    ``ALL_ANCHORS``, and nothing ``PII_PRECHECK`` finds)."""
-    if not text.isascii():
-        return True
-    low = text.lower()
-    return any(anchor in low for anchor in ALL_ANCHORS) or bool(_PII_PRECHECK.search(text))
+_RULE_ANCHORS = {kind: frozenset(anchors) for kind, anchors in ANCHORS.items()}
 
 
 PII_KINDS: tuple[str, ...] = ("payment_card", "national_id", "email", "phone")
 DEFAULT_PII: tuple[str, ...] = ("payment_card", "national_id")
 
-# Card networks by their leading digits (Visa 4, Mastercard 51–55 and 2221–2720, Amex
-# 34/37, Discover 6011/65/644–649, JCB 35, Diners 30/36/38, UnionPay 62): with the Luhn
-# check, a 16-digit order number is taken for a card about once in a hundred, not once in ten.
-_CARD_PREFIX = re.compile(r"^(?:4|5[1-5]|2(?:2[2-9]|[3-6]\d|7[01]|720)|3[47]|6(?:011|5|4[4-9]|2)|35|3[068])")
+# Card numbers by network: leading digits and lengths (ISO/IEC 7812 issuer ranges). With
+# the Luhn check, a 16-digit order number is taken for a card about once in a hundred.
+_CARD_NUMBER = re.compile(r"""
+    4(?:\d{12}|\d{15}|\d{18})                                           # Visa: 13, 16 or 19 digits
+  | (?:5[1-5]\d\d|222[1-9]|22[3-9]\d|2[3-6]\d\d|27[01]\d|2720)\d{12}     # Mastercard: 16
+  | 3[47]\d{13}                                                          # American Express: 15
+  | 3(?:0[0-59]|[689]\d)\d{11,16}                                        # Diners Club: 14-19
+  | 35(?:2[89]|[3-8]\d)\d{12,15}                                         # JCB: 16-19
+  | (?:6011|64[4-9]\d|65\d\d)\d{12,15}                                   # Discover: 16-19
+  | 62\d{14,17}                                                          # UnionPay: 16-19
+""", re.VERBOSE)
 
 
 def _luhn(number: str) -> bool:
@@ -331,38 +548,96 @@ def _luhn(number: str) -> bool:
 
 def _card(match: re.Match[str]) -> bool:
     number = re.sub(r"[ -]", "", match.group(0))
-    return 13 <= len(number) <= 19 and bool(_CARD_PREFIX.match(number)) and _luhn(number)
+    return bool(_CARD_NUMBER.fullmatch(number)) and _luhn(number)
 
 
 def _phone(match: re.Match[str]) -> bool:
     return 10 <= sum(c.isdigit() for c in match.group(0)) <= 15
 
 
+# Not inside a word, a decimal (0.4111…) or a longer dash-joined number.
+_NUMBER_START, _NUMBER_END = r"(?<![\w.,-])", r"(?![\w-]|[.,]\d)"
+
 # Personal data, redacted as configured (``[privacy] redact``; ``pii_from_config``).
 _PII_RULES: tuple[_Rule, ...] = (
-    # 13–19 digits, in groups split by single spaces or dashes: Luhn-checked, known network.
-    _Rule("payment_card", re.compile(r"(?<![\d-])\d(?:[ -]?\d){12,18}(?![\d-])"), _card),
+    # Cards: 13–19 digits in a row, or in the groups cards are printed in, one rule per
+    # grouping so that a CVV or expiry after the number ("4111 1111 1111 1111 12/27")
+    # does not make the whole run fail the Luhn check.
+    _Rule("payment_card", re.compile(_NUMBER_START + r"\d{13,19}" + _NUMBER_END), _card),
+    _Rule("payment_card", re.compile(_NUMBER_START + r"\d{4}([ -])\d{4}\1\d{4}\1\d{4}" + _NUMBER_END), _card),
+    _Rule("payment_card", re.compile(_NUMBER_START + r"\d{4}([ -])\d{4}\1\d{4}\1\d{4}\1\d{3}" + _NUMBER_END),
+          _card),
+    _Rule("payment_card", re.compile(_NUMBER_START + r"\d{4}([ -])\d{6}\1\d{4,5}" + _NUMBER_END), _card),
     # US SSN (not area 000, 666 or 9xx, group 00, serial 0000) and UK National Insurance numbers.
     _Rule("national_id", re.compile(
-        r"(?<![\d-])(?!000|666|9\d\d)\d{3}([- ])(?!00)\d{2}\1(?!0000)\d{4}(?![\d-])"
-        r"|\b(?!BG|GB|KN|NK|NT|TN|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b")),
+        _NUMBER_START + r"(?!000|666|9\d\d)\d{3}([- ])(?!00)\d{2}\1(?!0000)\d{4}" + _NUMBER_END
+        + r"|\b(?!BG|GB|KN|NK|NT|TN|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b")),
     _Rule("email", re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")),
     _Rule("phone", re.compile(r"(?<![\w+])\+?\(?\d[\d ().-]{8,18}\d(?![\d-])"), _phone),
 )
-# What a text must hold for a PII rule to match: six digits in a row (with single
-# separators), or an "@"; the bulk scans use it beside ``ALL_ANCHORS``.
-PII_PRECHECK = r"\d\d[ -]?\d\d[ -]?\d\d|@"
-_PII_PRECHECK = re.compile(PII_PRECHECK)
+# What a text must hold for each personal-data rule to match (every match of the kind
+# contains one); written for Python's ``re`` and the Rust ``regex`` crate (polars) alike.
+PII_PRECHECKS: dict[str, str] = {
+    "payment_card": r"\d{13}|\d{4}[ -]\d{4}[ -]\d{4}[ -]\d{4}|\d{4}[ -]\d{6}[ -]\d{4}",
+    "national_id": r"\d{3}[ -]\d\d[ -]\d{4}|\d\d ?\d\d ?\d\d ?[A-D]",
+    "email": r"@",
+    "phone": r"\d[\d ().-]{8,18}\d",
+}
+# The prechecks of ``DEFAULT_PII``: the bulk scans use it beside ``ALL_ANCHORS``.
+PII_PRECHECK = "|".join(PII_PRECHECKS[kind] for kind in DEFAULT_PII)
+_PII_PRECHECK_RE = {kind: re.compile(pattern) for kind, pattern in PII_PRECHECKS.items()}
+# The fewest digits a match of each kind holds: counting them is cheaper than any regex,
+# and most text has too few for a card (13), a national id (6) or a phone number (10).
+_PII_MIN_DIGITS = {"payment_card": 13, "national_id": 6, "email": 0, "phone": 10}
+
+# Every rule with its priority (its place in this order).
+_ALL_RULES: tuple[tuple[int, _Rule], ...] = tuple(enumerate(_RULES + _PII_RULES))
+
+
+def _pii_kinds(pii: Iterable[str]) -> frozenset[str]:
+    kinds = frozenset((pii,) if isinstance(pii, str) else pii)
+    unknown = kinds.difference(PII_KINDS)
+    if unknown:
+        raise ValueError(f"unknown personal-data kind(s) {', '.join(map(repr, sorted(unknown)))}; "
+                         f"known: {', '.join(PII_KINDS)}")
+    return kinds
+
+
+def _rules_for(text: str, pii: frozenset[str]) -> list[tuple[int, _Rule]]:
+    """The rules that could match ``text``: those whose kind's anchor (or PII precheck) it holds."""
+    if not text.isascii():
+        return [(p, r) for p, r in _ALL_RULES if r.kind in pii or r.kind not in PII_KINDS]
+    present = set(filter(text.lower().__contains__, ALL_ANCHORS))
+    digits = sum(map(text.count, "0123456789")) if pii else 0
+    prechecked = {kind for kind in pii
+                  if digits >= _PII_MIN_DIGITS[kind] and _PII_PRECHECK_RE[kind].search(text)}
+    if not present and not prechecked:
+        return []
+    return [(p, r) for p, r in _ALL_RULES
+            if r.kind in prechecked or (r.kind in _RULE_ANCHORS and not _RULE_ANCHORS[r.kind].isdisjoint(present))]
+
+
+def might_hold_credential(text: str, *, pii: Iterable[str] = DEFAULT_PII) -> bool:
+    """False only when ``text`` cannot hold a credential or the ``pii`` kinds: it is ASCII,
+    holds none of ``ALL_ANCHORS``, and no ``PII_PRECHECKS`` pattern of those kinds finds anything."""
+    return bool(_rules_for(text, _pii_kinds(pii)))
 
 
 def pii_from_config(config: Any) -> tuple[str, ...]:
-    """The PII kinds ``[privacy] redact`` names (credentials are always redacted)."""
-    kinds = tuple(config.privacy.get("redact", DEFAULT_PII))
+    """The PII kinds ``[privacy] redact`` names (credentials are always redacted).
+
+    Raises:
+        ValueError: ``redact`` is not a list, or names a kind not in ``PII_KINDS``.
+    """
+    kinds = config.privacy.redact
+    if isinstance(kinds, str) or not isinstance(kinds, (list, tuple)):
+        raise ValueError(f"[privacy] redact must be a list of kinds (any of {', '.join(PII_KINDS)}), "
+                         f"not {kinds!r}")
     unknown = [k for k in kinds if k not in PII_KINDS]
     if unknown:
         raise ValueError(f"[privacy] redact: unknown kind(s) {', '.join(map(repr, unknown))}; "
                          f"known: {', '.join(PII_KINDS)}")
-    return kinds
+    return tuple(dict.fromkeys(kinds))
 
 
 def find_credentials(text: str, *, pii: Iterable[str] = DEFAULT_PII) -> list[CredentialMatch]:
@@ -371,13 +646,12 @@ def find_credentials(text: str, *, pii: Iterable[str] = DEFAULT_PII) -> list[Cre
     Args:
         text: any text: a transcript turn, a candidate fact, a log line.
         pii: the personal-data kinds to find too (``PII_KINDS``; default cards and national ids).
+
+    Raises:
+        ValueError: ``pii`` names a kind not in ``PII_KINDS``.
     """
-    if not might_hold_credential(text):
-        return []  # no rule's anchor in it: the patterns cannot match
-    wanted = set(pii)
-    rules = _RULES + tuple(r for r in _PII_RULES if r.kind in wanted)
     claims: list[tuple[int, int, int, str]] = []
-    for priority, rule in enumerate(rules):
+    for priority, rule in _rules_for(text, _pii_kinds(pii)):
         for match in rule.pattern.finditer(text):
             if rule.accept(match):
                 start, end = _span(match)
@@ -394,7 +668,7 @@ def find_credentials(text: str, *, pii: Iterable[str] = DEFAULT_PII) -> list[Cre
 
 
 def redact(text: str, *, pii: Iterable[str] = DEFAULT_PII) -> str:
-    """``text`` with each credential replaced by ``[REDACTED:<kind>]``."""
+    """``text`` with each credential (and each ``pii`` kind) replaced by ``[REDACTED:<kind>]``."""
     out: list[str] = []
     pos = 0
     for match in find_credentials(text, pii=pii):
@@ -406,5 +680,5 @@ def redact(text: str, *, pii: Iterable[str] = DEFAULT_PII) -> str:
 
 
 def has_credential(text: str, *, pii: Iterable[str] = DEFAULT_PII) -> bool:
-    """Whether ``text`` holds any credential."""
+    """Whether ``text`` holds any credential (or any ``pii`` kind)."""
     return bool(find_credentials(text, pii=pii))

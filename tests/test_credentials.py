@@ -65,9 +65,22 @@ DIGITALOCEAN = "dop" + "_v1_" + "0123456789abcdef" * 4
 LINEAR = "lin" + "_api_" + "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hI6kL9n"
 DOPPLER = "dp" + ".st." + "dev." + "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hI6kL9nO2qR5"
 POSTMAN = "PMAK" + "-" + "0123456789abcdef01234567" + "-" + "0123456789abcdef0123456789abcdef01"
-AZURE_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1" + "OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+AZURE_KEY = "aB3dE6gH9jK2/" * 6 + "mN5p" + "=="
 AZURE_SIG = "a0B1c2D3e4F5g6H7i8J9k0L1m2N3o4P5q6R7s8T9u0%3D"
 GCP_KEY_ID = "0123456789abcdef0123456789abcdef01234567"
+AZURE_CLIENT_SECRET = "aB3" + "8Q~" + "x9Yw8Vu7-Ts6Rq5Po4Nm3Lk2Jh1Gf0E.d"
+GOOGLE_OAUTH_SECRET = "GOCSPX" + "-" + "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7b"
+GOOGLE_ACCESS_TOKEN = "ya29" + "." + "a0AfH6SM" + "Bx9Yw8Vu7Ts6Rq5Po4Nm3Lk2Jh1Gf0Ed" * 2
+ATLASSIAN = "ATATT" + "3xFfGF0" + "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hI6kL9nO2qR5tU8wX1zA4" + "=" + "0A1B2C3D"
+HEROKU = "HRKU" + "-" + "AA" + "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hI6kL9nO2qR5tU8wX1zA4cD7fG0"
+HEROKU_LEGACY = "8f14e45f" + "-ceea-467a-9575-" + "1f0e2a7b9c3d"
+SQUARE = "EAAA" + "l9Yw8Vu7Ts6Rq5Po4Nm3Lk2Jh1Gf0Ed" + "-aB3dE6gH9jK2mN5pQ8sT1vW4yZ7b"
+SQUARE_OAUTH = "sq0csp" + "-" + "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hI6kL9nO2q"
+VAULT = "hvs" + "." + "CAESIJ" + "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF3hI6"
+DATABRICKS = "dapi" + "0123456789abcdef" * 2
+GRAFANA = "glsa" + "_" + "aB3dE6gH9jK2mN5pQ8sT1vW4yZ7bC0eF" + "_" + "0a1b2c3d"
+SENTRY = "sntrys" + "_" + "eyJpYXQiOjE3MDAwMDAwMDAuMCwidXJsIjoi" + "aB3dE6gH9jK2mN5pQ8"
+TWILIO_AUTH_TOKEN = "9f8e7d6c5b4a" + "3210" * 5
 
 
 def luhn_card(prefix: str, length: int = 16, fill: str | None = None) -> str:
@@ -85,7 +98,12 @@ def luhn_card(prefix: str, length: int = 16, fill: str | None = None) -> str:
 
 CARD = luhn_card("4111")
 CARD_SPACED = " ".join(CARD[i:i + 4] for i in range(0, 16, 4))
+CARD_DASHED = "-".join(CARD[i:i + 4] for i in range(0, 16, 4))
 AMEX = luhn_card("3782", 15)
+AMEX_SPACED = f"{AMEX[:4]} {AMEX[4:10]} {AMEX[10:]}"
+MASTERCARD_2_SERIES = luhn_card("2221")
+DISCOVER = luhn_card("6011")
+NOT_A_NETWORK = luhn_card("1234")  # Luhn-valid, but no card network starts with 1
 SSN = "123" + "-45-" + "6789"
 NI_NUMBER = "AB" + " 12 34 56 " + "C"
 SHA = "3f2a9c1d8e7b6a5f4e3d2c1b0a9f8e7d6c5b4a3f"
@@ -166,6 +184,36 @@ POSITIVES = [
     ("env_secret", "export MAILGUN_KEY=" + "k3y-abc", "k3y-abc"),
     ("env_secret", "SENTRY_DSN=" + "https://abc123@o1.ingest.sentry.io/42", "abc123@o1"),
     ("env_secret", 'JWT_SECRET="not so secret"', "not so secret"),
+    ("env_secret", "  DB_PASS: hunter2x", "hunter2x"),  # YAML
+    ("env_secret", '{"db_pass": "hunter2x", "port": 5432}', "hunter2x"),  # JSON
+    ("env_secret", "SECRET_KEY_BASE=abcd1234", "abcd1234"),
+    ("env_secret", "DB_PASS=pa#ss99 # prod", "pa#ss99"),
+    ("env_secret", "I set DB_PASS=hunter2x...", "hunter2x"),
+    ("env_secret", "`MAILGUN_KEY=3ax6a`", "3ax6a"),
+    ("env_secret", "client = Client(api_key='Hunter2xyz')", "Hunter2xyz"),
+    ("password", "dbPassword = 'correct-horse'", "correct-horse"),
+    ("env_secret", "mailgunKey = 'k3y-horse'", "k3y-horse"),
+    ("env_secret", "SENTRY_DSN=https://" + "abc123@o1.ingest.sentry.io/42", "abc123"),
+    ("generic_secret", f"my api key is {GENERIC}", GENERIC),
+    ("aws_secret_access_key", f"the key {AWS_SECRET}", AWS_SECRET),
+    ("aws_secret_access_key", f"AWS creds: {AWS_SECRET}", AWS_SECRET),
+    ("twilio_key", f"the Twilio auth token is {TWILIO_AUTH_TOKEN}", TWILIO_AUTH_TOKEN),
+    ("google_oauth", f"client secret {GOOGLE_OAUTH_SECRET} for the web app", GOOGLE_OAUTH_SECRET),
+    ("google_oauth", f"access token {GOOGLE_ACCESS_TOKEN}", GOOGLE_ACCESS_TOKEN),
+    ("atlassian_token", f"Jira API token {ATLASSIAN}", ATLASSIAN),
+    ("heroku_key", f"heroku {HEROKU}", HEROKU),
+    ("heroku_key", f"my Heroku API key is {HEROKU_LEGACY}", HEROKU_LEGACY),
+    ("square_token", f"square access token {SQUARE}", SQUARE),
+    ("square_token", f"square oauth secret {SQUARE_OAUTH}", SQUARE_OAUTH),
+    ("vault_token", f"vault login {VAULT}", VAULT),
+    ("databricks_token", f"databricks PAT {DATABRICKS}", DATABRICKS),
+    ("grafana_token", f"grafana service account {GRAFANA}", GRAFANA),
+    ("sentry_token", f"sentry-cli uses {SENTRY}", SENTRY),
+    ("azure_client_secret", f"the app registration secret {AZURE_CLIENT_SECRET} expires in June", AZURE_CLIENT_SECRET),
+    ("azure_key", "Endpoint=sb://acme.servicebus.windows.net/;SharedAccessKeyName=Root;SharedAccessKey="
+     + AZURE_KEY, AZURE_KEY),
+    ("private_key", '{"type": "service_account", "private_key": "-----BEGIN ' + 'PRIVATE KEY-----\\n'
+     + RSA_KEY_BODY.replace("\n", "\\n") + '\\n-----END ' + 'PRIVATE KEY-----\\n"}', RSA_KEY_BODY[:20]),
 ]
 
 # Personal data: redacted by default (payment cards, national ids) or when configured.
@@ -175,6 +223,13 @@ PII_POSITIVES = [
     ("payment_card", f"amex {AMEX}", AMEX),
     ("national_id", f"SSN {SSN} on the form", SSN),
     ("national_id", f"my NI number is {NI_NUMBER}", NI_NUMBER),
+    ("national_id", "SSN: " + "078" + " 05 " + "1120", "078 05 1120"),
+    ("payment_card", f"card {CARD_SPACED} 12/27", CARD_SPACED),  # an expiry or a CVV after it
+    ("payment_card", f"card {CARD_SPACED} 123", CARD_SPACED),
+    ("payment_card", f"pay with {CARD_DASHED}.", CARD_DASHED),
+    ("payment_card", f"amex {AMEX_SPACED}", AMEX_SPACED),
+    ("payment_card", f"mastercard {MASTERCARD_2_SERIES}", MASTERCARD_2_SERIES),
+    ("payment_card", f"discover {DISCOVER}", DISCOVER),
 ]
 
 # Ordinary prose that talks about credentials, hashes or ids without holding a secret.
@@ -220,6 +275,66 @@ NEGATIVES = [
     "Dana's bot answers on Discord every evening",
     "the PUBLIC_KEY=ssh-ed25519 line goes in authorized_keys",
     "release 2026-10-12 shipped with version 1.24.3",
+    "the DB_PASS variable",
+    "DB_PASS: set it in vault",
+    "NODE_AUTH_TOKEN=${{ secrets.NPM_TOKEN }}",
+    "DB_PASS=$(cat /run/secrets/db_pass)",
+    "DB_PASSWORD=changeme",
+    "DB_PASSWORD_FILE=/run/secrets/db_password",
+    "GOOGLE_APPLICATION_CREDENTIALS=/secrets/sa.json",
+    "API_KEY_ID=12345",
+    "TOKEN_TTL_SECONDS=3600",
+    "SESSION_COOKIE_KEY_PREFIX=sess",
+    "CACHE_KEY=users",
+    "PASSWORD_MIN_LENGTH=12",
+    # Code: an assignment of a call, a variable, a type or a constant is not a secret.
+    "api_key = get_api_key()",
+    "access_token = response.json()['access_token']",
+    "sort_key = lambda x: x[0]",
+    "const authToken = getToken();",
+    "def connect(api_key: str, secret_key: str | None = None):",
+    "partition_key = partition_key or 'default'",
+    "foreign_key=ForeignKey(User)",
+    "self.key_password = key_password",
+    "password = password.encode('utf-8')",
+    "password: Optional[str] = None",
+    "client = Client(api_key=key, timeout=3)",
+    'check = AssetCheckResult(asset_key="published_items", passed=ok)',
+    "target_key: EntityKey | None,",
+    "inject(query, token_budget=90)",
+    "pad_token = tokenizer.eos_token",
+    'CLIENT_CREDENTIALS = "client_credentials"',
+    '_ARROW_EXTENSION_NAME_KEY = "ARROW:extension:name"',
+    "token = _NUMBER_WORDS.get(token.lower(), token)",
+    "client_secret: SessionClientSecret",
+    "e.g. `pass` in `https://user:pass@host:port/path`",
+    # Provider prefixes named, without a token.
+    "GitLab tokens start with glpat- and expire yearly",
+    "Hugging Face models load with hf_hub_download",
+    "the pypi-release job failed",
+    "npm_config_cache=/tmp/npm",
+    "the ATATT prefix marks Atlassian tokens",
+    "Heroku app 123e4567-e89b-12d3-a456-426614174000 restarted",
+    "Twilio account SID AC" + "0123456789abcdef" * 2 + " sends the SMS",
+    "twilio auth token rotation is monthly",
+    "vault tokens look like hvs.example",
+    "dapi is the Databricks token prefix",
+    "the a1b2Q~short tilde",
+    "dd if=/dev/zero of=disk.img bs=1M count=100",
+    "Discord bot both ways MTA" + "yNzQ4ODM5MDAxMjM0NTY3OA",
+    "the AccountKey= setting is empty",
+    "https://example.com/search?q=1&sig=short",
+    # An AWS-secret-sized run after a trigger word that is a SHA, a path or a word run.
+    f"the secret fix is in {SHA}",
+    "aws s3 sync /Users/DanaK/Projects/Backup2024/data s3://acme-backups",
+    "the secret sauce is ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmn",
+    # Numbers that are not cards or national ids.
+    "p = 0.4111111111111111 in the second run",
+    "the build took 1730000000000 ms",
+    "meeting 2026-10-12 09:30 in room 101",
+    f"order {NOT_A_NETWORK} shipped",
+    f"sha {SHA[:8]}{CARD}{SHA[:8]} is a hash",
+    "invalid SSN 666-12-3456 and 123-00-4567",
 ]
 
 
@@ -269,7 +384,8 @@ def test_the_quality_scan_finds_what_the_full_scan_finds() -> None:
 
     from memory_assets.lib.quality.credential_scan import ScanLedger
 
-    texts = [text for _, text, _ in POSITIVES] + list(NEGATIVES) + ["Plain prose about a garden."] * 3
+    texts = ([text for _, text, _ in POSITIVES + PII_POSITIVES] + list(NEGATIVES)
+             + ["Plain prose about a garden."] * 3)
     ledger = ScanLedger()
     kinds = ledger.kinds(pl.Series(texts)).to_list()
     assert [k is not None for k in kinds] == [has_credential(t) for t in texts]
@@ -294,8 +410,48 @@ def test_privacy_config_names_known_kinds() -> None:
 
     config = load_config()
     assert pii_from_config(config) == ("payment_card", "national_id")
+    assert pii_from_config(dataclasses.replace(config, privacy={"redact": []})) == ()
     with pytest.raises(ValueError, match="passport"):
         pii_from_config(dataclasses.replace(config, privacy={"redact": ["passport"]}))
+    with pytest.raises(ValueError, match="must be a list"):
+        pii_from_config(dataclasses.replace(config, privacy={"redact": "email"}))
+
+
+def test_an_unknown_personal_data_kind_is_an_error() -> None:
+    with pytest.raises(ValueError, match="passport"):
+        find_credentials("nothing here", pii=["passport"])
+
+
+def test_a_cvv_after_the_card_is_hidden_too() -> None:
+    assert redact(f"card {CARD_SPACED} cvv 123") == "card [REDACTED:payment_card] cvv [REDACTED:pin]"
+
+
+def test_redacted_json_config_stays_json() -> None:
+    import json
+
+    text = json.dumps({"db_pass": "hunter2x", "AWS_SECRET_ACCESS_KEY": AWS_SECRET, "port": 5432})
+    assert json.loads(redact(text)) == {"db_pass": "[REDACTED:env_secret]",
+                                        "AWS_SECRET_ACCESS_KEY": "[REDACTED:aws_secret_access_key]", "port": 5432}
+
+
+def test_dates_and_short_numbers_skip_every_rule() -> None:
+    assert not might_hold_credential("meeting 2026-10-12 09:30 in room 101, call 415-555-0134")
+    assert not might_hold_credential("write to dana@example.org")
+    assert might_hold_credential("write to dana@example.org", pii=PII_KINDS)
+
+
+def test_python_and_polars_read_the_personal_data_precheck_alike() -> None:
+    """The bulk scan runs ``PII_PRECHECK`` in polars (Rust regex); ``find_credentials`` in Python."""
+    import re
+
+    import polars as pl
+
+    from retrieval.credentials import PII_PRECHECK
+
+    texts = [text for _, text, _ in PII_POSITIVES] + list(NEGATIVES)
+    in_polars = pl.Series(texts).str.contains(PII_PRECHECK).to_list()
+    assert in_polars == [re.search(PII_PRECHECK, t) is not None for t in texts]
+    assert all(in_polars[:len(PII_POSITIVES)])
 
 
 def test_every_kind_has_a_positive_case() -> None:
