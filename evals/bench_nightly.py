@@ -57,7 +57,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -123,7 +123,7 @@ def _sessions(rows: list[dict[str, Any]], first: int, start: datetime, end: date
     from memory_assets.defs.ingest.assets import resource_id
     from memory_assets.lib.facts import fact_id
 
-    namespace = config.pipeline["namespace"]
+    namespace = config.pipeline.namespace
     n_sessions = max(1, -(-len(rows) // FACTS_PER_SESSION))
     span = (end - start) / n_sessions
     facts, resources = [], []

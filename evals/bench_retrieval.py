@@ -252,7 +252,7 @@ def synthetic_items(n_items: int, *, seed: int = 0, config: MemoryConfig | None 
     if not templates:
         raise BenchError(f"none of the bench's categories is configured ({', '.join(config.categories)})")
     rng = random.Random(seed)
-    namespace = config.pipeline["namespace"]
+    namespace = config.pipeline.namespace
     seen: set[str] = set()
     rows: list[dict[str, Any]] = []
     while len(rows) < n_items:
@@ -511,7 +511,7 @@ def machine() -> dict[str, Any]:
         import torch
 
         info["torch_threads"] = torch.get_num_threads()
-        info["query_threads"] = int(load_config().embedding.get("query_threads", 0)) or info["torch_threads"]
+        info["query_threads"] = int(load_config().embedding.query_threads) or info["torch_threads"]
     except ImportError:
         pass
     if hasattr(os, "getloadavg"):

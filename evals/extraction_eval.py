@@ -51,7 +51,7 @@ from evals.scorers import (
 )
 from memory_assets.lib.extraction import rules as R
 from memory_assets.lib.extraction.base import ExtractionFailed
-from memory_assets.lib.extraction.llm import llm_configured
+from retrieval.llm import Usage, llm_configured
 from memory_assets.lib.extraction.preprocess import segments
 from memory_assets.lib.facts import build_facts
 from memory_assets.lib.transcripts import TranscriptError, parse_transcript, parse_ts, safe_session_id
@@ -573,7 +573,6 @@ def _total(rows: list[dict[str, Any]], key: str) -> int:
 
 def _summary(dataset: str, extractor: Any, rows: list[dict[str, Any]], matcher: FactMatcher,
              config: MemoryConfig, seconds: float) -> dict[str, Any]:
-    from memory_assets.lib.extraction.llm import llm_cost_usd
 
     def total(key: str) -> int:
         return _total(rows, key)
@@ -628,14 +627,14 @@ def _summary(dataset: str, extractor: Any, rows: list[dict[str, Any]], matcher: 
         "failed_sessions": [r["session_id"] for r in rows if r["failed"]],
         "prompt_tokens": prompt_tokens,
         "completion_tokens": completion_tokens,
-        "cost_usd_per_session": round(llm_cost_usd(config, prompt_tokens, completion_tokens) / sessions, 6)
+        "cost_usd_per_session": round(Usage(0, prompt_tokens, completion_tokens).cost_usd(config) / sessions, 6)
         if sessions else 0.0,
         "threshold": matcher.threshold,
         "judge": None if judge is None else {
-            "model": str(config.llm["model"]), "prompt_version": judge.version, "calls": judge.calls,
+            "model": str(config.llm.model), "prompt_version": judge.version, "calls": judge.calls,
             "failures": judge.failures, "prompt_tokens": judge.prompt_tokens,
             "completion_tokens": judge.completion_tokens,
-            "cost_usd": round(llm_cost_usd(config, judge.prompt_tokens, judge.completion_tokens), 6),
+            "cost_usd": round(Usage(0, judge.prompt_tokens, judge.completion_tokens).cost_usd(config), 6),
         },
         "seconds": round(seconds, 1),
         "per_session": rows,
@@ -690,11 +689,10 @@ def make_matcher(config: MemoryConfig, judge: bool | None = None, threshold: flo
     from retrieval.embeddings import Embedder
 
     embed_config = config
-    if config.embedding.get("provider") != "local":
+    if config.embedding.provider != "local":
         # The threshold is calibrated for MiniLM: the eval always matches with it.
-        import dataclasses
 
-        embed_config = dataclasses.replace(config, embedding={**config.embedding, "provider": "local"})
+        embed_config = config.replace(embedding={"provider": "local"})
     use_judge = (config.llm_enabled and llm_configured()) if judge is None else judge
     return FactMatcher(Embedder(embed_config).embed, threshold, LLMJudge(config) if use_judge else None)
 
@@ -843,7 +841,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``memory eval extraction``; returns 1 when any fact leaked, 2 on a usage error."""
-    from memory_assets.lib.extraction.llm import LLMNotConfigured
+    from retrieval.llm import LLMNotConfigured
 
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args = build_parser().parse_args(list(argv) if argv is not None else None)

@@ -32,7 +32,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -119,7 +119,7 @@ def build_key(conv: Conversation, extractor: str) -> dict[str, str]:
     from memory_assets.defs.items.assets import memory_items
     from memory_assets.defs.summaries.assets import category_summaries
 
-    config = dataclasses.asdict(load_config())
+    config = load_config().model_dump(mode="json", exclude={"source"})
     # Read at question time, not build time: tuning them reuses the build.
     for section in QUERY_TIME_CONFIG:
         config.pop(section, None)

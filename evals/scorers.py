@@ -33,6 +33,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from retrieval.credentials import find_credentials
+from retrieval.llm import InvalidReply, LLMOutputFailed, complete_validated
 
 # Calibrated on CALIBRATION_PAIRS below (all-MiniLM-L6-v2): 43 paraphrase and 38
 # near-miss pairs written by hand in the style of extracted facts, 11 of them taken from
@@ -501,6 +502,17 @@ def precision_recall_f1(matched: int, extracted: int, gold: int) -> tuple[float,
 
 # --- the LLM judge ----------------------------------------------------------------------
 
+def _verdict(reply: str) -> bool:
+    """``{"same": true|false}`` from the judge's reply."""
+    try:
+        data = json.loads(reply)
+    except json.JSONDecodeError as exc:
+        raise InvalidReply(f"not JSON: {exc.msg}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("same"), bool):
+        raise InvalidReply('no boolean "same"')
+    return data["same"]
+
+
 @dataclass
 class LLMJudge:
     """Asks a chat model whether two facts say the same thing (``prompts/judge_fact.md``).
@@ -519,13 +531,11 @@ class LLMJudge:
     _cache: dict[tuple[str, str], bool | None] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
-        from memory_assets.lib.prompts import load_prompt
+        from retrieval.llm import chat_client, load_prompt
 
         self.prompt = load_prompt("judge_fact")
         if self.client is None:
-            import openai
-
-            self.client = openai.OpenAI(timeout=float(self.config.llm["timeout_seconds"]), max_retries=2)
+            self.client = chat_client(self.config)
 
     @property
     def version(self) -> str:
@@ -536,26 +546,17 @@ class LLMJudge:
         key = (reference, candidate)
         if key in self._cache:
             return self._cache[key]
-        verdict: bool | None = None
+        messages = [{"role": "system", "content": self.prompt.text},
+                    {"role": "user", "content": json.dumps({"reference": reference, "candidate": candidate})}]
         try:
-            reply = self.client.chat.completions.create(
-                model=str(self.config.llm["model"]),
-                temperature=float(self.config.llm.get("temperature", 0.0)),
-                response_format={"type": "json_object"},
-                messages=[
-                    {"role": "system", "content": self.prompt.text},
-                    {"role": "user", "content": json.dumps({"reference": reference, "candidate": candidate})},
-                ],
-            )
-            self.calls += 1
-            if reply.usage is not None:
-                self.prompt_tokens += int(reply.usage.prompt_tokens or 0)
-                self.completion_tokens += int(reply.usage.completion_tokens or 0)
-            data = json.loads(reply.choices[0].message.content or "")
-            if isinstance(data, dict) and isinstance(data.get("same"), bool):
-                verdict = data["same"]
-        except Exception:  # noqa: BLE001 — any failure means "no verdict": the offline rule decides
-            verdict = None
+            verdict, usage = complete_validated(
+                self.client, messages, _verdict, str, model=self.config.llm.model,
+                temperature=self.config.llm.temperature, json_mode=True)
+        except LLMOutputFailed as failed:  # no verdict: the offline rule decides
+            verdict, usage = None, failed.usage
+        self.calls += usage.attempts
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
         if verdict is None:
             self.failures += 1
         self._cache[key] = verdict

@@ -201,9 +201,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memory", description="Agent memory: ingest transcripts, build memory, search it.")
     parser.add_argument("--data-root", default=os.environ.get("MEMORY_DATA_ROOT", "data"),
                         help="data root (default: $MEMORY_DATA_ROOT or data/)")
-    # --data-root also after the subcommand (`memory ingest --data-root R f.jsonl`).
+    parser.add_argument("--config", default=os.environ.get("MEMORY_CONFIG") or None, metavar="PATH",
+                        help="a TOML file overriding retrieval/defaults.toml (default: $MEMORY_CONFIG)")
+    # --data-root and --config also after the subcommand (`memory ingest --data-root R f.jsonl`).
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--data-root", default=argparse.SUPPRESS, help="data root (as before the subcommand)")
+    common.add_argument("--config", default=argparse.SUPPRESS, metavar="PATH", help="config file (as before the subcommand)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def command(name: str, **kwargs: Any) -> argparse.ArgumentParser:
@@ -277,9 +280,17 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args = build_parser().parse_args(argv)
     from memory_assets.lib.transcripts import TranscriptError
+    from retrieval.config import ConfigError, load_config
 
     try:
+        if args.config:
+            # Through the environment, so the Dagster runs this command starts read it too.
+            os.environ["MEMORY_CONFIG"] = str(Path(args.config).resolve())
+        load_config()  # a bad file fails here, before any work, naming the key
         return int(args.func(args) or 0)
+    except ConfigError as exc:
+        print(f"ConfigError: {exc}", file=sys.stderr)
+        return 2
     except TranscriptError as exc:
         print(f"TranscriptError: {exc}", file=sys.stderr)
         return 2

@@ -21,7 +21,8 @@ from retrieval.inbox import write_session
 from retrieval.injection import Injection, build_block
 from retrieval.options import RetrievalOptions
 from retrieval.paths import DataRoot
-from retrieval.rewrite import STOPWORDS, LLMRewriter, SearchQuery, keywords, llm_configured, rewrite
+from retrieval.llm import llm_configured
+from retrieval.rewrite import STOPWORDS, LLMRewriter, SearchQuery, keywords, rewrite
 from retrieval.schema import ITEM_SCHEMA, ROLES
 from retrieval.search import Hit, fts_list, fts_query, fuse, to_hit, vector_list, vectors_for
 from retrieval.store import INSIGHTS_TABLE, ItemStore, PublishedRows
@@ -77,7 +78,7 @@ class MemoryClient:
         self.paths = DataRoot.resolve(data_root)
         self.config: MemoryConfig = load_config(config_path)
         self.options = options or RetrievalOptions()
-        self.namespace = None if namespace == "*" else (namespace or str(self.config.pipeline["namespace"]))
+        self.namespace = None if namespace == "*" else (namespace or str(self.config.pipeline.namespace))
         self.scopes = tuple(scopes) if scopes else None
         self.store = ItemStore(self.paths)
         self._embedder: Embedder | None = None
@@ -184,7 +185,7 @@ class MemoryClient:
             raw = _context_text(context)
             return SearchQuery(raw, raw)
         if self.config.llm_enabled and llm_configured() and not budget_aware and self._rewriter is None:
-            self._rewriter = LLMRewriter(self.config.llm["model"])
+            self._rewriter = LLMRewriter(self.config)
         return rewrite(context, llm=None if budget_aware else self._rewriter)
 
     def _relevant(self, lists: dict[str, list[dict[str, Any]]]) -> Callable[[str], bool]:
@@ -194,7 +195,7 @@ class MemoryClient:
         best of the relevant" from "the best of nothing"; this is the absolute test."""
         if not self.options.relevance_floor:
             return lambda item_id: True
-        floor = float(self.config.injection["min_similarity"])
+        floor = float(self.config.injection.min_similarity)
         close = {r["id"] for r in lists.get("vector", []) if 1.0 - float(r.get("_distance", 1.0)) >= floor}
         matched = {r["id"] for r in lists.get("fts", [])}
         return lambda item_id: item_id in close or item_id in matched
@@ -209,7 +210,7 @@ class MemoryClient:
         table = self._table()
         if table is None or not query.strip():
             return [], None
-        lists = self._candidates(table, query, max(int(self.config.ranking["candidates"]), k), terms)
+        lists = self._candidates(table, query, max(int(self.config.ranking.candidates), k), terms)
         fused = fuse(lists)
         if not fused:
             return [], None
@@ -218,7 +219,7 @@ class MemoryClient:
         # The names the query uses, for the subject modifier (scoring only).
         names = scoring.names_in(keywords(query if terms is None else terms)) if self.options.scoring else frozenset()
         cfg = self.config.injection
-        penalty = {"active": 1.0, "archived": float(cfg["archived_multiplier"]), "cold": float(cfg["cold_multiplier"])}
+        penalty = {"active": 1.0, "archived": float(cfg.archived_multiplier), "cold": float(cfg.cold_multiplier)}
         groups: dict[str, list[tuple[float, float, dict[str, Any]]]] = {status: [] for status in RECALLABLE}
         for row, rrf in fused:
             if not relevant(row["id"]):
@@ -288,9 +289,9 @@ class MemoryClient:
         if not rows:
             return None
         best = 1.0 - float(rows[0]["_distance"])
-        if best < float(self.config.injection["summary_sufficient"]):
+        if best < float(self.config.injection.summary_sufficient):
             return None
-        coverage = float(self.config.injection["summary_coverage"])
+        coverage = float(self.config.injection.summary_coverage)
         # A term matches at the start of a word: "start" finds "started", not "restart".
         term = re.compile(r"\b(?:" + "|".join(re.escape(t) for t in terms) + ")")
         self._table()  # refreshes the items snapshot the citations are looked up in
@@ -357,10 +358,10 @@ class MemoryClient:
         now = now or datetime.now(timezone.utc)
         cfg = self.config.injection
         frugal = self.options.budget_aware if budget_aware is None else budget_aware
-        cap = int(max_items or (cfg["budget_max_items"] if frugal else cfg["max_items"]))
+        cap = int(max_items or (cfg.budget_max_items if frugal else cfg.max_items))
         if frugal:
-            cap = min(cap, int(cfg["budget_max_items"]))
-        budget = int(token_budget or cfg["token_budget"])
+            cap = min(cap, int(cfg.budget_max_items))
+        budget = int(token_budget or cfg.token_budget)
         query = self._query(context, frugal)
         tier, hits, vectors = "items", None, None
         if self.options.tiers and not frugal:
@@ -368,11 +369,11 @@ class MemoryClient:
             tier = "summaries" if hits else "items"
         if not hits:
             hits, vectors = self._rank(query.text, cap, now, _sentiment(_context_text(context)), query.terms)
-        pairs = trust.conflicts(hits, vectors, float(cfg["conflict_similarity"]))
+        pairs = trust.conflicts(hits, vectors, float(cfg.conflict_similarity))
         hits = trust.order(hits, pairs)
         marks = trust.flags(hits, self.config, now, pairs=pairs)
         labels = self._labels(hits)
-        text, kept, tokens = build_block(hits, header=cfg["header"], now=now, max_items=cap,
+        text, kept, tokens = build_block(hits, header=cfg.header, now=now, max_items=cap,
                                          token_budget=budget, flags=marks, labels=labels)
         self.last_tier = tier if kept else "none"
         injection = Injection(text=text, items=kept, tier=self.last_tier, tokens=tokens, query=query.text,
@@ -469,7 +470,7 @@ class MemoryClient:
         if unsure and sentences:
             vectors = self.embedder.embed([h.content for h in unsure] + sentences)
             similarity = vectors[:len(unsure)] @ vectors[len(unsure):].T
-            threshold = float(self.config.feedback["echo_similarity"])
+            threshold = float(self.config.feedback.echo_similarity)
             for hit, best in zip(unsure, similarity.max(axis=1)):
                 used[hit.id] = bool(best >= threshold)
         return used

@@ -1,66 +1,231 @@
 """The one config: defaults in ``defaults.toml``, overridden by a TOML file of yours.
 
-``load_config()`` reads ``defaults.toml`` shipped with this package, then deep-merges
-the file named by the ``path`` argument or the ``MEMORY_CONFIG`` environment variable.
+``load_config()`` reads ``defaults.toml`` shipped with this package, then deep-merges the
+file named by the ``path`` argument, ``memory --config PATH`` or the ``MEMORY_CONFIG``
+environment variable. Every section is a typed, frozen pydantic model that forbids unknown
+keys, so a typo fails loudly instead of silently changing nothing::
+
+    ConfigError: my.toml [ranking] memory_wieght: unknown key (did you mean memory_weight?)
+
+Each key is documented where its default is set, in ``defaults.toml``. Code reads
+attributes (``config.ranking.memory_weight``); tests and evals derive a variant with
+``config.replace(ranking={"memory_weight": 1.0})``, which is validated the same way.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
-from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 DEFAULTS = Path(__file__).with_name("defaults.toml")
 
 
 class ConfigError(ValueError):
-    """The config file is unreadable or names an unknown category, tier or kind."""
+    """The config file is unreadable, names an unknown key, or holds a value of the wrong type."""
 
 
-@dataclass(frozen=True)
-class Category:
-    name: str
-    weight: float
-    ttl_days: int
-    summary_file: str
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Category(_Section):
+    name: str = ""
+    weight: float = Field(ge=0.0, le=1.0)
+    ttl_days: int = 0
+    summary_file: str = ""
     keywords: tuple[str, ...] = ()
     # What happens here is part of the person's story: its events are not transient.
     lasting: bool = False
 
+    @field_validator("keywords")
+    @classmethod
+    def _lower(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(k.lower() for k in value)
 
-@dataclass(frozen=True)
-class MemoryConfig:
+
+class Importance(_Section):
+    remember_boost: float
+    action_required_boost: float
+    untrusted_multiplier: float
+    untrusted_cap: float
+
+
+class Confidence(_Section):
+    explicit: float
+    implied: float
+    inferred: float
+    merge_bonus: float
+
+
+class Tiers(_Section):
+    permanent: tuple[str, ...]
+    transient: tuple[str, ...]
+
+
+class Decay(_Section):
+    half_life_days: dict[str, float]
+    inferred_half_life_days: float
+    score_decay_per_day: float
+    reinforce_step: float
+    demote_step: float
+    reinforcement_rate: float
+    stale_after_days: float
+
+
+class Ranking(_Section):
+    memory_weight: float
+    memory_floor: float
+    untrusted_multiplier: float
+    sentiment_match: float
+    subject_match: float
+    same_source_penalty: float
+    candidates: int
+
+
+class Dedup(_Section):
+    semantic_threshold: float = Field(gt=0.0, le=1.0)
+
+
+class Gate(_Section):
+    min_words: int
+    max_chars: int
+    min_confidence: float
+
+
+class Injection(_Section):
+    max_items: int
+    budget_max_items: int
+    token_budget: int
+    uncertain_below: float
+    conflict_similarity: float
+    summary_sufficient: float
+    summary_coverage: float
+    header: str
+    min_similarity: float
+    archived_multiplier: float
+    cold_multiplier: float
+
+
+class Embedding(_Section):
+    provider: Literal["local", "openai"]
+    local_model: str
+    openai_model: str
+    batch_size: int = Field(gt=0)
+    query_threads: int = Field(ge=0)
+
+
+class LLM(_Section):
+    enabled: bool
+    model: str
+    timeout_seconds: float
+    max_retries: int = Field(ge=0)
+    transport_retries: int = Field(ge=0)
+    max_words_per_request: int = Field(gt=0)
+    temperature: float
+    input_cost_per_mtok: float
+    output_cost_per_mtok: float
+
+
+class Ingest(_Section):
+    max_message_bytes: int = Field(gt=0)
+
+
+class Lifecycle(_Section):
+    weekly_decay: dict[str, float]
+    today_boost: float
+    echo_boost: float
+    fizzle_penalty: float
+    priority_cap: float
+    reinforce_multiplier: float
+    confirm_bonus: float
+    contradiction_penalty: float
+    contradiction_similarity: float
+    speculative_below: float
+    speculative_ttl_days: float
+    purge_below: float
+    promote_importance: float
+    promote_references: int
+    promote_importance_untrusted: float
+    promote_references_untrusted: int
+    archive_after_days: float
+    cold_after_days: float
+
+
+class Summaries(_Section):
+    max_items: int
+    max_chars: int
+    max_versions_kept: int = Field(ge=0)
+
+
+class Archive(_Section):
+    min_cluster_size: int = Field(ge=2)
+    min_samples: int = Field(ge=0)
+
+
+class Jobs(_Section):
+    nightly: float
+    weekly: float
+    monthly: float
+
+
+class Pipeline(_Section):
+    namespace: str
+
+
+class Feedback(_Section):
+    echo_similarity: float
+
+
+class Privacy(_Section):
+    redact: tuple[str, ...]
+
+    @field_validator("redact", mode="before")
+    @classmethod
+    def _known_kinds(cls, value: Any) -> Any:
+        from retrieval.credentials import PII_KINDS
+
+        if isinstance(value, str) or not isinstance(value, (list, tuple)):
+            raise ValueError(f"must be a list of kinds (any of {', '.join(PII_KINDS)})")
+        unknown = [k for k in value if k not in PII_KINDS]
+        if unknown:
+            raise ValueError(f"unknown kind(s) {', '.join(map(repr, unknown))}; known: {', '.join(PII_KINDS)}")
+        return tuple(dict.fromkeys(value))
+
+
+class MemoryConfig(_Section):
     categories: dict[str, Category]
-    importance: dict[str, float]
-    confidence: dict[str, float]
-    tiers: dict[str, tuple[str, ...]]
-    decay: dict[str, Any]
-    dedup: dict[str, float]
-    ranking: dict[str, float]
-    gate: dict[str, Any]
-    injection: dict[str, Any]
-    embedding: dict[str, Any]
-    llm: dict[str, Any]
-    ingest: dict[str, Any]
-    pipeline: dict[str, Any]
-    jobs: dict[str, float]
-    lifecycle: dict[str, Any]
-    summaries: dict[str, Any]
-    archive: dict[str, Any]
-    feedback: dict[str, Any] = field(default_factory=dict)
-    privacy: dict[str, Any] = field(default_factory=dict)
-    source: tuple[str, ...] = field(default=())
+    importance: Importance
+    confidence: Confidence
+    tiers: Tiers
+    decay: Decay
+    dedup: Dedup
+    ranking: Ranking
+    gate: Gate
+    injection: Injection
+    embedding: Embedding
+    llm: LLM
+    ingest: Ingest
+    pipeline: Pipeline
+    jobs: Jobs
+    lifecycle: Lifecycle
+    summaries: Summaries
+    archive: Archive
+    feedback: Feedback
+    privacy: Privacy
+    source: tuple[str, ...] = ()
 
     @property
     def llm_enabled(self) -> bool:
         """Whether the LLM paths are on (extraction, summaries, insights, query rewrite):
         only when chosen — ``[llm] enabled = true`` or ``MEMORY_EXTRACTOR=llm`` — never
         because ``OPENAI_API_KEY`` happens to be set (a silent switch to a paid path)."""
-        return bool(self.llm.get("enabled")) or os.environ.get("MEMORY_EXTRACTOR", "").strip() == "llm"
+        return self.llm.enabled or os.environ.get("MEMORY_EXTRACTOR", "").strip() == "llm"
 
     def category(self, name: str) -> Category:
         try:
@@ -71,17 +236,31 @@ class MemoryConfig:
             ) from None
 
     def confidence_for(self, strength: str) -> float:
-        return float(self.confidence[strength])
+        if strength not in ("explicit", "implied", "inferred"):
+            raise ConfigError(f"unknown strength {strength!r}; known: explicit, implied, inferred")
+        return float(getattr(self.confidence, strength))
 
     def tier_for(self, kind: str, category: str | None = None) -> str:
         """The tier a ``kind`` lands in (``[tiers]``); in a ``lasting`` category a
         transient kind is standard instead: "Caroline went to a support group on 7 May"
         is autobiography, not chatter to forget in weeks."""
-        for tier, kinds in self.tiers.items():
-            if kind in kinds:
-                lasting = category in self.categories and self.categories[category].lasting
-                return "standard" if tier == "transient" and lasting else tier
+        if kind in self.tiers.permanent:
+            return "permanent"
+        if kind in self.tiers.transient:
+            lasting = category in self.categories and self.categories[category].lasting
+            return "standard" if lasting else "transient"
         return "standard"
+
+    def replace(self, **sections: dict[str, Any]) -> MemoryConfig:
+        """This config with some keys changed, validated like a file:
+        ``config.replace(ranking={"memory_weight": 1.0})``."""
+        return _build(_merge(self._raw(), sections), [*self.source, "replace()"])
+
+    def _raw(self) -> dict[str, Any]:
+        raw = self.model_dump(exclude={"source"})
+        for name, spec in raw["categories"].items():
+            spec.pop("name", None)
+        return raw
 
 
 def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
@@ -103,6 +282,48 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError(f"{path}: {exc}") from None
 
 
+def _known_keys(loc: tuple[Any, ...]) -> list[str]:
+    """The keys allowed where ``loc`` points: the fields of that section."""
+    model: type[BaseModel] = MemoryConfig
+    parts = [str(p) for p in loc[:-1]]
+    while parts:
+        part = parts.pop(0)
+        if model is MemoryConfig and part == "categories":
+            parts = parts[1:]  # the category's name
+            model = Category
+            continue
+        annotation = model.model_fields[part].annotation if part in model.model_fields else None
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return []
+        model = annotation
+    return [k for k in model.model_fields if k not in ("name", "source")]
+
+
+def _describe(error: dict[str, Any], source: str) -> str:
+    loc = tuple(error["loc"])
+    section = f"[{'.'.join(str(p) for p in loc[:-1])}] " if len(loc) > 1 else ""
+    key = str(loc[-1]) if loc else ""
+    if error["type"] == "extra_forbidden":
+        close = difflib.get_close_matches(key, _known_keys(loc), n=1)
+        if len(loc) == 1:
+            return f"{source} [{key}]: unknown section" + (f" (did you mean [{close[0]}]?)" if close else "")
+        return f"{source} {section}{key}: unknown key" + (f" (did you mean {close[0]}?)" if close else "")
+    if error["type"] == "missing":
+        return f"{source} {section}{key}: missing key"
+    return f"{source} {section}{key}: {error['msg'].removeprefix('Value error, ')} (got {error.get('input')!r})"
+
+
+def _build(raw: dict[str, Any], sources: list[str]) -> MemoryConfig:
+    raw = dict(raw)
+    raw["categories"] = {name: {**spec, "name": name, "summary_file": spec.get("summary_file") or f"{name}.md"}
+                         if isinstance(spec, dict) else spec
+                         for name, spec in (raw.get("categories") or {}).items()}
+    try:
+        return MemoryConfig(**raw, source=tuple(sources))
+    except ValidationError as exc:
+        raise ConfigError("; ".join(_describe(e, sources[-1]) for e in exc.errors())) from None
+
+
 @lru_cache(maxsize=8)
 def _load(path: str | None) -> MemoryConfig:
     raw = _read_toml(DEFAULTS)
@@ -110,40 +331,7 @@ def _load(path: str | None) -> MemoryConfig:
     if path:
         raw = _merge(raw, _read_toml(Path(path)))
         sources.append(path)
-    categories = {}
-    for name, spec in raw["categories"].items():
-        if not 0.0 <= float(spec.get("weight", -1)) <= 1.0:
-            raise ConfigError(f"{sources[-1]}: category {name!r} needs a weight in [0, 1]")
-        categories[name] = Category(
-            name=name,
-            weight=float(spec["weight"]),
-            ttl_days=int(spec.get("ttl_days", 0)),
-            summary_file=str(spec.get("summary_file", f"{name}.md")),
-            keywords=tuple(k.lower() for k in spec.get("keywords", ())),
-            lasting=bool(spec.get("lasting", False)),
-        )
-    return MemoryConfig(
-        categories=categories,
-        importance=raw["importance"],
-        confidence=raw["confidence"],
-        tiers={k: tuple(v) for k, v in raw["tiers"].items()},
-        decay=raw["decay"],
-        dedup=raw["dedup"],
-        ranking=raw["ranking"],
-        gate=raw["gate"],
-        injection=raw["injection"],
-        embedding=raw["embedding"],
-        llm=raw["llm"],
-        ingest=raw["ingest"],
-        pipeline=raw["pipeline"],
-        jobs=raw["jobs"],
-        lifecycle=raw["lifecycle"],
-        summaries=raw["summaries"],
-        archive=raw["archive"],
-        feedback=raw["feedback"],
-        privacy=raw["privacy"],
-        source=tuple(sources),
-    )
+    return _build(raw, sources)
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> MemoryConfig:
@@ -151,7 +339,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> MemoryConfig:
 
     Args:
         path: a TOML file whose keys override the defaults; when omitted,
-            ``MEMORY_CONFIG`` is used if set.
+            ``MEMORY_CONFIG`` is used if set (``memory --config PATH`` sets it).
     """
     chosen = path if path is not None else os.environ.get("MEMORY_CONFIG") or None
     return _load(str(chosen) if chosen else None)

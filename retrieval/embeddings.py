@@ -34,14 +34,15 @@ class Embedder:
     """Embeds text into unit vectors; one instance per process holds the model."""
 
     def __init__(self, config: MemoryConfig):
-        self.provider = config.embedding["provider"]
-        self.batch_size = int(config.embedding["batch_size"])
+        self.config = config
+        self.provider = config.embedding.provider
+        self.batch_size = int(config.embedding.batch_size)
         # torch threads for one short query (0: torch's default, one per core).
-        self.query_threads = int(config.embedding.get("query_threads", 0))
+        self.query_threads = int(config.embedding.query_threads)
         if self.provider == "openai":
-            self.model_name = config.embedding["openai_model"]
+            self.model_name = config.embedding.openai_model
         else:
-            self.model_name = config.embedding["local_model"]
+            self.model_name = config.embedding.local_model
 
     @property
     def model_id(self) -> str:
@@ -71,9 +72,9 @@ class Embedder:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         if self.provider == "openai":
-            from openai import OpenAI
+            from retrieval.llm import chat_client
 
-            client = OpenAI()
+            client = chat_client(self.config)
             rows: list[list[float]] = []
             for start in range(0, len(texts), 256):
                 resp = client.embeddings.create(model=self.model_name, input=texts[start:start + 256])

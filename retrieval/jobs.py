@@ -24,7 +24,7 @@ def overdue(paths: DataRoot, config: MemoryConfig, now: datetime) -> list[str]:
     """Jobs whose last success is older than their period (``[jobs]``), or that never succeeded."""
     runs = last_success(paths)
     late = []
-    for job, days in config.jobs.items():
+    for job, days in config.jobs.model_dump().items():
         ran = runs.get(job)
         if ran is None or now - datetime.fromisoformat(ran) > timedelta(days=float(days)):
             late.append(job)

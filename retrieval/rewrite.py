@@ -12,13 +12,13 @@ is: the injected memory block, punctuation, greetings and asks-to-remember are g
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from retrieval.config import MemoryConfig
+from retrieval.llm import chat_client, complete_validated, load_prompt
 from retrieval.schema import INJECTION_END, INJECTION_START
 
 _BLOCK = re.compile(re.escape(INJECTION_START) + r".*?(?:" + re.escape(INJECTION_END) + r"|\Z)", re.DOTALL)
@@ -116,24 +116,29 @@ def sentence_query(context: str | Sequence[Mapping[str, Any]]) -> str:
 
 
 class LLMRewriter:
-    """One search query from the last messages, via an OpenAI-compatible endpoint."""
+    """One search query from the last messages, via an OpenAI-compatible endpoint
+    (``prompts/query_rewrite.md``). On the agent's hot path: a short timeout, one retry."""
 
-    def __init__(self, model: str, timeout: float = 10.0):
-        from openai import OpenAI
-
-        prompt = Path(__file__).resolve().parents[1] / "prompts" / "query_rewrite.md"
-        self.system = prompt.read_text(encoding="utf-8")
-        self.model = model
-        self.client = OpenAI(timeout=timeout, max_retries=1)
+    def __init__(self, config: MemoryConfig, timeout: float = 10.0):
+        self.system = load_prompt("query_rewrite").text
+        self.model = config.llm.model
+        self.client = chat_client(config, timeout=timeout, max_retries=1)
 
     def __call__(self, context: str | Sequence[Mapping[str, Any]]) -> str:
+        """The query, or "" when the model gave none (``rewrite`` then falls back offline).
+
+        Raises:
+            LLMOutputFailed: the endpoint failed.
+        """
         transcript = "\n".join(f"- {t.strip()}" for t in _text(context) if t.strip())
-        reply = self.client.chat.completions.create(
-            model=self.model, temperature=0.0,
-            messages=[{"role": "system", "content": self.system}, {"role": "user", "content": transcript}],
-        )
-        query = (reply.choices[0].message.content or "").strip().splitlines()[0:1]
-        return query[0].strip().strip('"') if query else ""
+        messages = [{"role": "system", "content": self.system}, {"role": "user", "content": transcript}]
+        query, _ = complete_validated(self.client, messages, _first_line, str, model=self.model)
+        return query
+
+
+def _first_line(reply: str) -> str:
+    lines = reply.strip().splitlines()
+    return lines[0].strip().strip('"') if lines else ""
 
 
 def rewrite(context: str | Sequence[Mapping[str, Any]], *, llm: LLMRewriter | None = None) -> SearchQuery:
@@ -147,7 +152,3 @@ def rewrite(context: str | Sequence[Mapping[str, Any]], *, llm: LLMRewriter | No
         except Exception:  # the agent must get memory even when the LLM is down
             pass
     return SearchQuery(sentence_query(context), keyword_query(context))
-
-
-def llm_configured() -> bool:
-    return bool(os.environ.get("OPENAI_API_KEY", "").strip())

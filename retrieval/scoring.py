@@ -51,12 +51,12 @@ def base_importance(config: MemoryConfig, category: str, *, source_trust: str = 
     """Importance at write time, from the category weight and the extractor's flags."""
     imp = config.category(category).weight
     if remember:
-        imp += config.importance["remember_boost"]
+        imp += config.importance.remember_boost
     if action_required:
-        imp += config.importance["action_required_boost"]
+        imp += config.importance.action_required_boost
     imp = min(imp, 1.0)
     if source_trust == "untrusted":
-        imp = min(imp * config.importance["untrusted_multiplier"], config.importance["untrusted_cap"])
+        imp = min(imp * config.importance.untrusted_multiplier, config.importance.untrusted_cap)
     return round(imp, 4)
 
 
@@ -66,8 +66,8 @@ def confidence(config: MemoryConfig, strength: str) -> float:
 
 def half_life_days(config: MemoryConfig, kind: str, strength: str) -> float:
     if strength == "inferred":
-        return float(config.decay["inferred_half_life_days"])
-    return float(config.decay["half_life_days"].get(kind, config.decay["half_life_days"]["fact"]))
+        return float(config.decay.inferred_half_life_days)
+    return float(config.decay.half_life_days.get(kind, config.decay.half_life_days["fact"]))
 
 
 def recency_decay(config: MemoryConfig, *, tier: str, kind: str, strength: str, age_days: float) -> float:
@@ -78,11 +78,11 @@ def recency_decay(config: MemoryConfig, *, tier: str, kind: str, strength: str, 
 
 
 def score_decay(config: MemoryConfig, days_since_reference: float) -> float:
-    return math.exp(-config.decay["score_decay_per_day"] * max(days_since_reference, 0.0))
+    return math.exp(-config.decay.score_decay_per_day * max(days_since_reference, 0.0))
 
 
 def reinforcement(config: MemoryConfig, score: float) -> float:
-    return math.exp(config.decay["reinforcement_rate"] * score)
+    return math.exp(config.decay.reinforcement_rate * score)
 
 
 def age_days(then: datetime | None, now: datetime) -> float:
@@ -105,7 +105,7 @@ def memory_score(config: MemoryConfig, row: dict, now: datetime) -> float:
         * lifecycle_multiplier(row)
     )
     if row.get("source_trust") == "untrusted":
-        value *= config.ranking["untrusted_multiplier"]
+        value *= config.ranking.untrusted_multiplier
     return value
 
 
@@ -119,12 +119,12 @@ def lifecycle_multiplier(row: dict) -> float:
 def rank_score(config: MemoryConfig, relevance: float, memory: float, *, sentiment_match: bool = False,
                subject_match: bool = False) -> float:
     """The one ranking formula: relevance × memory_score^w × sentiment and subject modifiers."""
-    floor = float(config.ranking.get("memory_floor", 0.0)) or 1e-12
-    value = relevance * (max(memory, floor) ** config.ranking["memory_weight"])
+    floor = float(config.ranking.memory_floor) or 1e-12
+    value = relevance * (max(memory, floor) ** config.ranking.memory_weight)
     if sentiment_match:
-        value *= config.ranking["sentiment_match"]
+        value *= config.ranking.sentiment_match
     if subject_match:
-        value *= config.ranking["subject_match"]
+        value *= config.ranking.subject_match
     return value
 
 
@@ -161,7 +161,7 @@ def diversify(config: MemoryConfig, scored: Sequence[tuple[float, T]], turns: Se
 
     Returns (adjusted score, item) pairs, best first; ``scored`` must be best first.
     """
-    penalty = float(config.ranking["same_source_penalty"])
+    penalty = float(config.ranking.same_source_penalty)
     sources = [frozenset(t) for t in turns]
     left = list(range(len(scored)))
     picked: list[tuple[float, T]] = []
@@ -213,12 +213,12 @@ def lifecycle_importance(config: MemoryConfig, row: dict, now: datetime) -> floa
     creation; the permanent tier never decays.  [lifecycle.reinforce_multiplier, weekly_decay]
     """
     cfg = config.lifecycle
-    cap = float(config.importance["untrusted_cap"]) if row.get("source_trust") == "untrusted" else 1.0
+    cap = float(config.importance.untrusted_cap) if row.get("source_trust") == "untrusted" else 1.0
     references = int(row.get("reference_count") or 0)
-    value = min(cap, float(row.get("importance") or 0.0) * float(cfg["reinforce_multiplier"]) ** references)
+    value = min(cap, float(row.get("importance") or 0.0) * float(cfg.reinforce_multiplier) ** references)
     tier = row.get("tier") or "standard"
     if tier != "permanent":
-        weekly = cfg["weekly_decay"]
+        weekly = cfg.weekly_decay
         value *= float(weekly.get(tier, weekly["standard"])) ** weeks_unreferenced(row, now)
     return round(value, 6)
 
@@ -227,8 +227,8 @@ def lifecycle_confidence(config: MemoryConfig, confidence: float, *, confirmed: 
     """Base confidence + 0.1 when another session states the same fact, − 0.2 while a
     contradiction is unresolved, within [0, 1].  [lifecycle.confirm_bonus, contradiction_penalty]"""
     cfg = config.lifecycle
-    value = confidence + (float(cfg["confirm_bonus"]) if confirmed else 0.0)
-    value -= float(cfg["contradiction_penalty"]) if contradicted else 0.0
+    value = confidence + (float(cfg.confirm_bonus) if confirmed else 0.0)
+    value -= float(cfg.contradiction_penalty) if contradicted else 0.0
     return round(min(1.0, max(0.0, value)), 6)
 
 
@@ -243,10 +243,10 @@ def retrieval_priority(config: MemoryConfig, row: dict, now: datetime) -> float:
     per reply that used it (echo), −0.05 per reply that ignored it (fizzle), within ±0.5.
     [lifecycle.today_boost, echo_boost, fizzle_penalty, priority_cap]"""
     cfg = config.lifecycle
-    value = float(cfg["today_boost"]) if created_today(row, now) else 0.0
-    value += float(cfg["echo_boost"]) * int(row.get("echo_count") or 0)
-    value -= float(cfg["fizzle_penalty"]) * int(row.get("fizzle_count") or 0)
-    cap = float(cfg["priority_cap"])
+    value = float(cfg.today_boost) if created_today(row, now) else 0.0
+    value += float(cfg.echo_boost) * int(row.get("echo_count") or 0)
+    value -= float(cfg.fizzle_penalty) * int(row.get("fizzle_count") or 0)
+    cap = float(cfg.priority_cap)
     return round(max(-cap, min(cap, value)), 6)
 
 

@@ -116,7 +116,7 @@ def flags(hits: Sequence[Hit], config: MemoryConfig, now: datetime, vectors: Vec
     pairs when the caller already found them (``conflicts``)."""
     cfg = config.injection
     if pairs is None:
-        pairs = conflicts(hits, vectors, float(cfg["conflict_similarity"]))
+        pairs = conflicts(hits, vectors, float(cfg.conflict_similarity))
     conflicted = {i for pair in pairs for i in pair}
     lower = losers(hits, pairs)
     out: dict[str, list[str]] = {}
@@ -124,12 +124,12 @@ def flags(hits: Sequence[Hit], config: MemoryConfig, now: datetime, vectors: Vec
         marks: list[str] = []
         if hit.id in conflicted:
             marks.append("[conflict: lower confidence]" if hit.id in lower else "[conflict]")
-        if hit.confidence < float(cfg["uncertain_below"]):
+        if hit.confidence < float(cfg.uncertain_below):
             marks.append("[uncertain]")
         if hit.row.get("status") in ("archived", "cold"):
             marks.append(f"[{hit.row['status']}]")
         confirmed = hit.row.get("last_referenced_at") or hit.row.get("updated_at") or hit.row.get("created_at")
-        if confirmed is not None and age_days(confirmed, now) > float(config.decay["stale_after_days"]):
+        if confirmed is not None and age_days(confirmed, now) > float(config.decay.stale_after_days):
             marks.append("[stale]")
         if hit.source_trust == "untrusted":
             marks.append("[untrusted]")

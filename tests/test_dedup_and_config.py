@@ -70,7 +70,7 @@ def test_a_cluster_merges_into_one_survivor_once(embedder):
     kept = first.items.row(0, named=True)
     assert kept["id"] == "c" and sorted(kept["merged_from"]) == ["a", "b"]
     assert set(kept["source_turn_ids"]) == {"D1:1", "D2:1", "D3:1"}
-    assert kept["confidence"] == pytest.approx(0.9 + 2 * load_config().confidence["merge_bonus"])
+    assert kept["confidence"] == pytest.approx(0.9 + 2 * load_config().confidence.merge_bonus)
 
 
 def test_an_earlier_merge_is_refolded_without_being_found_again(embedder):
@@ -144,7 +144,7 @@ def test_a_query_is_embedded_with_the_configured_threads_and_the_same_vector(emb
         one = embedder.embed_one("When is the WRX oil change due?")
     finally:
         del embedder.embed
-    assert seen == [load_config().embedding["query_threads"]] and torch.get_num_threads() == before
+    assert seen == [load_config().embedding.query_threads] and torch.get_num_threads() == before
     assert np.allclose(one, embedder.embed(["When is the WRX oil change due?"])[0], atol=1e-5)
 
 

@@ -53,7 +53,7 @@ def test_every_asset_has_kinds_a_description_and_a_group():
 
 def test_extraction_code_version_is_the_prompt_hash():
     from memory_assets.defs.extraction.assets import EXTRACTION_CODE_VERSION
-    from memory_assets.lib.prompts import load_prompt
+    from retrieval.llm import load_prompt
 
     assert load_prompt("extract_facts").version in EXTRACTION_CODE_VERSION
     node = defs().resolve_asset_graph().get(dg.AssetKey("extracted_facts"))
@@ -69,7 +69,7 @@ def test_a_prompt_edit_marks_every_session_stale_and_a_backfill_reextracts(tmp_p
     from dagster._utils.test.data_versions import get_stale_status_resolver
 
     from memory_assets.defs.extraction.assets import extraction_code_version
-    from memory_assets.lib import prompts
+    from retrieval import llm as prompts
     from memory_assets.lib.ingest import ingest_paths
     from memory_assets.lib.runner import _definitions, materialize_pending
     from retrieval.paths import DataRoot
@@ -87,10 +87,10 @@ def test_a_prompt_edit_marks_every_session_stale_and_a_backfill_reextracts(tmp_p
         assert sessions and all(resolver.get_status(key, s) == StaleStatus.FRESH for s in sessions)
 
         edited_dir = tmp_path / "prompts"
-        shutil.copytree(prompts.PROMPTS_DIR, edited_dir)
+        shutil.copytree(str(prompts.PROMPTS), edited_dir)
         with open(edited_dir / "extract_facts.md", "a", encoding="utf-8") as fh:
             fh.write("\nNever extract the user's guesses about other people.\n")
-        monkeypatch.setattr(prompts, "PROMPTS_DIR", edited_dir)
+        monkeypatch.setattr(prompts, "PROMPTS", edited_dir)
         version = extraction_code_version(prompts.load_prompt("extract_facts"))
         edited = [a.map_asset_specs(lambda spec: spec.replace_attributes(code_version=version))
                   if isinstance(a, dg.AssetsDefinition) and key in a.keys else a for a in assets]

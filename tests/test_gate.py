@@ -157,26 +157,26 @@ def test_empty_candidate_is_rejected(config: MemoryConfig, content: str) -> None
 def test_fewer_words_than_min_words_is_too_short(config: MemoryConfig, content: str) -> None:
     rejection = check(candidate(content), config)
     assert rejection is not None and rejection.reason == "too_short"
-    assert str(config.gate["min_words"]) in rejection.detail
+    assert str(config.gate.min_words) in rejection.detail
 
 
 def test_exactly_min_words_passes(config: MemoryConfig) -> None:
-    assert config.gate["min_words"] == 3
+    assert config.gate.min_words == 3
     assert check(candidate("Priya uses ruff"), config) is None
 
 
 def test_more_than_max_chars_is_too_long(config: MemoryConfig) -> None:
     content = "Priya moved the billing service to Postgres 16 last week. " * 12
-    assert len(content.strip()) > config.gate["max_chars"]
+    assert len(content.strip()) > config.gate.max_chars
     rejection = check(candidate(content), config)
     assert rejection is not None and rejection.reason == "too_long"
-    assert str(config.gate["max_chars"]) in rejection.detail
+    assert str(config.gate.max_chars) in rejection.detail
 
 
 def test_exactly_max_chars_passes(config: MemoryConfig) -> None:
-    content = ("Priya moved billing to Postgres 16. " * 20)[: config.gate["max_chars"]].strip()
-    content = content + "x" * (config.gate["max_chars"] - len(content))
-    assert len(content) == config.gate["max_chars"]
+    content = ("Priya moved billing to Postgres 16. " * 20)[: config.gate.max_chars].strip()
+    content = content + "x" * (config.gate.max_chars - len(content))
+    assert len(content) == config.gate.max_chars
     assert check(candidate(content), config) is None
 
 

@@ -5,7 +5,6 @@ The real ``openai`` client does the HTTP, retries and timeouts; only the model i
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import math
@@ -20,11 +19,8 @@ from memory_assets.lib.extraction.base import ExtractionFailed
 from memory_assets.lib.extraction.llm import (
     LLMExtractionResult,
     LLMExtractor,
-    LLMNotConfigured,
-    llm_configured,
-    llm_cost_usd,
 )
-from memory_assets.lib.prompts import PROMPTS_DIR, PromptNotFound, load_prompt
+from retrieval.llm import PROMPTS, LLMNotConfigured, PromptNotFound, Usage, llm_configured, load_prompt
 from retrieval.config import MemoryConfig, load_config
 from retrieval.schema import Turn
 from tests.fake_openai import FakeOpenAI, fake_openai  # noqa: F401  (fixture)
@@ -69,7 +65,7 @@ OIL_OBSERVED = fact("Subaru recommends 0W-20 oil for the WRX.", "vehicle", [3],
 
 def config_with(**llm: Any) -> MemoryConfig:
     base = load_config()
-    return dataclasses.replace(base, llm={**base.llm, **llm})
+    return base.replace(llm=llm)
 
 
 def extractor(timeout: float = 5.0, transport_retries: int = 0, **llm: Any) -> LLMExtractor:
@@ -99,11 +95,11 @@ def test_facts_become_candidates_with_usage_and_model(fake_openai: FakeOpenAI) -
     assert result.model == "gpt-4o-mini"
     assert result.invalid_facts == 0
     assert result.chunks == 1
-    assert result.cost_usd == pytest.approx(llm_cost_usd(load_config(), 120, 30))
+    assert result.cost_usd == pytest.approx(Usage(1, 120, 30).cost_usd(load_config()))
 
 
 def test_extractor_version_is_the_prompt_hash(fake_openai: FakeOpenAI) -> None:
-    digest = hashlib.sha256((PROMPTS_DIR / "extract_facts.md").read_bytes()).hexdigest()[:12]
+    digest = hashlib.sha256(PROMPTS.joinpath("extract_facts.md").read_bytes()).hexdigest()[:12]
     ex = extractor()
     assert ex.name == "llm"
     assert ex.version == load_prompt("extract_facts").version == digest

@@ -369,7 +369,6 @@ def test_sufficiency_wants_the_kind_of_answer_a_question_asks(message, line, kin
 
 
 def test_each_further_item_from_an_already_ranked_turn_counts_half():
-    from dataclasses import replace
 
     from retrieval import scoring
 
@@ -380,7 +379,7 @@ def test_each_further_item_from_an_already_ranked_turn_counts_half():
     # a2 shares turn A with a1: 0.9 × 0.5 = 0.45 falls below b; a3 repeats A twice: 0.3 × 0.25.
     assert picked == [(1.0, "a1"), (0.8, "b"), (0.45, "a2"), (0.2, "none")]
     assert scoring.diversify(config, scored, turns, 2) == picked[:2]
-    neutral = replace(config, ranking={**config.ranking, "same_source_penalty": 1.0})
+    neutral = config.replace(ranking={"same_source_penalty": 1.0})
     assert scoring.diversify(neutral, scored, turns, 5) == scored
 
 
@@ -417,7 +416,6 @@ def test_feedback_is_folded_by_the_pipeline(tmp_path, samples):
 
 
 def test_an_item_about_the_person_a_query_names_ranks_first(tmp_path):
-    from dataclasses import replace
 
     from retrieval import scoring
 
@@ -426,7 +424,7 @@ def test_an_item_about_the_person_a_query_names_ranks_first(tmp_path):
     assert scoring.names_in(["Nate", "turtles", "Joanna"]) == {"nate", "joanna"}
     config = load_config()
     assert scoring.rank_score(config, 0.8, 0.5, subject_match=True) == pytest.approx(
-        scoring.rank_score(config, 0.8, 0.5) * config.ranking["subject_match"])
+        scoring.rank_score(config, 0.8, 0.5) * config.ranking.subject_match)
 
     # Two facts that both name Priti and Daniel: the one about Priti answers "what did Priti…".
     rows = [_row("daniel", "Daniel signed up for the ceramics class that Priti recommended", category="hobbies"),
@@ -447,9 +445,9 @@ def test_an_item_about_the_person_a_query_names_ranks_first(tmp_path):
         return {h.id: h.score for h in client.search("Which class did Priti sign up for?", k=2, now=NOW)}
 
     boosted = scores()
-    client.config = replace(client.config, ranking={**client.config.ranking, "subject_match": 1.0})
+    client.config = client.config.replace(ranking={"subject_match": 1.0})
     plain = scores()
-    assert boosted["priti"] / boosted["daniel"] == pytest.approx(config.ranking["subject_match"] * plain["priti"] / plain["daniel"])
+    assert boosted["priti"] / boosted["daniel"] == pytest.approx(config.ranking.subject_match * plain["priti"] / plain["daniel"])
 
 
 def test_a_conflict_check_reads_only_the_vectors_of_pairs_that_disagree():

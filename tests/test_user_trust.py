@@ -92,7 +92,7 @@ def test_a_candidate_another_session_confirms_becomes_active_and_an_unconfirmed_
              "created_at": NOW}
     alone = consolidate(pl.DataFrame([guess], schema=FACT_SCHEMA), None, {}, embedder, CONFIG, NOW)
     assert alone.items["status"].to_list() == ["candidate"]
-    later = NOW + timedelta(days=CONFIG.lifecycle["speculative_ttl_days"] + 1)
+    later = NOW + timedelta(days=CONFIG.lifecycle.speculative_ttl_days + 1)
     expired, report = lifecycle.apply(alone.items, alone.vectors, CONFIG, later)
     assert expired["status"].to_list() == ["purged"] and report.counts["candidate_expired"] == 1
     both = consolidate(pl.DataFrame([guess, again], schema=FACT_SCHEMA), None, {}, embedder, CONFIG, NOW)

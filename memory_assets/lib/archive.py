@@ -18,13 +18,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-import openai
 import polars as pl
 from sklearn.cluster import HDBSCAN
 
-from memory_assets.lib.extraction.llm import llm_cost_usd
-from memory_assets.lib.prompts import load_prompt
 from retrieval.config import MemoryConfig, load_config
+from retrieval.llm import InvalidReply, LLMOutputFailed, Usage, complete_validated, load_prompt
 from retrieval.rewrite import STOPWORDS
 
 PROMPT_NAME = "cluster_insight"
@@ -72,8 +70,13 @@ class InsightTally:
     attempts: int = 0
     fallbacks: list[str] = field(default_factory=list)
 
+    def add(self, usage: Usage) -> None:
+        self.attempts += usage.attempts
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+
     def cost_usd(self, config: MemoryConfig) -> float:
-        return llm_cost_usd(config, self.prompt_tokens, self.completion_tokens)
+        return Usage(self.attempts, self.prompt_tokens, self.completion_tokens).cost_usd(config)
 
 
 def cluster_id(member_ids: list[str] | tuple[str, ...]) -> str:
@@ -169,7 +172,7 @@ def cluster(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig) -> l
         items: item rows (``ITEM_SCHEMA``), any statuses; only ``archived`` and ``cold``
             items are clustered.
         vectors: unit vectors aligned with ``items`` rows.
-        config: ``[archive] min_cluster_size`` (and optional ``min_samples``).
+        config: ``[archive] min_cluster_size`` and ``min_samples`` (0: HDBSCAN's default).
 
     Returns:
         clusters, largest first, each with its offline insight; noise is not clustered.
@@ -180,8 +183,8 @@ def cluster(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig) -> l
     mask = items["status"].is_in(list(ARCHIVE_STATUSES)).fill_null(False).to_numpy()
     archived = items.filter(pl.Series(mask))
     points = vectors[mask]
-    min_cluster_size = int(config.archive["min_cluster_size"])
-    min_samples = config.archive.get("min_samples")
+    min_cluster_size = int(config.archive.min_cluster_size)
+    min_samples = config.archive.min_samples
     if archived.height < max(min_cluster_size, int(min_samples or 0), 2):
         return []
     def labels_for(single: bool) -> np.ndarray:
@@ -270,7 +273,7 @@ def insight(cl: Cluster, items: pl.DataFrame, vectors: np.ndarray, *, llm: Any =
         return fallback
     config = config or load_config()
     tally = tally if tally is not None else InsightTally()
-    model = str(config.llm["model"])
+    model = str(config.llm.model)
     facts = "\n".join(f"- {_BLOCK_TAG.sub('(block marker)', ' '.join(c.split()))}"
                       for c in contents[:MAX_FACTS_PER_REQUEST])
     messages = [
@@ -280,30 +283,27 @@ def insight(cl: Cluster, items: pl.DataFrame, vectors: np.ndarray, *, llm: Any =
             f"{cl.size} facts, the most central first:\n<facts>\n{facts}\n</facts>"
         )},
     ]
-    problem = ""
-    for _ in range(1 + int(config.llm["max_retries"])):
-        tally.attempts += 1
-        try:
-            response = llm.chat.completions.create(
-                model=model, messages=messages, temperature=float(config.llm["temperature"]),
-            )
-        except openai.OpenAIError as exc:
-            tally.fallbacks.append(f"{cl.cluster_id}: request to {model} failed: {exc}")
-            return fallback
-        if response.usage is not None:
-            tally.prompt_tokens += response.usage.prompt_tokens or 0
-            tally.completion_tokens += response.usage.completion_tokens or 0
-        raw = (response.choices[0].message.content or "") if response.choices else ""
+
+    def parse(raw: str) -> str:
         text, problem = _sentence(raw)
-        if problem is None:
-            return text
-        messages.append({"role": "assistant", "content": raw[:2000]})
-        messages.append({"role": "user", "content": (
-            f"That could not be used: {problem}. Reply with exactly one sentence on one line, "
-            f"at most {MAX_INSIGHT_CHARS} characters."
-        )})
-    tally.fallbacks.append(f"{cl.cluster_id}: {problem}")
-    return fallback
+        if problem is not None:
+            raise InvalidReply(problem)
+        return text
+
+    def repair(problem: str) -> str:
+        return (f"That could not be used: {problem}. Reply with exactly one sentence on one line, "
+                f"at most {MAX_INSIGHT_CHARS} characters.")
+
+    try:
+        text, usage = complete_validated(llm, messages, parse, repair, model=model,
+                                         temperature=config.llm.temperature, attempts=1 + config.llm.max_retries,
+                                         echo_limit=2000)
+    except LLMOutputFailed as failed:
+        tally.add(failed.usage)
+        tally.fallbacks.append(f"{cl.cluster_id}: {failed.reason}")
+        return fallback
+    tally.add(usage)
+    return text
 
 
 def with_insights(clusters: list[Cluster], items: pl.DataFrame, vectors: np.ndarray, *,

@@ -115,7 +115,7 @@ def _expand_erasures(items: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
 def _replay(rows: dict[str, dict], alias: dict[str, str], events: pl.DataFrame, config: MemoryConfig) -> dict[str, int]:
     """Apply ``events`` in order to ``rows`` (id → row, edited in place); counts per type."""
     counts: dict[str, int] = {}
-    step_up, step_down = config.decay["reinforce_step"], config.decay["demote_step"]
+    step_up, step_down = config.decay.reinforce_step, config.decay.demote_step
     for event in events.iter_rows(named=True):
         payload = json.loads(event["payload"] or "{}")
         for raw_id in event["item_ids"]:

@@ -165,7 +165,7 @@ def _instruction(content: str, config: MemoryConfig) -> Rejection | None:
 
 
 def _too_long(content: str, config: MemoryConfig) -> Rejection | None:
-    limit = int(config.gate["max_chars"])
+    limit = int(config.gate.max_chars)
     if len(content) > limit:
         return Rejection("too_long", f"{len(content)} characters; an atomic fact has at most {limit}")
     return None
@@ -186,7 +186,7 @@ def _opinion(content: str, config: MemoryConfig) -> Rejection | None:
 
 
 def _too_short(content: str, config: MemoryConfig) -> Rejection | None:
-    minimum = int(config.gate["min_words"])
+    minimum = int(config.gate.min_words)
     words = len(content.split())
     if words < minimum:
         return Rejection("too_short", f"{words} word(s); a fact needs at least {minimum}")
@@ -233,7 +233,7 @@ def admitted(config: MemoryConfig) -> pl.Expr:
     confidence > 0.7"; ``[gate] min_confidence``). A candidate is stored but never
     injected; another session stating it makes it active (``lifecycle.rules``), and
     unconfirmed it expires after the speculative TTL."""
-    bar = float(config.gate["min_confidence"])
+    bar = float(config.gate.min_confidence)
     return pl.when(pl.col("confidence") < bar).then(pl.lit("candidate")).otherwise(pl.lit("active"))
 
 

@@ -68,7 +68,7 @@ def _counts(frame: pl.DataFrame, column: str, order: tuple[str, ...] = ()) -> di
 
 
 def _stale_edges(config: MemoryConfig) -> list[int]:
-    return sorted({*STALE_EDGES_DAYS, int(config.decay["stale_after_days"])})
+    return sorted({*STALE_EDGES_DAYS, int(config.decay.stale_after_days)})
 
 
 def _bucket_labels(edges: list[int]) -> list[str]:
@@ -98,7 +98,7 @@ def _stale(active: pl.DataFrame, now: datetime, config: MemoryConfig) -> dict[st
     for value in whole_days:
         index = next((i for i, edge in enumerate(edges) if value <= edge), len(edges))
         buckets[labels[index]] += 1
-    after = int(config.decay["stale_after_days"])
+    after = int(config.decay.stale_after_days)
     return {
         "stale_after_days": after,
         "stale_active_items": sum(value > after for value in whole_days),

@@ -31,7 +31,7 @@ class IngestReport:
 
 def ingest_paths(files: list[Path], data_root: str | Path | None = None, *, fmt: str = "auto") -> IngestReport:
     paths = DataRoot.resolve(data_root)
-    cap = int(load_config().ingest["max_message_bytes"])
+    cap = int(load_config().ingest.max_message_bytes)
     report = IngestReport()
     for file in files:
         try:

@@ -127,7 +127,7 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
     previous_ids = set(previous["id"].to_list()) if previous is not None and not previous.is_empty() else set()
     if previous_ids and "merged_from" in previous.columns:
         merged_into = {m: r["id"] for r in previous.select("id", "merged_from").to_dicts() for m in (r["merged_from"] or [])}
-        items, refolded = dedup.fold_known(items, merged_into, bonus=config.confidence["merge_bonus"])
+        items, refolded = dedup.fold_known(items, merged_into, bonus=config.confidence.merge_bonus)
         previous_ids.update(refolded)
 
     missing = [h for h in dict.fromkeys(items["content_hash"].to_list()) if h not in known_vectors]
@@ -142,8 +142,8 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
     new_rows = np.asarray([i for i, x in enumerate(items["id"].to_list()) if x not in previous_ids], dtype=int)
     if new_rows.size:
         items, vectors, semantic = dedup.semantic_dedup(
-            items, vectors, threshold=config.dedup["semantic_threshold"],
-            bonus=config.confidence["merge_bonus"], candidates=None if not previous_ids else new_rows,
+            items, vectors, threshold=config.dedup.semantic_threshold,
+            bonus=config.confidence.merge_bonus, candidates=None if not previous_ids else new_rows,
         )
         merges.extend(semantic)
 

@@ -15,22 +15,6 @@ from retrieval.inbox import atomic_write
 from retrieval.paths import DataRoot
 
 
-class LLMOutputFailed(Exception):
-    """An LLM step (extraction, a summary) failed validation on every attempt, or its
-    endpoint failed: what a quarantine record keeps. Carries the reason, the raw reply
-    and the tokens spent, so the record shows exactly what came back and the cost is
-    still counted."""
-
-    def __init__(self, reason: str, raw_response: str | None = None, attempts: int = 0,
-                 prompt_tokens: int = 0, completion_tokens: int = 0):
-        super().__init__(reason)
-        self.reason = reason
-        self.raw_response = raw_response
-        self.attempts = attempts
-        self.prompt_tokens = prompt_tokens
-        self.completion_tokens = completion_tokens
-
-
 def put(paths: DataRoot, session_id: str, *, reason: str, raw_response: str | None,
         attempts: int, extractor: str, now: datetime) -> Path:
     record = {

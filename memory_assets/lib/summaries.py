@@ -29,15 +29,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import openai
 import polars as pl
 
 from memory_assets.lib.dedup import normalize
-from memory_assets.lib.extraction.llm import LLMNotConfigured, llm_configured, llm_cost_usd
-from memory_assets.lib.prompts import Prompt, load_prompt
-from memory_assets.lib.quarantine import LLMOutputFailed
 from retrieval.citations import cited_ids, strip_citations, summary_lines
 from retrieval.config import MemoryConfig, load_config
+from retrieval.llm import InvalidReply, LLMOutputFailed, Prompt, complete_validated, load_prompt
+from retrieval.llm import chat_client as llm_client
 from retrieval.rewrite import STOPWORDS
 from retrieval.scoring import memory_score
 from retrieval.trust import belief
@@ -45,10 +43,6 @@ from retrieval.trust import belief
 PROMPT_NAME = "summarize_category"
 # Two facts sharing this share of their content words say the same thing twice.
 NEAR_DUPLICATE_OVERLAP = 0.8
-# Transport retries (429, 5xx, timeouts) done by the openai client, not by us.
-DEFAULT_TRANSPORT_RETRIES = 2
-# A repair message echoes the bad reply; a runaway reply is cut so the retry stays small.
-_ECHO_LIMIT_CHARS = 8000
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9'+.,:/-]*[a-z0-9]|[a-z0-9]")
 _FENCE = re.compile(r"^\s*```(?:markdown|md)?\s*(.*?)\s*```\s*$", re.DOTALL)
@@ -228,8 +222,8 @@ def _summary(category: str, text: str, config: MemoryConfig, now: datetime, **fi
 
 
 def _offline(category: str, plan: _Plan, config: MemoryConfig, now: datetime) -> Summary:
-    max_items = int(config.summaries["max_items"])
-    max_chars = int(config.summaries["max_chars"])
+    max_items = int(config.summaries.max_items)
+    max_chars = int(config.summaries.max_chars)
     text = f"# {_title(category)}\n"
     if plan.facts or plan.carried:
         text += "\n"
@@ -259,22 +253,10 @@ def _offline(category: str, plan: _Plan, config: MemoryConfig, now: datetime) ->
 # --- the LLM summarizer -----------------------------------------------------------
 
 
-def chat_client(config: MemoryConfig) -> openai.OpenAI | None:
-    """An ``openai.OpenAI`` for summaries and insights, or None when the LLM path is off.
-
-    ``[llm] enabled = true`` (or ``MEMORY_EXTRACTOR=llm``) selects the LLM path, which
-    then needs ``OPENAI_API_KEY``; ``OPENAI_BASE_URL`` points it at vLLM, Ollama or a
-    llama.cpp server.
-    """
-    if not config.llm_enabled:
-        return None
-    if not llm_configured():
-        raise LLMNotConfigured("the LLM path is enabled but OPENAI_API_KEY is not set: set it, or set "
-                               "[llm] enabled = false for the offline summaries")
-    return openai.OpenAI(
-        timeout=float(config.llm["timeout_seconds"]),
-        max_retries=int(config.llm.get("transport_retries", DEFAULT_TRANSPORT_RETRIES)),
-    )
+def chat_client(config: MemoryConfig) -> Any:
+    """An ``openai.OpenAI`` for summaries and insights, or None when the LLM path is off
+    (``[llm] enabled``; see ``retrieval.llm.chat_client``)."""
+    return llm_client(config) if config.llm_enabled else None
 
 
 def _data(text: str) -> str:
@@ -314,10 +296,10 @@ def _problems(text: str, plan: _Plan, config: MemoryConfig) -> list[str]:
         problems.append(f"{len(uncited)} bullet(s) cite no item id, e.g. {uncited[0][:80]!r}")
     if (plan.facts or plan.carried) and not bullets:
         problems.append("it has no bullet lines")
-    if len(bullets) > int(config.summaries["max_items"]):
-        problems.append(f"it has {len(bullets)} bullets; the limit is {config.summaries['max_items']}")
-    if len(text) > int(config.summaries["max_chars"]):
-        problems.append(f"it is {len(text)} characters; the limit is {config.summaries['max_chars']}")
+    if len(bullets) > int(config.summaries.max_items):
+        problems.append(f"it has {len(bullets)} bullets; the limit is {config.summaries.max_items}")
+    if len(text) > int(config.summaries.max_chars):
+        problems.append(f"it is {len(text)} characters; the limit is {config.summaries.max_chars}")
     return problems
 
 
@@ -337,52 +319,38 @@ def _llm(category: str, current_summary: str | None, plan: _Plan, config: Memory
     if not plan.facts and not plan.carried:
         return _offline(category, plan, config, now)  # nothing left to summarize: no call
     prompt: Prompt = load_prompt(PROMPT_NAME)
-    model = str(config.llm["model"])
+    model = str(config.llm.model)
     system = prompt.render(
         category=category, title=_title(category),
-        max_items=config.summaries["max_items"], max_chars=config.summaries["max_chars"],
+        max_items=config.summaries.max_items, max_chars=config.summaries.max_chars,
     )
-    messages: list[dict[str, str]] = [
+    messages = [
         {"role": "system", "content": system},
         {"role": "user", "content": render_request(category, current_summary, plan)},
     ]
-    attempts = prompt_tokens = completion_tokens = 0
-    raw = ""
-    problems: list[str] = []
-    for _ in range(1 + int(config.llm["max_retries"])):
-        attempts += 1
-        try:
-            response = client.chat.completions.create(
-                model=model, messages=messages, temperature=float(config.llm["temperature"]),
-            )
-        except openai.OpenAIError as exc:
-            raise SummaryFailed(
-                f"summary of {category!r}: request to {model} failed after {attempts} attempt(s): {exc}",
-                raw_response=raw or None, attempts=attempts,
-                prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-            ) from exc
-        if response.usage is not None:
-            prompt_tokens += response.usage.prompt_tokens or 0
-            completion_tokens += response.usage.completion_tokens or 0
-        raw = (response.choices[0].message.content or "") if response.choices else ""
+
+    def parse(raw: str) -> str:
         text = _markdown(raw, category)
         problems = _problems(text, plan, config)
-        if not problems:
-            return _summary(
-                category, text, config, now, summarizer="llm", prompt_version=prompt.version,
-                model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-                cost_usd=llm_cost_usd(config, prompt_tokens, completion_tokens),
-            )
-        messages.append({"role": "assistant", "content": raw[:_ECHO_LIMIT_CHARS]})
-        messages.append({"role": "user", "content": (
-            f"Your summary could not be used: {'; '.join(problems)}. Write it again following "
-            "the rules: one bullet per fact, each ending with the [id] of every fact it rests on, "
-            "citing only ids shown in the facts or the current summary."
-        )})
-    raise SummaryFailed(
-        f"summary of {category!r}: {'; '.join(problems)} (after {attempts} attempts with {model})",
-        raw_response=raw, attempts=attempts,
-        prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+        if problems:
+            raise InvalidReply("; ".join(problems))
+        return text
+
+    def repair(problem: str) -> str:
+        return (f"Your summary could not be used: {problem}. Write it again following the rules: one bullet "
+                "per fact, each ending with the [id] of every fact it rests on, citing only ids shown in the "
+                "facts or the current summary.")
+
+    try:
+        text, usage = complete_validated(client, messages, parse, repair, model=model,
+                                         temperature=config.llm.temperature, attempts=1 + config.llm.max_retries,
+                                         what=f"summary of {category!r}")
+    except LLMOutputFailed as failed:
+        raise SummaryFailed(failed.reason, raw_response=failed.raw_response, attempts=failed.attempts,
+                            prompt_tokens=failed.prompt_tokens, completion_tokens=failed.completion_tokens) from failed
+    return _summary(
+        category, text, config, now, summarizer="llm", prompt_version=prompt.version, model=model,
+        prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens, cost_usd=usage.cost_usd(config),
     )
 
 
@@ -457,7 +425,7 @@ def archive_versions(folder: Path, summary: Summary, now: datetime, *,
             archived = archive / f"{stem}-{_stamp(now)}-{n}.md"
             n += 1
         os.replace(target, archived)
-        _prune(archive, stem, int(config.summaries["max_versions_kept"]))
+        _prune(archive, stem, int(config.summaries.max_versions_kept))
     tmp = target.with_name(f".{target.name}.tmp")
     tmp.write_text(summary.text, encoding="utf-8")
     os.replace(tmp, target)

@@ -7,7 +7,7 @@ import polars as pl
 from memory_assets.lib import freshness
 from memory_assets.defs.resources import EmbedderResource, MemoryRoot
 from memory_assets.lib import archive, publish, summaries
-from memory_assets.lib.prompts import load_prompt
+from retrieval.llm import load_prompt
 from retrieval.store import INSIGHTS_TABLE, ItemStore
 
 

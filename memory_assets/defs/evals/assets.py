@@ -8,7 +8,7 @@ from dagster_duckdb import DuckDBResource
 from memory_assets.defs.extraction.assets import EXTRACTION_CODE_VERSION
 from memory_assets.defs.resources import MemoryRoot
 from memory_assets.lib import eval_history
-from memory_assets.lib.prompts import load_prompt
+from retrieval.llm import load_prompt
 
 # An F1 more than this below the best recorded run of the same extractor fails the gate.
 F1_MARGIN = 0.02
@@ -58,7 +58,7 @@ def extraction_eval(context: dg.AssetExecutionContext, config: ExtractionEvalRun
     # ever compared with runs over the same sessions.
     row = {**report, "extractor": extractor, "source": config.dataset,
            "prompt_version": load_prompt("extract_facts").version,
-           "code_version": EXTRACTION_CODE_VERSION, "model": report.get("model") or memory.config.llm["model"]
+           "code_version": EXTRACTION_CODE_VERSION, "model": report.get("model") or memory.config.llm.model
            if extractor == "llm" else "rules", "git_revision": eval_history.git_revision()}
     eval_history.append(memory.paths, "extraction", row, now)
     trend = _trend(duckdb, eval_history.glob(memory.paths, "extraction"), "f1", extractor, config.dataset)

@@ -15,7 +15,7 @@ from memory_assets.lib.extraction.offline import OfflineExtractor
 from memory_assets.lib.faults import crash_point
 from memory_assets.lib.facts import build_facts
 from memory_assets.lib.partitions import sessions
-from memory_assets.lib.prompts import Prompt, load_prompt
+from retrieval.llm import Prompt, load_prompt
 from retrieval import events
 from retrieval.schema import FACT_SCHEMA, Turn
 from retrieval.store import ItemStore
@@ -91,8 +91,8 @@ def extracted_facts(context: dg.AssetExecutionContext, memory: MemoryRoot,
     _write(gated.rejections, paths.rejections / f"{session_id}.parquet")
     crash_point("extraction")
     resolved = quarantine.resolve(paths, session_id) if failed is None else False
-    cost = (result.prompt_tokens * config.llm["input_cost_per_mtok"]
-            + result.completion_tokens * config.llm["output_cost_per_mtok"]) / 1e6
+    cost = (result.prompt_tokens * config.llm.input_cost_per_mtok
+            + result.completion_tokens * config.llm.output_cost_per_mtok) / 1e6
     # One row per run, so the health report can show extraction cost over time.
     _write(pl.DataFrame([{
         "session_id": session_id, "extractor": impl.name, "model": result.model or "none",

@@ -50,7 +50,7 @@ def resources(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg.Mater
     """
     session_id = context.partition_key
     paths = memory.paths
-    cap = int(memory.config.ingest["max_message_bytes"])
+    cap = int(memory.config.ingest.max_message_bytes)
     existing = set(read_resources(memory, session_id)["resource_id"].to_list())
     now = datetime.now(timezone.utc)
     rows: list[dict] = []

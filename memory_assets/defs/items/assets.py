@@ -28,7 +28,7 @@ def preload_due_triggers(items: pl.DataFrame, config, now: datetime) -> pl.DataF
     cfg = config.lifecycle
     return items.with_columns(
         retrieval_priority=pl.when(pl.col("id").is_in(list(ids)))
-        .then((pl.col("retrieval_priority") + cfg["today_boost"]).clip(upper_bound=cfg["priority_cap"]))
+        .then((pl.col("retrieval_priority") + cfg.today_boost).clip(upper_bound=cfg.priority_cap))
         .otherwise(pl.col("retrieval_priority"))
     )
 

@@ -7,7 +7,7 @@ from memory_assets.lib import freshness
 from memory_assets.defs.resources import EmbedderResource, MemoryRoot
 from memory_assets.lib import publish, summaries
 from memory_assets.lib.clock import Clock
-from memory_assets.lib.prompts import load_prompt
+from retrieval.llm import load_prompt
 from retrieval.store import SUMMARIES_TABLE, ItemStore
 
 

@@ -22,7 +22,7 @@ def summaries_cite_existing_items(memory: MemoryRoot) -> dg.AssetCheckResult:
                              reason="no summaries written yet")
     report = citations_report(pl.read_parquet(path), id_column="category", text_column="markdown",
                               cited_column="item_ids", item_ids=ItemStore(memory.paths).items()["id"],
-                              max_chars=int(memory.config.summaries["max_chars"]), subject="category_summaries")
+                              max_chars=int(memory.config.summaries.max_chars), subject="category_summaries")
     return to_check_result(report, asset="category_summaries", check="summaries_cite_existing_items")
 
 

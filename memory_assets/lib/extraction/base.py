@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
-from memory_assets.lib.quarantine import LLMOutputFailed
+from retrieval.llm import LLMOutputFailed
 from retrieval.schema import Candidate, Turn
 
 

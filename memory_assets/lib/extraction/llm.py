@@ -17,18 +17,24 @@ Within a valid reply, a fact that fails validation is dropped and counted
 from __future__ import annotations
 
 import json
-import os
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-import openai
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
 from memory_assets.lib.extraction.base import ExtractionFailed, ExtractionResult
 from memory_assets.lib.extraction.preprocess import Segment, segments
-from memory_assets.lib.prompts import Prompt, load_prompt
 from retrieval.config import MemoryConfig
+from retrieval.llm import (
+    InvalidReply,
+    LLMOutputFailed,
+    Prompt,
+    Usage,
+    chat_client,
+    complete_validated,
+    load_prompt,
+)
 from retrieval.schema import (
     KINDS,
     PROVENANCE,
@@ -43,29 +49,6 @@ from retrieval.schema import (
 )
 
 PROMPT_NAME = "extract_facts"
-# Keeps one request well inside an 8k-token context window with room for the reply.
-DEFAULT_MAX_WORDS_PER_REQUEST = 6000
-# Transport retries (429, 5xx, timeouts) done by the openai client, not by us.
-DEFAULT_TRANSPORT_RETRIES = 2
-# A repair message echoes the bad reply; a runaway reply is cut so the retry stays small.
-_ECHO_LIMIT_CHARS = 8000
-
-
-class LLMNotConfigured(RuntimeError):
-    """No ``OPENAI_API_KEY``: use the offline extractor or set the key."""
-
-
-def llm_configured() -> bool:
-    """True when ``OPENAI_API_KEY`` is set and non-empty, so the LLM path is used."""
-    return bool(os.environ.get("OPENAI_API_KEY", "").strip())
-
-
-def llm_cost_usd(config: MemoryConfig, prompt_tokens: int, completion_tokens: int) -> float:
-    """What the tokens cost, from ``[llm] input_cost_per_mtok`` and ``output_cost_per_mtok``."""
-    return (
-        prompt_tokens * float(config.llm["input_cost_per_mtok"])
-        + completion_tokens * float(config.llm["output_cost_per_mtok"])
-    ) / 1_000_000
 
 
 @dataclass
@@ -206,29 +189,25 @@ class _Fact(BaseModel):
         return value.strip() if isinstance(value, str) else value
 
 
-class _BadReply(Exception):
-    """The reply as a whole is unusable: not JSON, or no ``facts`` list."""
-
-
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 
 
 def _facts_in(raw: str) -> list[Any]:
     if not raw.strip():
-        raise _BadReply("the reply was empty")
+        raise InvalidReply("the reply was empty")
     # Some local servers wrap JSON in a markdown fence despite response_format.
     fenced = _FENCE.match(raw)
     text = fenced.group(1) if fenced else raw
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise _BadReply(
+        raise InvalidReply(
             f"the reply is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
         ) from None
     if not isinstance(data, dict) or "facts" not in data:
-        raise _BadReply('the reply is JSON but has no "facts" key')
+        raise InvalidReply('the reply is JSON but has no "facts" key')
     if not isinstance(data["facts"], list):
-        raise _BadReply('"facts" in the reply is not a list')
+        raise InvalidReply('"facts" in the reply is not a list')
     return data["facts"]
 
 
@@ -346,15 +325,6 @@ def _user_message(turns: list[Turn], chunk: _Chunk, index: int, total: int) -> s
 # --- the extractor ----------------------------------------------------------------
 
 
-@dataclass
-class _Tally:
-    attempts: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    invalid_reasons: list[str] = field(default_factory=list)
-    raw_responses: list[str] = field(default_factory=list)
-
-
 class LLMExtractor:
     """Extract candidate facts with a chat model behind an OpenAI-compatible API.
 
@@ -372,13 +342,13 @@ class LLMExtractor:
     def __init__(
         self,
         config: MemoryConfig,
-        client: openai.OpenAI | None = None,
+        client: Any = None,
         model: str | None = None,
     ) -> None:
         self.config = config
         self.prompt: Prompt = load_prompt(PROMPT_NAME)
         self.version: str = self.prompt.version
-        self.model: str = model or str(config.llm["model"])
+        self.model: str = model or str(config.llm.model)
         self.system_prompt: str = self.prompt.render(
             categories=", ".join(config.categories),
             kinds=", ".join(KINDS),
@@ -387,17 +357,7 @@ class LLMExtractor:
             sentiments=", ".join(SENTIMENTS),
             provenance=", ".join(PROVENANCE),
         )
-        if client is None:
-            if not llm_configured():
-                raise LLMNotConfigured(
-                    "OPENAI_API_KEY is not set: set it (and OPENAI_BASE_URL for a local "
-                    "server) to use the LLM extractor, or use the offline extractor"
-                )
-            client = openai.OpenAI(
-                timeout=float(config.llm["timeout_seconds"]),
-                max_retries=int(config.llm.get("transport_retries", DEFAULT_TRANSPORT_RETRIES)),
-            )
-        self.client = client
+        self.client = client if client is not None else chat_client(config)
 
     def extract(self, turns: list[Turn]) -> LLMExtractionResult:
         """Extract candidates from one session's turns.
@@ -409,61 +369,54 @@ class LLMExtractor:
         """
         segs = segments(turns)
         max_words = int(
-            self.config.llm.get("max_words_per_request", DEFAULT_MAX_WORDS_PER_REQUEST)
+            self.config.llm.max_words_per_request
         )
         # The system prompt rides along with every chunk, so it spends part of the budget.
         budget = max(500, max_words - len(self.system_prompt.split()))
         chunks = chunk_segments(segs, budget)
-        tally = _Tally()
+        usage = Usage()
+        invalid: list[str] = []
         candidates: list[Candidate] = []
         for index, chunk in enumerate(chunks, start=1):
             message = _user_message(turns, chunk, index, len(chunks))
-            candidates.extend(self._extract_chunk(message, chunk, tally))
+            try:
+                (kept, errors), spent = self._extract_chunk(message, chunk)
+            except LLMOutputFailed as failed:
+                spent = usage + failed.usage
+                raise ExtractionFailed(failed.reason, raw_response=failed.raw_response, attempts=spent.attempts,
+                                       prompt_tokens=spent.prompt_tokens,
+                                       completion_tokens=spent.completion_tokens) from failed
+            usage += spent
+            invalid.extend(errors)
+            candidates.extend(kept)
         return LLMExtractionResult(
             candidates=candidates,
-            prompt_tokens=tally.prompt_tokens,
-            completion_tokens=tally.completion_tokens,
-            attempts=tally.attempts,
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            attempts=usage.attempts,
             model=self.model,
-            invalid_facts=len(tally.invalid_reasons),
-            invalid_reasons=tally.invalid_reasons,
-            raw_responses=tally.raw_responses,
+            invalid_facts=len(invalid),
+            invalid_reasons=invalid,
+            raw_responses=list(usage.replies),
             chunks=len(chunks),
-            cost_usd=llm_cost_usd(self.config, tally.prompt_tokens, tally.completion_tokens),
+            cost_usd=usage.cost_usd(self.config),
         )
 
-    def _extract_chunk(self, user_message: str, chunk: _Chunk, tally: _Tally) -> list[Candidate]:
-        messages: list[dict[str, str]] = [
-            {"role": "system", "content": self.system_prompt},
-            {"role": "user", "content": user_message},
-        ]
-        max_attempts = 1 + int(self.config.llm["max_retries"])
-        raw = ""
-        problem = ""
-        for _ in range(max_attempts):
-            raw = self._complete(messages, tally)
-            tally.raw_responses.append(raw)
-            try:
-                facts = _facts_in(raw)
-            except _BadReply as exc:
-                problem = str(exc)
-            else:
-                kept, errors = self._validate(facts, chunk)
-                if kept or not facts:
-                    tally.invalid_reasons.extend(errors)
-                    return kept
-                problem = (
-                    f"none of the {len(facts)} facts passed validation: " + "; ".join(errors[:5])
-                )
-            messages.append({"role": "assistant", "content": raw[:_ECHO_LIMIT_CHARS]})
-            messages.append({"role": "user", "content": _repair_message(problem)})
-        raise ExtractionFailed(
-            f"{problem} (after {max_attempts} attempts with {self.model})",
-            raw_response=raw,
-            attempts=tally.attempts,
-            prompt_tokens=tally.prompt_tokens,
-            completion_tokens=tally.completion_tokens,
-        )
+    def _extract_chunk(self, user_message: str, chunk: _Chunk) -> tuple[tuple[list[Candidate], list[str]], Usage]:
+        """The chunk's valid candidates and the reasons others were dropped; a reply whose
+        facts all fail validation is repaired and retried like one that is not JSON."""
+
+        def parse(raw: str) -> tuple[list[Candidate], list[str]]:
+            facts = _facts_in(raw)
+            kept, errors = self._validate(facts, chunk)
+            if facts and not kept:
+                raise InvalidReply(f"none of the {len(facts)} facts passed validation: " + "; ".join(errors[:5]))
+            return kept, errors
+
+        messages = [{"role": "system", "content": self.system_prompt}, {"role": "user", "content": user_message}]
+        return complete_validated(
+            self.client, messages, parse, _repair_message, model=self.model,
+            temperature=self.config.llm.temperature, attempts=1 + self.config.llm.max_retries, json_mode=True)
 
     def _validate(self, facts: list[Any], chunk: _Chunk) -> tuple[list[Candidate], list[str]]:
         context = {"categories": list(self.config.categories), "turns": chunk.turns}
@@ -490,51 +443,3 @@ class LLMExtractor:
                     candidate.provenance = "observed"
             kept.append(candidate)
         return kept, errors
-
-    def _complete(self, messages: list[dict[str, str]], tally: _Tally) -> str:
-        tally.attempts += 1
-        try:
-            response = self.client.chat.completions.create(
-                model=self.model,
-                messages=messages,  # type: ignore[arg-type]
-                temperature=float(self.config.llm["temperature"]),
-                response_format={"type": "json_object"},
-            )
-        except openai.OpenAIError as exc:
-            raise self._transport_failure(exc, tally) from exc
-        if response.usage is not None:
-            tally.prompt_tokens += response.usage.prompt_tokens or 0
-            tally.completion_tokens += response.usage.completion_tokens or 0
-        if not response.choices:
-            return ""
-        return response.choices[0].message.content or ""
-
-    def _transport_failure(self, exc: openai.OpenAIError, tally: _Tally) -> ExtractionFailed:
-        tries = self.client.max_retries + 1
-        where = f"{self.model} at {self.client.base_url}"
-        raw: str | None = None
-        if isinstance(exc, openai.APITimeoutError):
-            reason = f"request to {where} timed out after {tries} attempts"
-        elif isinstance(exc, openai.APIConnectionError):
-            reason = f"could not connect to {where} after {tries} attempts"
-        elif isinstance(exc, openai.RateLimitError):
-            reason = f"rate limited (429) by {where} after {tries} attempts"
-            raw = exc.response.text
-        elif isinstance(exc, openai.APIStatusError):
-            status = exc.status_code
-            retried = status in (408, 409) or status >= 500
-            reason = (
-                f"HTTP {status} from {where}"
-                + (f" after {tries} attempts" if retried else "")
-                + f": {exc.message}"
-            )
-            raw = exc.response.text
-        else:
-            reason = f"request to {where} failed: {exc}"
-        return ExtractionFailed(
-            reason,
-            raw_response=raw,
-            attempts=tally.attempts,
-            prompt_tokens=tally.prompt_tokens,
-            completion_tokens=tally.completion_tokens,
-        )

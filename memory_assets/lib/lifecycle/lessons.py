@@ -76,7 +76,7 @@ def lessons(items: pl.DataFrame, config: MemoryConfig, *, limit: int = MAX_LESSO
     rows = items.filter(
         (pl.col("status") == "active") & pl.col("kind").is_in(list(LESSON_KINDS))
         & (pl.col("source_trust") != "untrusted")
-        & (pl.col("confidence") >= float(config.injection["uncertain_below"]))
+        & (pl.col("confidence") >= float(config.injection.uncertain_below))
     ).sort(["importance", "confidence", "created_at", "id"], descending=[True, True, True, False])
     out: dict[str, str] = {}
     for content in rows["content"].to_list():

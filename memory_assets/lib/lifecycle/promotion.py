@@ -22,8 +22,8 @@ def should_promote(config: MemoryConfig, row: dict) -> bool:
     """``row`` is scored: its importance is already reinforced and decayed."""
     cfg = config.lifecycle
     untrusted = row.get("source_trust") == "untrusted"
-    importance_bar = float(cfg["promote_importance_untrusted" if untrusted else "promote_importance"])
-    references_bar = int(cfg["promote_references_untrusted" if untrusted else "promote_references"])
+    importance_bar = cfg.promote_importance_untrusted if untrusted else cfg.promote_importance
+    references_bar = cfg.promote_references_untrusted if untrusted else cfg.promote_references
     return float(row.get("importance") or 0.0) > importance_bar and int(row.get("reference_count") or 0) >= references_bar
 
 

@@ -120,7 +120,7 @@ def _replaces(row: dict) -> bool:
 def _contradictions(rows: list[dict], vectors: np.ndarray, config: MemoryConfig,
                     neighbors: Neighbors | None, report: LifecycleReport, changed: Sequence[int] | None = None) -> None:
     """Flag or supersede active pairs about one subject that disagree (see ``contradictions``)."""
-    threshold = float(config.lifecycle["contradiction_similarity"])
+    threshold = float(config.lifecycle.contradiction_similarity)
     for _sim, i, j in contradictions.candidate_pairs(rows, vectors, threshold, neighbors=neighbors, only=changed):
         a, b = rows[i], rows[j]
         if a["status"] != "active" or b["status"] != "active" or b["id"] in (a["contradicts"] or []):
@@ -157,9 +157,9 @@ def _expiry(row: dict, config: MemoryConfig, now: datetime) -> tuple[str, dateti
     # The permanent tier never decays, so it never expires by time either.
     if category is not None and category.ttl_days > 0 and row.get("tier") != "permanent":
         due.append((used + timedelta(days=category.ttl_days), "expired"))
-    if (row["confidence"] < float(cfg["speculative_below"]) and not confirmed(row)
+    if (row["confidence"] < float(cfg.speculative_below) and not confirmed(row)
             and row.get("tier") != "permanent"):
-        due.append((used + timedelta(days=float(cfg["speculative_ttl_days"])), "speculative_expired"))
+        due.append((used + timedelta(days=float(cfg.speculative_ttl_days)), "speculative_expired"))
     past = sorted(d for d in due if d[0] <= now)
     return (past[0][1], past[0][0]) if past else None
 
@@ -172,7 +172,7 @@ def _settle_candidate(row: dict, config: MemoryConfig, now: datetime, report: Li
         report.record("candidate_confirmed", row["id"])
         return
     used = scoring.last_used_at(row)
-    ttl = timedelta(days=float(config.lifecycle["speculative_ttl_days"]))
+    ttl = timedelta(days=float(config.lifecycle.speculative_ttl_days))
     if used is not None and used + ttl <= now:
         row["status"], row["expires_at"] = "purged", used + ttl
         report.record("candidate_expired", row["id"])
@@ -237,7 +237,7 @@ def apply(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig, now: d
         if row["status"] != "active":
             continue
         # Permanent means permanent: only the user's word (forget, unpin) ends it.
-        if row.get("tier") != "permanent" and scoring.effective_score(config, row) < float(cfg["purge_below"]):
+        if row.get("tier") != "permanent" and scoring.effective_score(config, row) < float(cfg.purge_below):
             row["status"] = "purged"
             report.record("purged", row["id"])
         elif (expiry := _expiry(row, config, now)) is not None:
@@ -273,12 +273,12 @@ def archive_unaccessed(items: pl.DataFrame, config: MemoryConfig, now: datetime)
     "Used" is ``scoring.last_used_at`` (the last user-confirmed reference, else
     creation); injection does not count (module docstring). The permanent tier is exempt.
     """
-    return _retire(items, now, after_days=float(config.lifecycle["archive_after_days"]),
+    return _retire(items, now, after_days=float(config.lifecycle.archive_after_days),
                    source=("active",), target="archived")
 
 
 def to_cold(items: pl.DataFrame, config: MemoryConfig, now: datetime) -> tuple[pl.DataFrame, LifecycleReport]:
     """Monthly: an active or archived item not used for ``lifecycle.cold_after_days`` (180)
     goes cold (cheap storage, searched last). The permanent tier is exempt."""
-    return _retire(items, now, after_days=float(config.lifecycle["cold_after_days"]),
+    return _retire(items, now, after_days=float(config.lifecycle.cold_after_days),
                    source=("active", "archived"), target="cold")

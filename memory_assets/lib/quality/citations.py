@@ -6,7 +6,7 @@ through a summarizer. Each asset's check is one call, e.g. for summaries::
 
     citations_report(summaries, id_column="category", text_column="markdown",
                      cited_column="item_ids", item_ids=ItemStore(paths).items()["id"],
-                     max_chars=config.summaries["max_chars"], subject="category_summaries")
+                     max_chars=config.summaries.max_chars, subject="category_summaries")
 """
 
 from __future__ import annotations

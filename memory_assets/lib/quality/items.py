@@ -39,7 +39,7 @@ def _in_set(name: str, column: str, values: Iterable[str], severity: str, protec
 
 def shared_rules(config: MemoryConfig, required: Iterable[str] = REQUIRED) -> list[Rule]:
     """Rules every fact and every item meets."""
-    cap = float(config.importance["untrusted_cap"])
+    cap = float(config.importance.untrusted_cap)
     return [
         _required(required),
         Rule("id_unique", "ExpectColumnValuesToBeUnique", "ERROR",

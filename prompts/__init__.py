@@ -1,0 +1,1 @@
+"""The prompts, shipped as package data and read with ``retrieval.llm.load_prompt``."""
