@@ -109,11 +109,11 @@ class Batch:
 
 def _hint(content: str, rng: random.Random) -> str | None:
     """A word the older fact states as a common word (what a "no longer X" would name)."""
-    from memory_assets.lib.supersession import _STOP
+    from memory_assets.lib.supersession import hint_words
 
     tokens = content.split()
     words = [t.strip(".,'") for i, t in enumerate(tokens) if i > 0 and _HINT_WORD.match(t.strip(".,"))]
-    words = [w for w in words if w not in _STOP]
+    words = [w for w in words if hint_words(w)]
     return rng.choice(words) if words else None
 
 

@@ -47,6 +47,7 @@ import polars as pl
 
 from evals import stderr_progress
 from retrieval.config import MemoryConfig, load_config
+from retrieval import text
 from retrieval.paths import DataRoot
 
 # Bump when the generator or the build changes, so cached roots are rebuilt.
@@ -114,9 +115,8 @@ CITIES = ("Lisbon", "Denver", "Osaka", "Toronto", "Austin", "Cape Town", "Reykja
 PETS = ("dog", "cat", "rabbit", "parrot")
 PET_NAMES = ("Biscuit", "Luna", "Pepper", "Mochi", "Rufus", "Olive", "Ziggy", "Maple")
 EDITORS = ("VS Code", "Neovim", "PyCharm", "Emacs", "Zed")
-WEEKDAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday")
-MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August",
-          "September", "October", "November", "December")
+WEEKDAYS = tuple(d.title() for d in text.WEEKDAYS[:5])
+MONTHS = tuple(m.title() for m in text.MONTHS)
 
 
 class _Draw:

@@ -33,6 +33,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from retrieval.credentials import find_credentials
+from retrieval.text import STOPWORDS, negated
 from retrieval.llm import InvalidReply, LLMOutputFailed, complete_validated
 
 # Calibrated on CALIBRATION_PAIRS below (all-MiniLM-L6-v2): 43 paraphrase and 38
@@ -157,15 +158,6 @@ _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 # A value, not part of a name: "MT-07", "TP6104", "p95" and "v2" are identifiers.
 _NUMBER = re.compile(r"(?<![A-Za-z0-9.])(?<![A-Za-z]-)\d+(?:[.:]\d+)*|\b(?:" + "|".join(_NUMBER_WORDS) + r")\b",
                      re.IGNORECASE)
-_NEGATION = re.compile(
-    r"\b(?:not|no|never|none|nobody|nothing|neither|nor|cannot|no longer)\b|n't\b", re.IGNORECASE)
-# ", not npm" / "not only" contrast two things, "no more than 30 km" is a limit, and a
-# leading "No," answers the assistant: none of them denies the statement.
-_CONTRAST = re.compile(
-    r",\s*(?:and\s+|but\s+)?not\s+[^,.;]*|\bnot only\b|\b(?:no|not) (?:more|less|fewer|later|earlier) than\b"
-    r"|^\s*(?:no|nope|nah)\b[,.!]*", re.IGNORECASE)
-
-
 def numbers(text: str) -> set[str]:
     """The values a text states: "11,799 miles", "ten", "1:58", "3.6.0" (leading zeros
     dropped); digits inside a name ("MT-07", "TP6104") are not values."""
@@ -176,21 +168,9 @@ def numbers(text: str) -> set[str]:
     return found
 
 
-def negated(text: str) -> bool:
-    """Whether a text denies what it states ("Maya is not vegetarian"), contrasts aside."""
-    return _NEGATION.search(_CONTRAST.sub(" ", text)) is not None
-
-
 def compatible(reference: str, candidate: str) -> bool:
     """The guards: the reference's numbers all appear in the candidate, same polarity."""
     return numbers(reference) <= numbers(candidate) and negated(reference) == negated(candidate)
-
-
-_STOPWORDS = frozenset(
-    "a an the and or but of to in on at for from by with is are was were be been being it its this that these "
-    "those has have had do does did not no than then as so into onto over under about after before now any all "
-    "his her their our my your he she they we i you them us me will would wants want can could should also "
-    "just still really actually already very".split())
 
 
 def content_words(text: str, ignore: Sequence[str] = ()) -> set[str]:
@@ -200,7 +180,7 @@ def content_words(text: str, ignore: Sequence[str] = ()) -> set[str]:
     out = set()
     for word in re.findall(r"[A-Za-z0-9][A-Za-z0-9+#/.-]*", _THOUSANDS.sub("", text.replace("'s ", " "))):
         word = word.lower().rstrip(".-")
-        if not word or word in _STOPWORDS or word in skip or (len(word) < 2 and not word.isdigit()):
+        if not word or word in STOPWORDS or word in skip or (len(word) < 2 and not word.isdigit()):
             continue
         out.add(word[:5] if word.isalpha() else word)
     return out

@@ -22,7 +22,9 @@ from retrieval.injection import Injection, build_block
 from retrieval.options import RetrievalOptions
 from retrieval.paths import DataRoot
 from retrieval.llm import llm_configured
-from retrieval.rewrite import STOPWORDS, LLMRewriter, SearchQuery, keywords, rewrite
+from retrieval.rewrite import LLMRewriter, SearchQuery, keywords, rewrite
+from retrieval.text import QUERY_STOPWORDS
+from retrieval.text import sentiment as sentiment_of
 from retrieval.schema import ITEM_SCHEMA, ROLES
 from retrieval.search import Hit, fts_list, fts_query, fuse, to_hit, vector_list, vectors_for
 from retrieval.store import INSIGHTS_TABLE, ItemStore, PublishedRows
@@ -34,11 +36,6 @@ RECALLABLE = ("active", "archived", "cold")
 # What an item row holds, as in the Parquet snapshot: read from LanceDB for ids the snapshot lacks.
 _ATTRIBUTES = list(ITEM_SCHEMA)
 _REOPEN_SECONDS = 5.0  # how stale the cached table may get before a new publish is picked up
-_SENTIMENT_CUES = {
-    "frustrated": ("annoyed", "frustrated", "ugh", "again", "still broken", "angry", "fed up"),
-    "excited": ("excited", "can't wait", "thrilled", "awesome", "love"),
-    "uncertain": ("not sure", "maybe", "unsure", "confused", "don't know"),
-}
 
 
 # Where a reply's sentences end, for the paraphrase test of record_response.
@@ -49,14 +46,6 @@ def _context_text(context: str | Messages, last: int = 5) -> str:
     if isinstance(context, str):
         return context
     return "\n".join(str(m.get("content", "")) for m in list(context)[-last:])
-
-
-def _sentiment(text: str) -> str:
-    low = text.lower()
-    for sentiment, cues in _SENTIMENT_CUES.items():
-        if any(cue in low for cue in cues):
-            return sentiment
-    return "neutral"
 
 
 class MemoryClient:
@@ -368,7 +357,7 @@ class MemoryClient:
             hits = self._tier1(query.text, query.terms, _context_text(context, last=1))
             tier = "summaries" if hits else "items"
         if not hits:
-            hits, vectors = self._rank(query.text, cap, now, _sentiment(_context_text(context)), query.terms)
+            hits, vectors = self._rank(query.text, cap, now, sentiment_of(_context_text(context)), query.terms)
         pairs = trust.conflicts(hits, vectors, float(cfg.conflict_similarity))
         hits = trust.order(hits, pairs)
         marks = trust.flags(hits, self.config, now, pairs=pairs)
@@ -461,7 +450,7 @@ class MemoryClient:
         reply = {w.lower() for w in keywords(response_text)}
         used: dict[str, bool] = {}
         for hit in injection.items:
-            terms = {w.lower() for w in keywords(hit.content)} - STOPWORDS
+            terms = {w.lower() for w in keywords(hit.content)} - QUERY_STOPWORDS
             numbers = {t for t in terms if t[:1].isdigit()}
             overlap = len(terms & reply) / max(len(terms), 1)
             used[hit.id] = overlap >= 0.5 or bool(numbers & reply)

@@ -19,30 +19,13 @@ from typing import Any
 
 from retrieval.config import MemoryConfig
 from retrieval.llm import chat_client, complete_validated, load_prompt
-from retrieval.schema import INJECTION_END, INJECTION_START
+from retrieval.text import POLITE, QUERY_STOPWORDS, strip_injected
 
-_BLOCK = re.compile(re.escape(INJECTION_START) + r".*?(?:" + re.escape(INJECTION_END) + r"|\Z)", re.DOTALL)
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9'+&.-]*[A-Za-z0-9+]|[A-Za-z]|\d[\d,.:/-]*\d|\d")
-STOPWORDS = frozenset("""
-a about above after again against all also am an and any are aren't as at be because been before
-being below between both but by can can't cannot could couldn't did didn't do does doesn't doing
-don't down during each few for from further had hadn't has hasn't have haven't having he he'd
-he'll he's her here here's hers herself him himself his how how's i i'd i'll i'm i've if in into
-is isn't it it's its itself let's me more most mustn't my myself no nor not of off on once only
-or other ought our ours ourselves out over own same shan't she she'd she'll she's should
-shouldn't so some such than that that's the their theirs them themselves then there there's
-these they they'd they'll they're they've this those through to too under until up very was
-wasn't we we'd we'll we're we've were weren't what what's when when's where where's which while
-who who's whom why why's will with won't would wouldn't you you'd you'll you're you've your
-yours yourself yourselves
-tell know remember recall think said say says mention mentioned please thanks thank okay ok yes
-yeah hey hi hello just really actually also still kind sort thing things something anything lot
-get got go going gonna want like would could should might may much many ever
-""".split())
+
 _MAX_TERMS = 16
 _MAX_WORDS = 64  # of the sentence; MiniLM reads 256 word pieces
-# Words and phrases that are no part of what is asked.
-_POLITE = frozenset("please thanks thank hey hi hello okay ok yeah".split())
+# Phrases that are no part of what is asked.
 _ASKS_TO_REMEMBER = re.compile(
     r"\b(?:do|did|can|could|would) you (?:still )?(?:remember|recall|tell me|remind me)(?: of| about| if| whether)?\b"
     r"|\bremind me(?: of| about)?\b", re.IGNORECASE)
@@ -63,8 +46,8 @@ class SearchQuery:
 
 def _text(context: str | Sequence[Mapping[str, Any]], last: int = 5) -> list[str]:
     if isinstance(context, str):
-        return [_BLOCK.sub(" ", context)]
-    return [_BLOCK.sub(" ", str(m.get("content", ""))) for m in list(context)[-last:]]
+        return [strip_injected(context)]
+    return [strip_injected(str(m.get("content", ""))) for m in list(context)[-last:]]
 
 
 def keywords(text: str) -> list[str]:
@@ -73,7 +56,7 @@ def keywords(text: str) -> list[str]:
     seen: set[str] = set()
     for token in _TOKEN.findall(text):
         low = token.lower().strip("'.")
-        if low in STOPWORDS or (len(low) < 2 and not low.isdigit()):
+        if low in QUERY_STOPWORDS or (len(low) < 2 and not low.isdigit()):
             continue
         if low.endswith("'s"):
             token, low = token[:-2], low[:-2]
@@ -108,7 +91,7 @@ def sentence_query(context: str | Sequence[Mapping[str, Any]]) -> str:
     a final "?" kept when it asks; then the earlier messages' names and numbers."""
     texts = _text(context)
     latest = _ASKS_TO_REMEMBER.sub(" ", texts[-1]) if texts else ""
-    words = [t for t in _TOKEN.findall(latest) if t.lower() not in _POLITE][:_MAX_WORDS]
+    words = [t for t in _TOKEN.findall(latest) if t.lower() not in POLITE][:_MAX_WORDS]
     words += _earlier_entities(texts, {w.lower() for w in words})
     if not words:
         return ""

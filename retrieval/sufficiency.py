@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import re
 
-from retrieval.rewrite import STOPWORDS
+from retrieval.text import MONTHS, WEEKDAYS
+from retrieval.text import QUERY_STOPWORDS as STOPWORDS
 
 _TIME = re.compile(
     r"\b(?:\d{1,4}(?:st|nd|rd|th)?|yesterday|today|tonight|tomorrow|ago|recently|last|next|since|"
     r"weekend|week|weeks|month|months|year|years|morning|afternoon|evening|night|"
-    r"spring|summer|autumn|fall|winter|"
-    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|"
-    r"january|february|march|april|may|june|july|august|september|october|november|december)\b",
+    r"spring|summer|autumn|fall|winter|" + "|".join(WEEKDAYS + MONTHS) + r")\b",
     re.IGNORECASE)
 _NUMBER = re.compile(
     r"\b(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"

@@ -26,9 +26,9 @@ import numpy as np
 from retrieval.config import MemoryConfig
 from retrieval.scoring import age_days
 from retrieval.search import Hit
+from retrieval.text import denies_or_ends
 
 _NUMBER = re.compile(r"\d[\d,.:]*")
-_NEGATION = re.compile(r"\b(?:not|no|never|n't|no longer|stopped|quit)\b", re.IGNORECASE)
 
 
 def disagree(a: str, b: str) -> bool:
@@ -36,7 +36,7 @@ def disagree(a: str, b: str) -> bool:
     numbers_a, numbers_b = set(_NUMBER.findall(a)), set(_NUMBER.findall(b))
     if numbers_a and numbers_b and numbers_a != numbers_b:
         return True
-    return bool(_NEGATION.search(a)) != bool(_NEGATION.search(b))
+    return denies_or_ends(a) != denies_or_ends(b)
 
 
 # The hits' vectors: an array aligned with the hits, or a function that reads the rows

@@ -4,6 +4,7 @@ read the source and fail when a rule grows a second home."""
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,4 +50,90 @@ def test_prompts_are_read_one_way():
     found = [name for name, tree in _modules() if name != "retrieval/llm.py"
              if any(isinstance(n, ast.Constant) and isinstance(n.value, str) and n.value.strip("/") == "prompts"
                     for n in ast.walk(tree))]
+    assert found == []
+
+
+# --- the lexicon: retrieval/text.py ----------------------------------------------------
+
+LEXICON = "retrieval/text.py"
+_FUNCTION = {"the", "and", "of", "to", "is", "in", "it", "was", "for", "with"}
+_MONTHS = {"january", "february", "march", "april", "june", "july", "august", "september", "october",
+           "november", "december"}
+_WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
+
+
+_WORD = re.compile(r"[a-z']+")
+_REGEX = re.compile(r"[\\|()\[\]?*+^$]")
+
+
+def _strings(node: ast.AST) -> list[str]:
+    return [n.value for n in ast.walk(node) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+
+
+def _docstrings(tree: ast.Module) -> set[int]:
+    return {id(n.body[0].value) for n in ast.walk(tree)
+            if isinstance(n, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+            and n.body and isinstance(n.body[0], ast.Expr) and isinstance(n.body[0].value, ast.Constant)}
+
+
+def _word_lists(tree: ast.Module) -> Iterator[tuple[int, set[str]]]:
+    """Literals that are lists of words, not sentences or patterns: ``"a b c".split()`` or a
+    set, list or tuple of plain words."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _dotted(node.func).endswith(".split") and isinstance(node.func, ast.Attribute):
+            strings = _strings(node.func.value)
+        elif isinstance(node, (ast.Set, ast.List, ast.Tuple)):
+            strings = [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            if len(strings) < len(node.elts):
+                continue
+        else:
+            continue
+        text = " ".join(strings)
+        if strings and not _REGEX.search(text):
+            yield node.lineno, set(text.lower().split())
+
+
+def _patterns(tree: ast.Module) -> Iterator[tuple[int, set[str], str]]:
+    """Rules written as data: regular-expression alternations (string constants holding a
+    ``|``) and word lists. Sentences (test data, messages) are neither."""
+    docs = _docstrings(tree)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs \
+                and "|" in node.value:
+            yield node.lineno, set(_WORD.findall(node.value.lower())), node.value
+    for line, words in _word_lists(tree):
+        yield line, words, " ".join(sorted(words))
+
+
+def _violations(test) -> list[str]:
+    return sorted({f"{name}:{line}" for name, tree in _modules() if name != LEXICON
+                   for line, words, text in _patterns(tree) if test(words, text)})
+
+
+def test_one_stopword_list():
+    """A list of words holding the commonest function words is a stopword list: it is
+    built from ``retrieval.text``'s lists, not written again."""
+    found = [f"{name}:{line}" for name, tree in _modules() if name != LEXICON
+             for line, words in _word_lists(tree) if len(words & _FUNCTION) >= 5]
+    assert found == []
+
+
+def test_one_month_and_weekday_table():
+    assert _violations(lambda words, _: len(words & _MONTHS) >= 3 or len(words & _WEEKDAYS) >= 3) == []
+
+
+def test_one_negation_rule():
+    assert _violations(lambda words, _: {"not", "never"} <= words and bool(words & {"nothing", "nobody", "none"})) == []
+
+
+def test_one_sentiment_classifier():
+    assert _violations(lambda words, text: "|" in text and "frustrat" in text
+                       and bool(words & {"thrilled", "stoked", "ugh"})) == []
+
+
+def test_one_way_to_strip_an_injected_block():
+    """Only ``retrieval.text.strip_injected`` builds a pattern from the block's markers."""
+    found = [f"{name}:{node.lineno}" for name, tree in _modules() if name != LEXICON
+             for node in ast.walk(tree) if isinstance(node, ast.Call) and _dotted(node.func).endswith("compile")
+             and "INJECTION_START" in ast.unparse(node)]
     assert found == []

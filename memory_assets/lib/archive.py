@@ -23,7 +23,7 @@ from sklearn.cluster import HDBSCAN
 
 from retrieval.config import MemoryConfig, load_config
 from retrieval.llm import InvalidReply, LLMOutputFailed, Usage, complete_validated, load_prompt
-from retrieval.rewrite import STOPWORDS
+from retrieval.text import QUERY_STOPWORDS as STOPWORDS
 
 PROMPT_NAME = "cluster_insight"
 # Archived (not accessed for 90 days) and cold (6 months) items are the archive; purged

@@ -26,7 +26,7 @@ from datetime import datetime
 import polars as pl
 
 from retrieval.privacy import forget_request
-from retrieval.rewrite import STOPWORDS
+from retrieval.text import QUERY_STOPWORDS as STOPWORDS
 from retrieval.schema import Candidate, Turn
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")

@@ -36,7 +36,7 @@ from retrieval.citations import cited_ids, strip_citations, summary_lines
 from retrieval.config import MemoryConfig, load_config
 from retrieval.llm import InvalidReply, LLMOutputFailed, Prompt, complete_validated, load_prompt
 from retrieval.llm import chat_client as llm_client
-from retrieval.rewrite import STOPWORDS
+from retrieval.text import QUERY_STOPWORDS as STOPWORDS
 from retrieval.scoring import memory_score
 from retrieval.trust import belief
 

@@ -12,15 +12,11 @@ import re
 
 import numpy as np
 
+from retrieval.text import PREFERENCE_VERBS, STOPWORDS
+
 _WORD = re.compile(r"[a-z0-9][a-z0-9'+.-]*")
-_STOP = frozenset(
-    "a an the and or of for to in on at by with from into over than then that this these those "
-    "is are was were be been it its i me my we our you your he she they them his her their "
-    "do does did not no now any some all more most just also very".split()
-    # The verb of a preference is not what was replaced: "want black" replaces "black".
-    + "want wants wanted like likes liked prefer prefers preferred use uses used using love loves "
-    "longer anymore switch switched".split()
-)
+# The verb of a preference is not what was replaced: "want black" replaces "black".
+_STOP = STOPWORDS | PREFERENCE_VERBS
 # Below this cosine, a hinted fact and an older item are not about the same thing
 # (the older item must also mention every hint word, so the bar can be low).
 MIN_SIMILARITY = 0.4

@@ -22,6 +22,7 @@ from memory_assets.lib.extraction.base import ExtractionResult
 from memory_assets.lib.extraction.preprocess import Segment, segments
 from memory_assets.lib.gate import steers_agent
 from retrieval.config import MemoryConfig
+from retrieval.text import NEGATION, sentiment
 from retrieval.schema import Candidate, Turn
 
 _ABBREV = re.compile(r"\b(" + "|".join(a if "(" in a else re.escape(a) for a in R.ABBREVIATIONS) + r")\.", re.IGNORECASE)
@@ -432,16 +433,6 @@ def strength_of(text: str) -> str:
     return "explicit"
 
 
-def sentiment_of(text: str) -> str:
-    if R.FRUSTRATED.search(text):
-        return "frustrated"
-    if R.UNCERTAIN.search(text):
-        return "uncertain"
-    if R.EXCITED.search(text):
-        return "excited"
-    return "neutral"
-
-
 def entities_of(clause: str, names: tuple[str, ...], when: datetime) -> list[str]:
     """Names, products, quantities with units and dates; "yesterday" as the date it was."""
     found: list[str] = [n for n in names if n and n not in ("User", "the assistant")]
@@ -789,7 +780,7 @@ class OfflineExtractor:
             kind=kind,
             tier=self.config.tier_for(kind, category),
             strength=strength or strength_of(sentence),
-            sentiment=sentiment_of(sentence),
+            sentiment=sentiment(sentence),
             tags=[t.lower() for t in tags],
             entities=entities_of(clause, speaker + extra, turn.content_at),
             source_turns=turns or [turn.turn],
@@ -965,7 +956,7 @@ def _denial_of(cand: Candidate, claims: list[tuple[int, str]], names: tuple[str,
     at Mozilla" after the assistant's "you're a senior engineer at Mozilla") is a
     correction, and names the claim it replaces."""
     if (cand.source_trust != "trusted" or cand.supersedes is not None or " wants the assistant " in cand.content
-            or not R.NEGATION.search(cand.content)):
+            or not NEGATION.search(cand.content)):
         return cand  # "never disable verification" is a standing rule, not a denial
     mine = _tokens(cand.content, names)
     proper = {w.lower() for w in re.findall(r"(?<!^)\b[A-Z][\w.+-]*\w", cand.content)}  # "Mozilla", "TP6104"

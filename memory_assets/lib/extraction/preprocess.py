@@ -15,23 +15,9 @@ import re
 from dataclasses import dataclass
 
 from retrieval.privacy import WITHHELD, forget_request
-from retrieval.schema import (
-    INJECTION_END,
-    INJECTION_START,
-    UNTRUSTED_END,
-    UNTRUSTED_START,
-    Turn,
-)
+from retrieval.schema import UNTRUSTED_END, UNTRUSTED_START, Turn
+from retrieval.text import strip_injected
 
-_MARKED_BLOCK = re.compile(
-    re.escape(INJECTION_START) + r".*?(?:" + re.escape(INJECTION_END) + r"|\Z)", re.DOTALL
-)
-# The block's plain-text form, in case an agent pasted it without the markers:
-# the header line and the "~ " lines under it.
-_BARE_BLOCK = re.compile(
-    r"^[ \t]*Known context from previous sessions:[ \t]*\n(?:[ \t]*~[^\n]*(?:\n|\Z))*",
-    re.MULTILINE,
-)
 _UNTRUSTED = re.compile(
     re.escape(UNTRUSTED_START) + r"(.*?)(?:" + re.escape(UNTRUSTED_END) + r"|\Z)", re.DOTALL
 )
@@ -44,20 +30,16 @@ class Segment:
     trusted: bool
 
 
-def strip_injected(text: str) -> str:
-    """Remove any injected memory block, marked or bare."""
-    return _BARE_BLOCK.sub("", _MARKED_BLOCK.sub("", text))
-
-
-def segments(turns: list[Turn]) -> list[Segment]:
-    """Split each turn into trusted and untrusted segments, injected memory removed."""
+def segments(turns: list[Turn], header: str | None = None) -> list[Segment]:
+    """Split each turn into trusted and untrusted segments, injected memory removed
+    (``header``: the block's header line, default ``[injection] header``)."""
     out: list[Segment] = []
     for turn in turns:
         if turn.role == "system" or turn.content.strip() == WITHHELD:
             continue
         if turn.role == "user" and turn.trust == "trusted" and forget_request(turn.content):
             continue
-        text = strip_injected(turn.content)
+        text = strip_injected(turn.content, header)
         whole_untrusted = turn.role == "tool" or turn.trust == "untrusted"
         pos = 0
         for match in _UNTRUSTED.finditer(text):

@@ -9,7 +9,11 @@ from __future__ import annotations
 
 import re
 
+from retrieval.text import EXTRACTION_STOPWORDS, FUNCTION_WORDS, INTERJECTIONS, MONTHS, NEGATION, WEEKDAYS
+
 _I = re.IGNORECASE
+_WEEKDAYS = "|".join(WEEKDAYS)  # regex alternations of retrieval.text's calendar words
+_MONTHS = "|".join(MONTHS)
 
 
 def _any(*phrases: str) -> re.Pattern[str]:
@@ -271,9 +275,7 @@ MASCULINE = frozenset("brother dad father husband son boyfriend uncle grandpa gr
 # "give him cash", "she's allergic". Group 1: the pronoun; group 2: a contraction ('s, 'll, 'd).
 PERSON_PRONOUN = re.compile(r"\b(she|he|her|his|him)\b('s|'ll|'d)?\b", _I)
 # After "her", a word that ends the noun phrase: "ask her about it" is an object, not "her X".
-NOT_AFTER_POSSESSIVE = frozenset(
-    "a an the to for and or but if so as at in on of by with from about into that this than then when because "
-    "is was are were will would can could should has had have do does did not too again now".split())
+NOT_AFTER_POSSESSIVE = FUNCTION_WORDS | {"now"}
 
 # A generic remark about everyone rather than a fact about the speaker.
 GENERIC_WE = _any(r"we all", r"we're all", r"we are all", r"we're both", r"we are both", r"all of us", r"us all", r"each of us", r"we both", r"both of us", r"we can all")
@@ -434,7 +436,6 @@ REVERSAL = re.compile(
     r"\b(?:after all|instead|any ?more|no longer|switch(?:ed|ing)? (?:to|from|over)|changed? (?:my|our) mind|"
     r"changed? (?:it|that|this) to|mov(?:ed|es|ing) to|scratch that)\b|^actually\b|,\s*not (?:the )?\w+|\bnot the \w+", _I)
 # A plain negation: "Maya is not vegetarian", "Dev never agreed to marketing emails".
-NEGATION = re.compile(r"\b(?:not|no|never|nothing|nobody|none)\b|n't\b", _I)
 # A turn that opens by taking back what was just said.
 TURN_REVERSAL = re.compile(r"^\W*(?:(?:hmm+|oh|wait|um+|uh)[,.!]*\s+)*(?:actually,?\s+no|no,?\s+actually|"
                            r"scratch that|change of plans?|correction|wait,?\s+no)\b", _I)
@@ -460,12 +461,12 @@ SUPERSEDES_TRIM = re.compile(r"\s+(?:for|in|on|at|because|since|to|with|from|whe
 
 # Past-tense happenings with a time anchor (or an unmistakable event verb) are events.
 TIME_ANCHOR = _any(
-    r"yesterday", r"last (?:week|weekend|month|year|night|time|summer|fall|winter|spring|monday|tuesday|"
-    r"wednesday|thursday|friday|saturday|sunday)", r"this (?:morning|afternoon|evening|past week)",
+    r"yesterday", r"last (?:week|weekend|month|year|night|time|summer|fall|winter|spring|" + _WEEKDAYS + ")",
+    r"this (?:morning|afternoon|evening|past week)",
     r"(?:a|one|two|three|few|couple of|\d+) (?:days?|weeks?|months?|years?) ago", r"ago", r"recently",
-    r"the other day", r"earlier (?:today|this week)", r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)",
+    r"the other day", r"earlier (?:today|this week)", r"on (?:" + _WEEKDAYS + ")",
     r"in (?:19|20)\d\d", r"today", r"tonight", r"just", r"(?:this|next) (?:week|month|year|weekend)",
-    r"(?:in|last|this) (?:january|february|march|april|may|june|july|august|september|october|november|december)",
+    r"(?:in|last|this) (?:" + _MONTHS + ")",
 )
 EVENT_VERB = _any(
     r"went", r"attended", r"visited", r"joined", r"signed", r"started", r"finished", r"met", r"moved",
@@ -484,21 +485,13 @@ INFERRED = _any(r"probably", r"maybe", r"perhaps", r"possibly", r"i think", r"i 
                 r"might", r"may be", r"not sure", r"i believe", r"i reckon", r"could be")
 IMPLIED = _any(r"kind of", r"kinda", r"sort of", r"sorta", r"seems?", r"somewhat", r"pretty sure",
                r"i feel like", r"apparently", r"supposedly", r"mostly", r"more or less")
-
-FRUSTRATED = re.compile(
-    r"\b(?:annoy(?:ed|ing)|ugh+|frustrat(?:ed|ing)|fed up|sick of|tired of|irritat(?:ed|ing)|"
-    r"argh+|stress(?:ed|ful)|ridiculous|hate (?:it )?when)\b|again\s*\?!|\?!|!\?", _I)
-UNCERTAIN = _any(r"not sure", r"unsure", r"maybe", r"might", r"don't know (?:if|whether)",
-                 r"no idea", r"wondering", r"uncertain", r"perhaps", r"not certain")
-EXCITED = re.compile(
-    r"\b(?:excit(?:ed|ing)|can't wait|cannot wait|love|loving|loved|thrilled|stoked|pumped|"
-    r"over the moon|psyched|amazing|awesome)\b|!", _I)
+# Sentiment is ``retrieval.text.sentiment``: one classifier for facts and for the conversation.
 
 REMEMBER = _any(r"remember (?:this|that)", r"don't forget", r"do not forget", r"keep in mind",
                 r"make a note", r"note that", r"remind me")
 ACTION = re.compile(
-    r"\b(?:due|overdue|need(?:s)? to|must|deadline|to-?do|by (?:monday|tuesday|wednesday|thursday|friday|"
-    r"saturday|sunday|tomorrow|tonight|end of)|expires?|expiring|remind me)\b|\bhaven'?t\b.*\byet\b", _I)
+    r"\b(?:due|overdue|need(?:s)? to|must|deadline|to-?do|by (?:" + _WEEKDAYS + r"|tomorrow|tonight|end of)|"
+    r"expires?|expiring|remind me)\b|\bhaven'?t\b.*\byet\b", _I)
 # The phrase that asked for remembering is not part of the fact.
 REMEMBER_PREFIX = re.compile(
     r"^(?:please\s+)?(?:remember|don't forget|do not forget|keep in mind|note|make a note)"
@@ -554,7 +547,7 @@ BARE_WANT = re.compile(r"^(?:i|we)\s+(?:(?:really|just|also|still)\s+)?(?:want|n
 # after lunch"): the fact needs its neighbour to mean anything.
 PRONOUN_OBJECT = re.compile(r"\b(?!(?:is|was|are|were|be|been|that|if|when|because|and|but|so|in|on|at|for|with|"
                             r"about|from|of|to|into|by|without)\b)[a-z]+\s+(?:it|them)\b", _I)
-WEEKDAY = re.compile(r"(?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", _I)
+WEEKDAY = re.compile(r"(?:" + _WEEKDAYS + r")\b", _I)
 # "let's use WeasyPrint instead": a choice, kept as a decision; "let's check if pushes work
 # first" is the chat's next step.
 CHOICE = re.compile(r"^(?:use|go with|switch|keep|stick|stay|move|pick|choose|drop|cancel|adopt|migrate|standardi[sz]e|"
@@ -614,8 +607,7 @@ ADDRESSES_READER = re.compile(r"\b(?:you|your|yours|you're|you've|you'll|the use
 # How a user denies what a page, a tool or the assistant said: "No, billing is on Postgres
 # 16, nothing moved", "TP6104 still leaves at 10:05", "that's some other Ben".
 DENIAL = re.compile(
-    r"\b(?:no|not|never|nothing|nobody|still|wrong|false|fake|spam|scam|phishing|bogus|untrue|"
-    r"some ?one else|some other)\b|n't\b", _I)
+    NEGATION.pattern + r"|\b(?:still|wrong|false|fake|spam|scam|phishing|bogus|untrue|some ?one else|some other)\b", _I)
 
 # An untrusted sentence that opens with a command is aimed at the reader, not a fact.
 IMPERATIVE = re.compile(
@@ -636,8 +628,7 @@ ANSWER_SUBJECT = re.compile(r"^(?:i|i'm|i've|i'll|i'd|we|we're|my|our|you|your|i
                             r"and|but|so|also|please|thanks|thank you|no|not)\b", _I)
 # …but a phrase that opens on a when/how often/where is detail even with a verb in it.
 ANSWER_DETAIL = re.compile(r"^(?:once|twice|every|each|on|at|in|by|before|after|from|until|only|weekly|daily|monthly|"
-                           r"mornings?|evenings?|nights?|weekends?|monday|tuesday|wednesday|thursday|friday|saturday|"
-                           r"sunday)s?\b", _I)
+                           r"mornings?|evenings?|nights?|weekends?|" + _WEEKDAYS + r")s?\b", _I)
 # …unless it goes on to contradict it.
 CONFIRM_BUT = _any(r"but", r"actually", r"except", r"not quite", r"no,", r"although", r"however")
 # How an assistant hedges a guess; peeled off before the guess is stored.
@@ -686,22 +677,8 @@ RULE_DEFAULT_CATEGORY = "process"  # a standing instruction to the assistant
 # …unless it is a permanent one ("never force-push to main"): a standing decision.
 STANDING_DECISION_CATEGORY = "decision"
 
-STOPWORDS = frozenset(
-    "a an the and or but so of to in on at for with from by about as into over after before "
-    "is are was were be been being am has have had do does did will would can could should "
-    "may might must shall it its it's this that these those there here then than too very "
-    "really just also still even only not no yes my your our their his her he she they them "
-    "we us you i me mine yours what which who whom when where why how all any some much many "
-    "more most such own same other another each every both few lot lots thing things stuff "
-    "like get got getting go going gone went make made making take took feel felt know knew "
-    "think thought want wanted say said see saw way well good great new one two time times "
-    "today yesterday tomorrow week weekend month year last next ago now soon pretty so "
-    "quite kind sort gonna wanna gotta others is going hasn haven doesn didn isn wasn don won "
-    "can couldn wouldn shouldn aren weren ain yet sometime someday soon later lately recently either".split()
-)
+STOPWORDS = EXTRACTION_STOPWORDS  # the offline extractor's keywords skip these (retrieval.text)
 
-MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
-          "october", "november", "december")
 UNITS = (r"miles?|mi|km|kilometers?|kg|lbs?|pounds?|%|percent|years?|months?|weeks?|days?|hours?|"
          r"hrs?|minutes?|mins?|points?|dollars?|usd|euros?|gb|mb|tb|ms|seconds?|feet|ft|meters?|m|"
          r"inches|cm|mph|kph|degrees|k|people|times|books?|games?|kids|children|dogs?|cats?")
@@ -728,15 +705,9 @@ RELATIVE_DAY_ADVERB = re.compile(
 DAY_PART = {"tonight": "the night of ", "last night": "the night of ", "this morning": "the morning of "}
 
 # Capitalised words that are not names.
-NOT_ENTITIES = frozenset(
-    "i i'm i've i'll i'd the a an and but so my we our it it's this that these those they "
-    "he she his her you your yes yeah no oh wow hey hi thanks thank okay ok well just also "
-    "actually really plus btw lol haha sure great cool awesome nice last next yesterday today "
-    "tomorrow gonna what when where who why how totally definitely absolutely can can't should shall "
-    "would could want do does did are is was were have has "
-    "don't didn't anyway speaking being having there here not after before since because "
-    "if as at in on for with from by of to".split()
-)
+# (Function words that are also first names, "Will", "May", "Don", "Won", stay names.)
+NOT_ENTITIES = (FUNCTION_WORDS - {"will", "may", "don", "won"}) | INTERJECTIONS | frozenset(
+    "last next yesterday today tomorrow gonna want".split())
 
 # Image captions appended by the LoCoMo ingester; kept out of the fact text.
 CAPTION = re.compile(r"\s*\[shared image:\s*(.*?)\]\s*", _I | re.DOTALL)

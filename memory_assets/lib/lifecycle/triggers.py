@@ -29,6 +29,8 @@ from datetime import date, datetime, timedelta
 
 import polars as pl
 
+from retrieval.text import MONTH_NUMBERS, WEEKDAY_NUMBERS
+
 TRIGGER_SCHEMA: dict[str, pl.DataType] = {
     "trigger_date": pl.Date(),
     "message": pl.String(),
@@ -41,12 +43,8 @@ TRIGGER_SCHEMA: dict[str, pl.DataType] = {
 OVERDUE_DAYS = 7
 
 _I = re.IGNORECASE
-MONTHS = {
-    "january": 1, "jan": 1, "february": 2, "feb": 2, "march": 3, "mar": 3, "april": 4, "apr": 4,
-    "may": 5, "june": 6, "jun": 6, "july": 7, "jul": 7, "august": 8, "aug": 8, "september": 9,
-    "sept": 9, "sep": 9, "october": 10, "oct": 10, "november": 11, "nov": 11, "december": 12, "dec": 12,
-}
-WEEKDAYS = {d.lower(): i for i, d in enumerate(calendar.day_name)}
+MONTHS = MONTH_NUMBERS
+WEEKDAYS = WEEKDAY_NUMBERS
 NUMBERS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
     "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "a few": 3,

@@ -1,0 +1,162 @@
+"""The one lexicon: every list of English words and every rule about words lives here.
+
+Agent-safe (no dagster). Extraction, supersession, ranking, the trust pass, summaries,
+forgetting and the evals all read these; a second copy elsewhere is a bug
+(``tests/test_one_home.py`` fails on one).
+
+- **Stopwords**, in layers with one job each. ``FUNCTION_WORDS`` are the closed-class
+  words of English (articles, pronouns, auxiliaries, prepositions, conjunctions, their
+  contractions); ``STOPWORDS`` is that list, for "which words carry content". Three
+  documented additions serve one purpose each: ``FILLER`` (what people say around a
+  request: "please", "do you remember"), ``COMMON_VERBS`` (light verbs that name no topic:
+  "get", "make", "think") and ``TIME_WORDS`` ("today", "last week": the date is stored as a
+  date, not as a word). ``QUERY_STOPWORDS`` (search terms) and ``EXTRACTION_STOPWORDS``
+  (the offline extractor's keywords) are their unions. ``PREFERENCE_VERBS`` are the verbs of
+  a stated preference, which are not what a change replaced ("wants black" replaces "black").
+- **Negation**: ``negated(text)`` — a statement that denies what it states, with contrasts
+  (", not npm", "no more than", a leading "No,") set aside; ``CESSATION`` adds the words
+  that end a state ("quit", "stopped", "no longer"), for the trust pass's disagreement test.
+- **Calendar words**: ``MONTHS``, ``WEEKDAYS`` (from the ``calendar`` module).
+- **Sentiment**: ``sentiment(text)`` — one classifier for a fact's sentiment (extraction)
+  and the conversation's (ranking's ``sentiment_match``), so the two can agree.
+- **Injected blocks**: ``strip_injected(text, header)`` — memory the agent was given is
+  never extracted again, whether the block kept its markers or was pasted bare.
+"""
+
+from __future__ import annotations
+
+import calendar
+import re
+
+from retrieval.schema import INJECTION_END, INJECTION_START
+
+# --- stopwords ------------------------------------------------------------------------
+
+FUNCTION_WORDS = frozenset("""
+a about above after again against all am an and another any are aren aren't as at be because been
+before being below between both but by can can't cannot could couldn couldn't did didn didn't do
+does doesn doesn't doing don don't down during each either even every few for from further had
+hadn hadn't has hasn hasn't have haven haven't having he he'd he'll he's her here here's hers
+herself him himself his how how's i i'd i'll i'm i've if in into is isn isn't it it's its itself
+let's may me might mine more most must mustn't my myself no nor not of off on once only onto or
+other others ought our ours ourselves out over own same shall shan't she she'd she'll she's should
+shouldn shouldn't so some such than that that's the their theirs them themselves then there
+there's these they they'd they'll they're they've this those through to too under until up us
+very was wasn wasn't we we'd we'll we're we've were weren weren't what what's when when's where
+where's which while who who's whom why why's will with won won't would wouldn wouldn't yet you
+you'd you'll you're you've your yours yourself yourselves ain
+""".split())
+STOPWORDS = FUNCTION_WORDS
+
+# Greetings and politeness: no part of what is asked ("Hey, please remind me…").
+POLITE = frozenset("please thanks thank hey hi hello okay ok yeah".split())
+# Interjections and stock replies: capitalised at a sentence start, never a name.
+INTERJECTIONS = frozenset("""
+yes yeah no oh wow hey hi thanks thank okay ok well lol haha sure great cool awesome nice plus btw
+totally definitely absolutely anyway speaking actually really just also
+""".split())
+# What people say around a request or in passing: no part of a topic.
+FILLER = POLITE | frozenset("""
+tell know remember recall think said say says mention mentioned yes just really actually also
+still already kind sort thing things something anything lot lots stuff pretty quite well gonna
+wanna gotta ever much many
+""".split())
+
+# Light verbs: they carry a sentence, not its topic.
+COMMON_VERBS = frozenset("""
+get got getting go going gone went want wants wanted like make made making take took feel felt
+know knew think thought see saw
+""".split())
+
+# Relative time: the extractor stores the date itself, so the word is not a keyword.
+TIME_WORDS = frozenset("""
+today yesterday tomorrow week weekend month year last next ago now soon later lately recently
+sometime someday time times
+""".split())
+
+# The verbs of a stated preference or habit: "switched from black" replaces "likes black".
+PREFERENCE_VERBS = frozenset("""
+want wants wanted like likes liked prefer prefers preferred use uses used using love loves longer
+anymore switch switched now
+""".split())
+
+QUERY_STOPWORDS = STOPWORDS | FILLER | COMMON_VERBS
+EXTRACTION_STOPWORDS = STOPWORDS | FILLER | COMMON_VERBS | TIME_WORDS | frozenset(
+    "good great new one two way".split())
+
+# --- negation -------------------------------------------------------------------------
+
+NEGATION = re.compile(
+    r"\b(?:not|no|never|none|nobody|nothing|neither|nor|cannot|no longer)\b|n't\b", re.IGNORECASE)
+# ", not npm" / "not only" contrast two things, "no more than 30 km" is a limit, and a
+# leading "No," answers the other speaker: none of them denies the statement.
+CONTRAST = re.compile(
+    r",\s*(?:and\s+|but\s+)?not\s+[^,.;]*|\bnot only\b|\b(?:no|not) (?:more|less|fewer|later|earlier) than\b"
+    r"|^\s*(?:no|nope|nah)\b[,.!]*", re.IGNORECASE)
+# Words that end a state: "Aaron quit smoking" disagrees with "Aaron smokes".
+CESSATION = re.compile(r"\b(?:no longer|stopped|quit|gave up)\b", re.IGNORECASE)
+
+
+def negated(text: str) -> bool:
+    """Whether a text denies what it states ("Maya is not vegetarian"), contrasts aside."""
+    return NEGATION.search(CONTRAST.sub(" ", text)) is not None
+
+
+def denies_or_ends(text: str) -> bool:
+    """Negated, or saying a state ended: the polarity the trust pass compares."""
+    return negated(text) or CESSATION.search(text) is not None
+
+
+# --- the calendar ---------------------------------------------------------------------
+
+MONTHS: tuple[str, ...] = tuple(m.lower() for m in calendar.month_name[1:])
+WEEKDAYS: tuple[str, ...] = tuple(d.lower() for d in calendar.day_name)
+# Month names and their abbreviations ("Sept", "Oct") → 1–12; weekday names → 0 (Monday)–6.
+MONTH_NUMBERS: dict[str, int] = {
+    **{m: i for i, m in enumerate(MONTHS, start=1)},
+    **{m.lower(): i for i, m in enumerate(calendar.month_abbr) if m},
+    "sept": 9,
+}
+WEEKDAY_NUMBERS: dict[str, int] = {d: i for i, d in enumerate(WEEKDAYS)}
+
+# --- sentiment ------------------------------------------------------------------------
+
+_FRUSTRATED = re.compile(
+    r"\b(?:annoy(?:ed|ing)|ugh+|frustrat(?:ed|ing)|fed up|sick of|tired of|irritat(?:ed|ing)|angry|"
+    r"argh+|stress(?:ed|ful)|ridiculous|hate (?:it )?when|still broken)\b|again\s*\?!|\?!|!\?", re.IGNORECASE)
+_UNCERTAIN = re.compile(
+    r"\b(?:not sure|unsure|maybe|might|don't know(?: if| whether)?|no idea|wondering|uncertain|perhaps|"
+    r"not certain|confused)\b", re.IGNORECASE)
+_EXCITED = re.compile(
+    r"\b(?:excit(?:ed|ing)|can't wait|cannot wait|love|loving|loved|thrilled|stoked|pumped|"
+    r"over the moon|psyched|amazing|awesome)\b|!", re.IGNORECASE)
+
+
+def sentiment(text: str) -> str:
+    """``frustrated``, ``uncertain``, ``excited`` or ``neutral``, checked in that order
+    (a frustrated "again?!" outranks its exclamation mark)."""
+    if _FRUSTRATED.search(text):
+        return "frustrated"
+    if _UNCERTAIN.search(text):
+        return "uncertain"
+    if _EXCITED.search(text):
+        return "excited"
+    return "neutral"
+
+
+# --- injected memory ------------------------------------------------------------------
+
+_MARKED_BLOCK = re.compile(re.escape(INJECTION_START) + r".*?(?:" + re.escape(INJECTION_END) + r"|\Z)", re.DOTALL)
+
+
+def strip_injected(text: str, header: str | None = None) -> str:
+    """``text`` without any memory block an agent was given: the marked block
+    (``INJECTION_START`` … ``INJECTION_END``, replaced by a line break), or its bare form
+    pasted without the markers — the ``header`` line (default ``[injection] header``) and
+    the ``~ `` lines under it."""
+    if header is None:
+        from retrieval.config import load_config
+
+        header = load_config().injection.header
+    bare = re.compile(rf"^[ \t]*{re.escape(header.strip())}[ \t]*\n(?:[ \t]*~[^\n]*(?:\n|\Z))*", re.MULTILINE)
+    return bare.sub("", _MARKED_BLOCK.sub("\n", text))
