@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from retrieval.schema import INJECTION_END, INJECTION_START
-from retrieval.scoring import age_days
+from retrieval.scoring import age_of
 from retrieval.search import Hit
 from retrieval.tokens import count_tokens
 
@@ -43,8 +43,7 @@ class Injection:
 
 
 def format_line(hit: Hit, now: datetime, flags: Sequence[str] = (), label: str | None = None) -> str:
-    created = hit.row.get("updated_at") or hit.row.get("created_at")
-    age = int(age_days(created, now)) if created else 0
+    age = int(age_of(hit.row, now))
     tags = " ".join(flags)
     ref = f"[{label}] " if label else ""
     # The category without its label: 4 tokens a line, 40 a block, are the ids' room.

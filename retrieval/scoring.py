@@ -31,6 +31,15 @@ How each design rule maps into the one formula::
 
 With memory_weight = 1 and no floor the rank is the literal product of every factor; the
 defaults let relevance lead and the lifecycle break ties (see the README's ablation table).
+
+Time, defined once each::
+
+    age_of(row)      = days since a user last confirmed it, else since it was said:
+                       the block's "age:", [stale], the health report
+    is_stale(row)    = age_of > 90 days                              [decay.stale_after_days]
+    idle_days(row)   = days since the memory last used it (or learned it): the decays above
+    preload_boost(p) = min(0.5, p + 0.1): an item created today, or on its trigger's day
+                              [lifecycle.today_boost, lifecycle.priority_cap]
 """
 
 from __future__ import annotations
@@ -94,7 +103,7 @@ def age_days(then: datetime | None, now: datetime) -> float:
 def memory_score(config: MemoryConfig, row: dict, now: datetime) -> float:
     """Everything but relevance: importance × recency × score decay × confidence ×
     reinforcement × lifecycle × trust. ``row`` is an item row (dict)."""
-    days = age_days(last_used_at(row), now)
+    days = idle_days(row, now)
     value = (
         float(row.get("importance") or 0.0)
         * recency_decay(config, tier=row.get("tier") or "standard", kind=row.get("kind") or "fact",
@@ -200,8 +209,31 @@ def last_used_at(row: dict) -> datetime | None:
     return max(seen) if seen else None
 
 
+def age_of(row: dict, now: datetime) -> float:
+    """How old what an item says is, in days: since a user last confirmed it
+    (``last_referenced_at``), else since it was said (``created_at``, the turn's time).
+    The one definition of an item's age: the block's ``age:``, the trust pass's
+    ``[stale]`` and the health report read it, so they agree about one item. (Decay reads
+    ``idle_days`` instead: how long the memory has gone unused since it learned the fact,
+    so a backfilled 2023 transcript is old news but does not start out decayed.)"""
+    said = row.get("last_referenced_at") or row.get("created_at")
+    return age_days(said, now)
+
+
+def idle_days(row: dict, now: datetime) -> float:
+    """Days since the memory last used the item (``last_used_at``): what recency decay,
+    score decay and the weekly importance decay count."""
+    return age_days(last_used_at(row), now)
+
+
+def is_stale(config: MemoryConfig, row: dict, now: datetime) -> bool:
+    """Not confirmed for more than ``[decay] stale_after_days``: the block tags it ``[stale]``."""
+    return (row.get("last_referenced_at") or row.get("created_at")) is not None \
+        and age_of(row, now) > config.decay.stale_after_days
+
+
 def weeks_unreferenced(row: dict, now: datetime) -> int:
-    return int(age_days(last_used_at(row), now) // 7)
+    return int(idle_days(row, now) // 7)
 
 
 def lifecycle_importance(config: MemoryConfig, row: dict, now: datetime) -> float:
@@ -238,12 +270,18 @@ def created_today(row: dict, now: datetime) -> bool:
     return created is not None and 0.0 <= (now - created).total_seconds() < 86400.0
 
 
+def preload_boost(config: MemoryConfig, priority: float = 0.0) -> float:
+    """``priority`` raised by today's boost, within the cap: an item created in the last
+    24 h, or on its forward trigger's day, surfaces unasked.  [lifecycle.today_boost, priority_cap]"""
+    return min(config.lifecycle.priority_cap, priority + config.lifecycle.today_boost)
+
+
 def retrieval_priority(config: MemoryConfig, row: dict, now: datetime) -> float:
-    """The lifecycle multiplier's input: +0.1 for an item created in the last 24 h, +0.1
-    per reply that used it (echo), −0.05 per reply that ignored it (fizzle), within ±0.5.
-    [lifecycle.today_boost, echo_boost, fizzle_penalty, priority_cap]"""
+    """The lifecycle multiplier's input: +0.1 for an item created in the last 24 h
+    (``preload_boost``), +0.1 per reply that used it (echo), −0.05 per reply that ignored
+    it (fizzle), within ±0.5.  [lifecycle.today_boost, echo_boost, fizzle_penalty, priority_cap]"""
     cfg = config.lifecycle
-    value = float(cfg.today_boost) if created_today(row, now) else 0.0
+    value = preload_boost(config) if created_today(row, now) else 0.0
     value += float(cfg.echo_boost) * int(row.get("echo_count") or 0)
     value -= float(cfg.fizzle_penalty) * int(row.get("fizzle_count") or 0)
     cap = float(cfg.priority_cap)

@@ -24,7 +24,7 @@ from datetime import datetime
 import numpy as np
 
 from retrieval.config import MemoryConfig
-from retrieval.scoring import age_days
+from retrieval.scoring import is_stale
 from retrieval.search import Hit
 from retrieval.text import denies_or_ends
 
@@ -128,8 +128,7 @@ def flags(hits: Sequence[Hit], config: MemoryConfig, now: datetime, vectors: Vec
             marks.append("[uncertain]")
         if hit.row.get("status") in ("archived", "cold"):
             marks.append(f"[{hit.row['status']}]")
-        confirmed = hit.row.get("last_referenced_at") or hit.row.get("updated_at") or hit.row.get("created_at")
-        if confirmed is not None and age_days(confirmed, now) > float(config.decay.stale_after_days):
+        if is_stale(config, hit.row, now):
             marks.append("[stale]")
         if hit.source_trust == "untrusted":
             marks.append("[untrusted]")

@@ -137,3 +137,51 @@ def test_one_way_to_strip_an_injected_block():
              for node in ast.walk(tree) if isinstance(node, ast.Call) and _dotted(node.func).endswith("compile")
              and "INJECTION_START" in ast.unparse(node)]
     assert found == []
+
+
+# --- age, staleness and boosts: retrieval/scoring.py ------------------------------------
+
+
+def test_age_staleness_and_the_preload_boost_are_read_only_through_scoring():
+    """Ranking, the trust pass, the block and the lifecycle call ``age_of`` / ``is_stale``
+    / ``preload_boost``; nobody else reads the clock's distance or the boost's key."""
+    found = []
+    for name, tree in _modules():
+        if name in ("retrieval/scoring.py", "retrieval/config.py"):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr == "today_boost":
+                found.append(f"{name}:{node.lineno} .{node.attr}")
+            if isinstance(node, ast.Compare) and "stale_after_days" in ast.unparse(node):
+                found.append(f"{name}:{node.lineno} a staleness test")
+            if isinstance(node, ast.Call) and _dotted(node.func).split(".")[-1] == "age_days":
+                found.append(f"{name}:{node.lineno} age_days()")
+    assert found == []
+
+
+def test_one_item_has_one_age_in_the_ranking_the_flags_and_the_block():
+    from datetime import datetime, timedelta, timezone
+
+    from retrieval import scoring, trust
+    from retrieval.config import load_config
+    from retrieval.injection import format_line
+    from retrieval.search import Hit
+
+    config = load_config()
+    now = datetime(2026, 9, 1, tzinfo=timezone.utc)
+
+    def hit(**times: int) -> Hit:
+        row = {k: now - timedelta(days=d) for k, d in times.items()}
+        return Hit("a1", "Aaron's WRX is due an oil change.", "vehicle", 0.8, 0.9, "trusted", "s", [], [], 1.0, 1.0,
+                   row={**row, "status": "active"})
+
+    # Learned 200 days ago, confirmed 10 days ago; the pipeline rewrote it yesterday (archiving, supersession).
+    fresh = hit(created_at=200, last_referenced_at=10, updated_at=1)
+    assert scoring.age_of(fresh.row, now) == 10
+    assert "age: 10d;" in format_line(fresh, now)
+    assert "[stale]" not in trust.flags([fresh], config, now).get("a1", [])
+    # Never confirmed since it was learned, 95 days ago: stale, whatever rewrote it since.
+    old = hit(created_at=95, updated_at=1)
+    assert "age: 95d;" in format_line(old, now)
+    assert "[stale]" in trust.flags([old], config, now)["a1"]
+    assert scoring.age_of(old.row, now) > config.decay.stale_after_days > scoring.age_of(fresh.row, now)

@@ -20,6 +20,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from retrieval import scoring
 from retrieval.config import MemoryConfig, load_config
 from retrieval.schema import STATUSES, TIERS
 
@@ -81,12 +82,8 @@ def _bucket_labels(edges: list[int]) -> list[str]:
 
 
 def _days_since_touch(active: pl.DataFrame, now: datetime) -> pl.Series:
-    # The same "last touched" as retrieval.scoring.memory_score: reference, else update, else creation.
-    touched = pl.coalesce(
-        *[pl.col(c) for c in ("last_referenced_at", "updated_at", "created_at") if c in active.columns]
-    )
-    seconds = (pl.lit(now).cast(pl.Datetime("us", "UTC")) - touched).dt.total_seconds()
-    return active.select((seconds / 86400.0).clip(lower_bound=0.0).alias("days"))["days"].fill_null(0.0)
+    """Each item's age (``retrieval.scoring.age_of``: days since last confirmed, or said)."""
+    return pl.Series("days", [scoring.age_of(row, now) for row in active.iter_rows(named=True)], pl.Float64)
 
 
 def _stale(active: pl.DataFrame, now: datetime, config: MemoryConfig) -> dict[str, Any]:
@@ -101,7 +98,7 @@ def _stale(active: pl.DataFrame, now: datetime, config: MemoryConfig) -> dict[st
     after = int(config.decay.stale_after_days)
     return {
         "stale_after_days": after,
-        "stale_active_items": sum(value > after for value in whole_days),
+        "stale_active_items": sum(scoring.is_stale(config, row, now) for row in active.iter_rows(named=True)),
         "stale_buckets": buckets,
         "median_days_since_touch": round(float(days.median()), 1) if days.len() else 0.0,
     }
@@ -252,7 +249,7 @@ def _growth_plot(path: Path, weekly: dict[str, int], history: pl.DataFrame | Non
 
 def _stale_plot(path: Path, n: dict[str, Any]) -> Path:
     return _bars(path, n["stale_buckets"],
-                 f"Days since last reference or update (stale after {n['stale_after_days']} d)",
+                 f"Days since last confirmed (stale after {n['stale_after_days']} d)",
                  "active items", "no active items")
 
 
@@ -276,7 +273,7 @@ def _markdown(n: dict[str, Any], now: datetime) -> str:
         "",
         f"- Items: {n['total_items']:,} in total, {n['active_items']:,} active.",
         f"- Untrusted active items: {n['untrusted_active_items']:,}.",
-        f"- Stale active items (not referenced or updated for more than {n['stale_after_days']} days): "
+        f"- Stale active items (not confirmed for more than {n['stale_after_days']} days): "
         f"{n['stale_active_items']:,}; median days since last touch: {n['median_days_since_touch']}.",
         f"- Items created in the last 4 weeks: {n['created_last_4_weeks']:,}.",
         f"- Write-gate rejections: {n['rejections']:,}.",
@@ -295,7 +292,7 @@ def _markdown(n: dict[str, Any], now: datetime) -> str:
         "", "## Items by status", "",
         *_table(("status", "items"), n["items_by_status"]),
         "", "## Staleness", "",
-        f"![Days since last reference or update]({PLOTS['stale']})", "",
+        f"![Days since last confirmed]({PLOTS['stale']})", "",
         *_table(("days since last reference or update", "active items"), n["stale_buckets"]),
         "", "## Growth", "",
         f"![Items created per week]({PLOTS['growth']})", "",

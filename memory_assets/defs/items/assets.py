@@ -16,6 +16,7 @@ from memory_assets.lib.faults import crash_point
 from memory_assets.lib.items import consolidate, repair_links
 from memory_assets.lib.quality import audit
 from memory_assets.lib.quality.inputs import read_resources
+from retrieval import scoring
 from retrieval.store import ItemStore
 
 
@@ -25,12 +26,10 @@ def preload_due_triggers(items: pl.DataFrame, config, now: datetime) -> pl.DataF
     ids = {i for group in due["item_ids"].to_list() for i in group}
     if not ids:
         return items
-    cfg = config.lifecycle
-    return items.with_columns(
-        retrieval_priority=pl.when(pl.col("id").is_in(list(ids)))
-        .then((pl.col("retrieval_priority") + cfg.today_boost).clip(upper_bound=cfg.priority_cap))
-        .otherwise(pl.col("retrieval_priority"))
-    )
+    due_rows = items.filter(pl.col("id").is_in(list(ids))).select("id", "retrieval_priority")
+    boosted = {i: scoring.preload_boost(config, p or 0.0) for i, p in due_rows.iter_rows()}
+    return items.with_columns(retrieval_priority=pl.col("id").replace_strict(
+        boosted, default=pl.col("retrieval_priority"), return_dtype=items.schema["retrieval_priority"]))
 
 
 def _add(report: lifecycle.LifecycleReport, more: lifecycle.LifecycleReport) -> None:
