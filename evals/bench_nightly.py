@@ -314,12 +314,12 @@ def _targets() -> list[tuple[Any, str, str]]:
     from memory_assets.lib import dedup, feedback, items, publish, summaries, supersession
     from memory_assets.lib import lifecycle
     from memory_assets.lib.lifecycle import contradictions
-    from memory_assets.lib.quality import inputs
+    from memory_assets.lib import warehouse as inputs
     from retrieval.embeddings import Embedder
     from retrieval.store import ItemStore
 
     return [
-        (items_assets, "read_all_facts", "read facts"),
+        (inputs, "read_facts", "read facts"),
         (ItemStore, "items", "read published items"),
         (ItemStore, "vectors_by_hash", "read vectors by hash"),
         (feedback, "read_events", "read events"),

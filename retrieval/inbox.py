@@ -35,6 +35,16 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> Path:
     return path
 
 
+def move(source: Path, target: Path) -> Path | None:
+    """Move a file the agent side wrote (a run request once run), creating the target's
+    folder; None when it is already gone."""
+    if not source.exists():
+        return None
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.replace(source, target)
+    return target
+
+
 def encode_jsonl(messages: Iterable[Mapping[str, Any]]) -> bytes:
     return "".join(json.dumps(m, ensure_ascii=False, sort_keys=True) + "\n" for m in messages).encode()
 

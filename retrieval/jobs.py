@@ -4,13 +4,13 @@ pipeline's cron-fallback sensor (never assume cron ran)."""
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from retrieval.config import MemoryConfig
+from retrieval import inbox
 from retrieval.inbox import atomic_write
 from retrieval.paths import DataRoot
 
@@ -67,7 +67,4 @@ def pending_requests(paths: DataRoot) -> list[dict[str, Any]]:
 def mark_done(paths: DataRoot, request: dict[str, Any]) -> None:
     """Move a request that was run under ``warehouse/requests_done/`` (kept, for the audit)."""
     source = Path(request["file"])
-    done = paths.warehouse / "requests_done"
-    done.mkdir(parents=True, exist_ok=True)
-    if source.exists():
-        os.replace(source, done / source.name)
+    inbox.move(source, paths.warehouse / "requests_done" / source.name)

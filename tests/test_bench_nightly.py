@@ -12,7 +12,7 @@ import pytest
 from evals.bench_nightly import FACTS_PER_SESSION, NIGHT, synthetic_batches, write_batch
 from evals.bench_retrieval import BENCH_NOW
 from memory_assets.cli import main as cli
-from memory_assets.lib.quality import inputs
+from memory_assets.lib import warehouse as inputs
 from retrieval.config import load_config
 from retrieval.paths import DataRoot
 from retrieval.schema import FACT_SCHEMA, RESOURCE_SCHEMA

@@ -185,3 +185,37 @@ def test_one_item_has_one_age_in_the_ranking_the_flags_and_the_block():
     assert "age: 95d;" in format_line(old, now)
     assert "[stale]" in trust.flags([old], config, now)["a1"]
     assert scoring.age_of(old.row, now) > config.decay.stale_after_days > scoring.age_of(fresh.row, now)
+
+
+# --- storage: memory_assets/lib/warehouse.py (pipeline), retrieval/inbox.py (agent) -----
+
+# The pipeline writes through the warehouse; the agent appends through its inbox writer.
+WRITERS = ("memory_assets/lib/warehouse.py", "retrieval/inbox.py")
+_WRITES = ("write_parquet", "write_text", "write_bytes", "write_csv", "write_ndjson", "sink_parquet",
+           "touch", "unlink", "copyfile", "copy2", "rmtree")
+
+
+def _writes(tree: ast.Module) -> Iterator[tuple[int, str]]:
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        call = _dotted(node.func)
+        last = call.split(".")[-1]
+        if call.startswith(("warehouse.", "inbox.")):
+            continue  # through the writers
+        if call in ("os.replace", "os.rename", "os.remove", "shutil.move") or last in _WRITES:
+            yield node.lineno, call
+        elif last == "replace" and len(node.args) == 1 and not node.keywords:
+            yield node.lineno, call  # Path.replace(target): str.replace takes two
+        elif last == "open" and any(isinstance(a, ast.Constant) and isinstance(a.value, str) and set(a.value) & set("wax")
+                                    for a in [*node.args[1:2], *[k.value for k in node.keywords if k.arg == "mode"]]):
+            yield node.lineno, f"{call}(…, {ast.unparse(node.args[1]) if len(node.args) > 1 else 'mode=…'})"
+
+
+def test_only_the_warehouse_and_the_inbox_write_files():
+    """No module but ``lib/warehouse.py`` (and, for the agent's appends, ``retrieval/inbox.py``)
+    calls ``os.replace``, ``open(…, "w")``, ``write_parquet`` or another file writer."""
+    found = [f"{name}:{line} {call}" for name, tree in _modules()
+             if name not in WRITERS and not name.startswith(("evals/", "memory_assets/cli"))
+             for line, call in _writes(tree)]
+    assert found == []

@@ -7,7 +7,6 @@ each row carries the prompt version, extractor, model and git revision it measur
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from datetime import datetime
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 import polars as pl
 
 from retrieval.paths import DataRoot
+from memory_assets.lib import warehouse
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -38,11 +38,7 @@ def append(paths: DataRoot, kind: str, row: dict[str, Any], now: datetime) -> Pa
     flat = {k: v for k, v in row.items() if isinstance(v, (int, float, str, bool)) or v is None}
     flat["details"] = json.dumps({k: v for k, v in row.items() if k not in flat}, default=str)
     flat["run_at"] = now  # not "at": a DuckDB keyword
-    target = folder(paths, kind) / f"{kind}-{now.strftime('%Y%m%dT%H%M%S%f')}.parquet"
-    target.parent.mkdir(parents=True, exist_ok=True)
-    pl.DataFrame([flat]).write_parquet(target.with_suffix(".tmp"))
-    os.replace(target.with_suffix(".tmp"), target)
-    return target
+    return warehouse.write_frame(folder(paths, kind) / f"{kind}-{warehouse.stamp(now)}.parquet", pl.DataFrame([flat]))
 
 
 def glob(paths: DataRoot, kind: str) -> str:

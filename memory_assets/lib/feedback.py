@@ -15,7 +15,7 @@ from pathlib import Path
 
 import polars as pl
 
-from memory_assets.lib import dedup
+from memory_assets.lib import dedup, warehouse
 from memory_assets.lib.dedup import content_hash
 from retrieval.config import MemoryConfig
 from retrieval.paths import DataRoot
@@ -36,23 +36,21 @@ class EventBatch:
 def read_events(paths: DataRoot) -> EventBatch:
     """Every event: compacted history in the warehouse plus new files in ``events/``."""
     rows, errors, files = [], [], []
-    if paths.events.exists():
-        for file in sorted(paths.events.glob("*.json")):
-            try:
-                raw = json.loads(file.read_text(encoding="utf-8"))
-                rows.append({
-                    "id": str(raw["id"]), "type": str(raw["type"]), "item_ids": [str(i) for i in raw["item_ids"]],
-                    "ts": datetime.fromisoformat(raw["ts"]), "session_id": raw.get("session_id"),
-                    "payload": json.dumps(raw.get("payload") or {}), "source_file": file.name,
-                })
-                files.append(file)
-            except (ValueError, KeyError, TypeError) as exc:
-                errors.append(f"{file}: not a feedback event ({exc})")
+    for file in warehouse.files(paths.events, "*.json"):
+        try:
+            raw = json.loads(warehouse.read_bytes(file))
+            rows.append({
+                "id": str(raw["id"]), "type": str(raw["type"]), "item_ids": [str(i) for i in raw["item_ids"]],
+                "ts": datetime.fromisoformat(raw["ts"]), "session_id": raw.get("session_id"),
+                "payload": json.dumps(raw.get("payload") or {}), "source_file": file.name,
+            })
+            files.append(file)
+        except (ValueError, KeyError, TypeError) as exc:
+            errors.append(f"{file}: not a feedback event ({exc})")
     fresh = pl.DataFrame(rows, schema=EVENT_SCHEMA)
-    history_dir = paths.warehouse / "event_log"
-    parts = sorted(history_dir.glob("*.parquet")) if history_dir.exists() else []
-    history = [pl.read_parquet(p) for p in parts]
-    events = pl.concat([*history, fresh], how="vertical_relaxed").unique("id", keep="first").sort("ts")
+    history = warehouse.read_frames(warehouse.files(paths.warehouse / "event_log", "*.parquet"))
+    events = pl.concat([*([history] if history is not None else []), fresh],
+                       how="vertical_relaxed").unique("id", keep="first").sort("ts")
     return EventBatch(events, errors, files)
 
 
@@ -62,13 +60,9 @@ def compact(paths: DataRoot, batch: EventBatch, stamp: str) -> int:
         return 0
     names = {f.name for f in batch.files}
     part = batch.events.filter(pl.col("source_file").is_in(list(names)))
-    folder = paths.warehouse / "event_log"
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / f"events-{stamp}.parquet"
-    part.write_parquet(target.with_suffix(".tmp"))
-    target.with_suffix(".tmp").replace(target)
+    warehouse.write_frame(paths.warehouse / "event_log" / f"events-{stamp}.parquet", part)
     for f in batch.files:
-        f.unlink(missing_ok=True)
+        warehouse.remove(f)
     return part.height
 
 

@@ -9,7 +9,7 @@ for the asset's metadata and for the history the next report compares against.
 
 from __future__ import annotations
 
-import os
+import io
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -20,6 +20,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
+from memory_assets.lib import warehouse
 from retrieval import scoring
 from retrieval.config import MemoryConfig, load_config
 from retrieval.schema import STATUSES, TIERS
@@ -205,6 +206,12 @@ def _empty(ax: Any, message: str) -> None:
     ax.set_yticks([])
 
 
+def _save(figure: Figure, path: Path) -> Path:
+    png = io.BytesIO()
+    figure.savefig(png, format="png")
+    return warehouse.write_bytes(path, png.getvalue(), durable=False)
+
+
 def _bars(path: Path, counts: dict[str, int], title: str, ylabel: str, empty: str) -> Path:
     figure, ax = _figure()
     if counts and any(counts.values()):
@@ -218,8 +225,7 @@ def _bars(path: Path, counts: dict[str, int], title: str, ylabel: str, empty: st
     else:
         _empty(ax, empty)
     ax.set_title(title)
-    figure.savefig(path, format="png")
-    return path
+    return _save(figure, path)
 
 
 def _growth_plot(path: Path, weekly: dict[str, int], history: pl.DataFrame | None) -> Path:
@@ -243,8 +249,7 @@ def _growth_plot(path: Path, weekly: dict[str, int], history: pl.DataFrame | Non
     else:
         _empty(ax, "no items yet")
     ax.set_title("Growth: items created per week")
-    figure.savefig(path, format="png")
-    return path
+    return _save(figure, path)
 
 
 def _stale_plot(path: Path, n: dict[str, Any]) -> Path:
@@ -322,7 +327,6 @@ def report(items: pl.DataFrame, rejections: pl.DataFrame, extraction_runs: pl.Da
     """
     config = config or load_config()
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     n = numbers_for(items, rejections, extraction_runs, history, now, config)
     pngs = [
         _bars(out_dir / PLOTS["items_by_category"], n["active_by_category"],
@@ -333,10 +337,7 @@ def report(items: pl.DataFrame, rejections: pl.DataFrame, extraction_runs: pl.Da
               "Write-gate rejections by reason", "rejections", "no rejections"),
     ]
     markdown = _markdown(n, now)
-    path = out_dir / REPORT_FILE
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(markdown, encoding="utf-8")
-    os.replace(tmp, path)
+    path = warehouse.write_text(out_dir / REPORT_FILE, markdown)
     return HealthReport(markdown=markdown, path=path, png_paths=pngs, numbers=n)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from retrieval.paths import DataRoot
+from memory_assets.lib import warehouse
 
 
 def inbox_files(paths: DataRoot) -> dict[str, list[Path]]:
@@ -29,13 +30,11 @@ def _marker(paths: DataRoot, session_id: str, file: Path) -> Path:
 
 
 def is_consumed(paths: DataRoot, session_id: str, file: Path) -> bool:
-    return _marker(paths, session_id, file).exists()
+    return warehouse.exists(_marker(paths, session_id, file))
 
 
 def mark_consumed(paths: DataRoot, session_id: str, file: Path) -> None:
-    marker = _marker(paths, session_id, file)
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.touch()
+    warehouse.write_bytes(_marker(paths, session_id, file), b"", durable=False)
 
 
 def pending_files(paths: DataRoot) -> dict[str, list[Path]]:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import dagster as dg
 
 from retrieval.paths import DataRoot
+from memory_assets.lib import warehouse
 
 REPO_DAGSTER_YAML = Path(__file__).resolve().parents[2] / "dagster.yaml"
 
@@ -16,10 +16,10 @@ REPO_DAGSTER_YAML = Path(__file__).resolve().parents[2] / "dagster.yaml"
 def ensure_home(paths: DataRoot) -> Path:
     """``<data root>/dagster`` with the committed ``dagster.yaml`` (telemetry off)."""
     home = paths.dagster_home
-    home.mkdir(parents=True, exist_ok=True)
+    warehouse.makedirs(home)
     target = home / "dagster.yaml"
-    if not target.exists() and REPO_DAGSTER_YAML.exists():
-        shutil.copyfile(REPO_DAGSTER_YAML, target)
+    if not warehouse.exists(target) and REPO_DAGSTER_YAML.exists():
+        warehouse.copy(REPO_DAGSTER_YAML, target)
     return home
 
 

@@ -5,12 +5,11 @@ Written by ``job_success_sensor`` (daemon runs) and by ``memory run`` (in-proces
 
 from __future__ import annotations
 
-import json
-import os
 from datetime import datetime
 
 from retrieval.jobs import last_success
 from retrieval.paths import DataRoot
+from memory_assets.lib import warehouse
 
 
 def record_success(paths: DataRoot, job: str, at: datetime) -> None:
@@ -18,7 +17,4 @@ def record_success(paths: DataRoot, job: str, at: datetime) -> None:
     if job in runs and datetime.fromisoformat(runs[job]) >= at:
         return
     runs[job] = at.isoformat()
-    paths.job_runs.parent.mkdir(parents=True, exist_ok=True)
-    tmp = paths.job_runs.with_suffix(".tmp")
-    tmp.write_text(json.dumps(runs, indent=1, sort_keys=True))
-    os.replace(tmp, paths.job_runs)
+    warehouse.write_json(paths.job_runs, runs, indent=1, sort_keys=True)

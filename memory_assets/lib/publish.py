@@ -9,9 +9,6 @@ history that ``rollback`` re-points along.
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -20,6 +17,7 @@ import lancedb
 import numpy as np
 import polars as pl
 
+from memory_assets.lib import warehouse
 from memory_assets.lib.faults import crash_point
 from retrieval.paths import DataRoot
 from retrieval.store import ITEMS_TABLE, PUBLISHED_TAG, ItemStore
@@ -54,10 +52,6 @@ class RollbackError(LookupError):
     """No earlier published version to go back to (or not the one asked for)."""
 
 
-def _stamp(now: datetime) -> str:
-    return now.strftime("%Y%m%dT%H%M%S%f")
-
-
 def write_items(paths: DataRoot, items: pl.DataFrame, vectors: np.ndarray, now: datetime,
                 search_text: pl.Series | None = None) -> ItemsVersion:
     """Write (not publish) a new version of the items: Parquet file + LanceDB version.
@@ -65,12 +59,7 @@ def write_items(paths: DataRoot, items: pl.DataFrame, vectors: np.ndarray, now: 
     ``search_text`` (one per item; default: the content) is what the full-text index
     reads; it goes to LanceDB only, never to the Parquet snapshot retrieval holds in memory.
     """
-    versions = paths.items_dir / "versions"
-    versions.mkdir(parents=True, exist_ok=True)
-    parquet = versions / f"items-{_stamp(now)}.parquet"
-    tmp = parquet.with_suffix(".parquet.tmp")
-    items.write_parquet(tmp)
-    os.replace(tmp, parquet)
+    parquet = warehouse.write_frame(paths.items_dir / "versions" / f"items-{warehouse.stamp(now)}.parquet", items)
 
     text = items["content"] if search_text is None else search_text
     table_data = _with_vectors(items.with_columns(text.alias(FTS_COLUMN)), vectors)
@@ -112,27 +101,21 @@ def _history_file(paths: DataRoot) -> Path:
 
 def stage(paths: DataRoot, written: ItemsVersion) -> None:
     """Record ``written`` as the version the checks audit and ``published_items`` publishes."""
-    tmp = _staged_file(paths).with_suffix(".tmp")
-    tmp.write_text(json.dumps(written.to_json(), indent=1))
-    os.replace(tmp, _staged_file(paths))
+    warehouse.write_json(_staged_file(paths), written.to_json(), indent=1)
 
 
 def write_report(paths: DataRoot, metadata: dict) -> None:
     """What the last items run's lifecycle did, for the ``lifecycle`` asset to report."""
-    tmp = paths.lifecycle / "last_report.tmp"
-    paths.lifecycle.mkdir(parents=True, exist_ok=True)
-    tmp.write_text(json.dumps(metadata, indent=1, default=str))
-    os.replace(tmp, paths.lifecycle / "last_report.json")
+    warehouse.write_json(paths.lifecycle / "last_report.json", metadata, indent=1, default=str)
 
 
 def read_report(paths: DataRoot) -> dict:
-    path = paths.lifecycle / "last_report.json"
-    return json.loads(path.read_text()) if path.exists() else {}
+    return warehouse.read_json(paths.lifecycle / "last_report.json", {})
 
 
 def staged(paths: DataRoot) -> ItemsVersion | None:
-    path = _staged_file(paths)
-    return ItemsVersion.from_json(json.loads(path.read_text())) if path.exists() else None
+    raw = warehouse.read_json(_staged_file(paths))
+    return ItemsVersion.from_json(raw) if raw is not None else None
 
 
 def staged_table(paths: DataRoot, written: ItemsVersion):
@@ -144,8 +127,7 @@ def staged_table(paths: DataRoot, written: ItemsVersion):
 
 def history(paths: DataRoot) -> list[ItemsVersion]:
     """Every version ever published, oldest first."""
-    path = _history_file(paths)
-    return [ItemsVersion.from_json(r) for r in json.loads(path.read_text())] if path.exists() else []
+    return [ItemsVersion.from_json(r) for r in warehouse.read_json(_history_file(paths), [])]
 
 
 def publish(paths: DataRoot, written: ItemsVersion, *, record: bool = True) -> None:
@@ -158,14 +140,10 @@ def publish(paths: DataRoot, written: ItemsVersion, *, record: bool = True) -> N
     else:
         table.tags.create(PUBLISHED_TAG, written.version)
     crash_point("publish")  # the tag moved, the snapshot not yet
-    tmp = paths.published_items.with_suffix(".parquet.tmp")
-    shutil.copyfile(written.parquet, tmp)
-    os.replace(tmp, paths.published_items)
+    warehouse.copy(written.parquet, paths.published_items)
     if record:
         entries = [v.to_json() for v in history(paths) if v.version != written.version] + [written.to_json()]
-        tmp_history = _history_file(paths).with_suffix(".tmp")
-        tmp_history.write_text(json.dumps(entries, indent=1))
-        os.replace(tmp_history, _history_file(paths))
+        warehouse.write_json(_history_file(paths), entries, indent=1)
 
 
 def current(paths: DataRoot) -> ItemsVersion | None:
@@ -182,8 +160,8 @@ def _hold_file(paths: DataRoot) -> Path:
 
 def held(paths: DataRoot) -> int | None:
     """The version a rollback holds published (later builds are staged, not published), or None."""
-    path = _hold_file(paths)
-    return int(json.loads(path.read_text())["version"]) if path.exists() else None
+    raw = warehouse.read_json(_hold_file(paths))
+    return int(raw["version"]) if raw is not None else None
 
 
 def release(paths: DataRoot, version: int | None = None) -> ItemsVersion:
@@ -200,7 +178,7 @@ def release(paths: DataRoot, version: int | None = None) -> ItemsVersion:
     if not audit.passed(paths, target.version):
         raise RollbackError(f"version {target.version} has not passed its blocking checks; it cannot be published")
     publish(paths, target)
-    _hold_file(paths).unlink(missing_ok=True)
+    warehouse.remove(_hold_file(paths))
     return target
 
 
@@ -221,8 +199,5 @@ def rollback(paths: DataRoot, to_version: int | None = None) -> ItemsVersion:
             raise RollbackError("no earlier published version to roll back to")
         target = earlier[-1]
     publish(paths, target, record=False)
-    paths.items_dir.mkdir(parents=True, exist_ok=True)
-    tmp = _hold_file(paths).with_suffix(".tmp")
-    tmp.write_text(json.dumps({"version": target.version}))
-    os.replace(tmp, _hold_file(paths))
+    warehouse.write_json(_hold_file(paths), {"version": target.version})
     return target

@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from retrieval.inbox import atomic_write
+from memory_assets.lib import warehouse
 from retrieval.paths import DataRoot
 
 
@@ -21,8 +21,7 @@ def put(paths: DataRoot, session_id: str, *, reason: str, raw_response: str | No
         "session_id": session_id, "reason": reason, "raw_response": raw_response,
         "attempts": attempts, "extractor": extractor, "quarantined_at": now.isoformat(),
     }
-    path = paths.quarantine / session_id / f"{now.strftime('%Y%m%dT%H%M%S%f')}.json"
-    return atomic_write(path, json.dumps(record, indent=1).encode())
+    return warehouse.write_json(paths.quarantine / session_id / f"{warehouse.stamp(now)}.json", record, indent=1)
 
 
 def open_records(paths: DataRoot, session_id: str | None = None) -> list[dict[str, Any]]:
@@ -50,6 +49,6 @@ def resolve(paths: DataRoot, session_id: str) -> int:
     moved = 0
     for f in folder.glob("*.json"):
         done.mkdir(exist_ok=True)
-        f.replace(done / f.name)
+        warehouse.move(f, done / f.name)
         moved += 1
     return moved

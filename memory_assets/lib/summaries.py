@@ -22,7 +22,6 @@ it keeps its ``[untrusted]`` tag.
 from __future__ import annotations
 
 import hashlib
-import os
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -31,6 +30,7 @@ from typing import Any
 
 import polars as pl
 
+from memory_assets.lib import warehouse
 from memory_assets.lib.dedup import normalize
 from retrieval.citations import cited_ids, strip_citations, summary_lines
 from retrieval.config import MemoryConfig, load_config
@@ -410,25 +410,22 @@ def archive_versions(folder: Path, summary: Summary, now: datetime, *,
     """
     config = config or load_config()
     folder = Path(folder)
-    folder.mkdir(parents=True, exist_ok=True)
     target = folder / summary.file_name
     archived: Path | None = None
-    if target.exists():
-        if target.read_text(encoding="utf-8") == summary.text:
+    current = warehouse.read_text(target)
+    if current is not None:
+        if current == summary.text:
             return None
         archive = folder / "archive"
-        archive.mkdir(exist_ok=True)
         stem = Path(summary.file_name).stem
         archived = archive / f"{stem}-{_stamp(now)}.md"
         n = 1
-        while archived.exists():
+        while warehouse.exists(archived):
             archived = archive / f"{stem}-{_stamp(now)}-{n}.md"
             n += 1
-        os.replace(target, archived)
+        warehouse.move(target, archived)
         _prune(archive, stem, int(config.summaries.max_versions_kept))
-    tmp = target.with_name(f".{target.name}.tmp")
-    tmp.write_text(summary.text, encoding="utf-8")
-    os.replace(tmp, target)
+    warehouse.write_text(target, summary.text)
     return archived
 
 
@@ -437,12 +434,12 @@ def _prune(archive: Path, stem: str, keep: int) -> None:
         return
     pattern = re.compile(rf"^{re.escape(stem)}-(\d{{8}}T\d{{6}}Z)(?:-(\d+))?\.md$")
     versions = []
-    for path in archive.iterdir():
+    for path in warehouse.files(archive, "*.md"):
         match = pattern.match(path.name)
         if match:
             versions.append(((match.group(1), int(match.group(2) or 0)), path))
     for _, old in sorted(versions)[:-keep]:
-        old.unlink()
+        warehouse.remove(old)
 
 
 # --- the LanceDB ``summaries`` table ------------------------------------------------

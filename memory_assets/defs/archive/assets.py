@@ -4,6 +4,7 @@ import dagster as dg
 import numpy as np
 import polars as pl
 
+from memory_assets.lib import warehouse
 from memory_assets.lib import freshness
 from memory_assets.defs.resources import EmbedderResource, MemoryRoot
 from memory_assets.lib import archive, publish, summaries
@@ -37,8 +38,7 @@ def archive_clusters(context: dg.AssetExecutionContext, memory: MemoryRoot,
     clusters = archive.with_insights(clusters, items, vectors, llm=summaries.chat_client(settings),
                                      config=settings, tally=tally)
     frame = archive.clusters_frame(clusters)
-    paths.clusters.parent.mkdir(parents=True, exist_ok=True)
-    frame.write_parquet(paths.clusters)
+    warehouse.write_frame(paths.clusters, frame)
     if frame.height:
         publish.publish_table(paths, INSIGHTS_TABLE, frame, embedder.build(settings).embed(frame["insight"].to_list()))
     return dg.MaterializeResult(metadata={

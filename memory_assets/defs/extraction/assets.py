@@ -1,23 +1,21 @@
 """Atomic facts extracted from each session, before consolidation."""
 
 
-import os
 from datetime import datetime, timezone
 
 import dagster as dg
 import polars as pl
 
-from memory_assets.defs.ingest.assets import read_resources
 from memory_assets.defs.resources import ExtractorResource, MemoryRoot
-from memory_assets.lib import forgetting, quarantine
+from memory_assets.lib import forgetting, quarantine, warehouse
 from memory_assets.lib.extraction.base import ExtractionFailed
 from memory_assets.lib.extraction.offline import OfflineExtractor
 from memory_assets.lib.faults import crash_point
 from memory_assets.lib.facts import build_facts
 from memory_assets.lib.partitions import sessions
-from retrieval.llm import Prompt, load_prompt
+from retrieval.llm import Prompt, Usage, load_prompt
 from retrieval import events
-from retrieval.schema import FACT_SCHEMA, Turn
+from retrieval.schema import Turn
 from retrieval.store import ItemStore
 
 def extraction_code_version(prompt: Prompt) -> str:
@@ -40,13 +38,6 @@ def to_turns(frame: pl.DataFrame) -> list[Turn]:
     ]
 
 
-def _write(frame: pl.DataFrame, path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    frame.write_parquet(tmp)
-    os.replace(tmp, path)
-
-
 @dg.asset(
     partitions_def=sessions,
     deps=["resources"],
@@ -66,7 +57,7 @@ def extracted_facts(context: dg.AssetExecutionContext, memory: MemoryRoot,
     session_id = context.partition_key
     paths, config = memory.paths, memory.config
     now = datetime.now(timezone.utc)
-    turns = to_turns(read_resources(memory, session_id))
+    turns = to_turns(warehouse.read_resources(paths, [session_id]))
     impl = extractor.build(config)
     failed: ExtractionFailed | None = None
     try:
@@ -87,19 +78,18 @@ def extracted_facts(context: dg.AssetExecutionContext, memory: MemoryRoot,
                         extractor=impl.name, prompt_version=impl.version, now=now,
                         forgotten=[(c, r.topic) for c, r in forgotten])
     retired = _retire_what_was_asked(paths, asked, gated.namespace, session_id, now)
-    _write(gated.facts, paths.extracted_facts / f"{session_id}.parquet")
-    _write(gated.rejections, paths.rejections / f"{session_id}.parquet")
+    warehouse.write_frame(warehouse.fact_file(paths, session_id), gated.facts)
+    warehouse.write_frame(paths.rejections / f"{session_id}.parquet", gated.rejections)
     crash_point("extraction")
     resolved = quarantine.resolve(paths, session_id) if failed is None else False
-    cost = (result.prompt_tokens * config.llm.input_cost_per_mtok
-            + result.completion_tokens * config.llm.output_cost_per_mtok) / 1e6
+    cost = Usage(0, result.prompt_tokens, result.completion_tokens).cost_usd(config)
     # One row per run, so the health report can show extraction cost over time.
-    _write(pl.DataFrame([{
+    warehouse.write_frame(paths.extraction_runs / f"{session_id}-{warehouse.stamp(now)}.parquet", pl.DataFrame([{
         "session_id": session_id, "extractor": impl.name, "model": result.model or "none",
         "facts": gated.facts.height, "rejected": gated.rejections.height,
         "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,
         "cost_usd": cost, "at": now,
-    }]), paths.extraction_runs / f"{session_id}-{now.strftime('%Y%m%dT%H%M%S%f')}.parquet")
+    }]))
     return dg.MaterializeResult(metadata={
         "facts": gated.facts.height,
         "turns": len(turns),
@@ -133,11 +123,3 @@ def _retire_what_was_asked(paths, asked: list[forgetting.ForgetRequest], namespa
                       payload={"reason": "the user asked to forget it", "topic": by_turn[resource_id].topic,
                                "request_resource_id": resource_id})
     return sum(len(ids) for ids in matches.values())
-
-
-def read_all_facts(memory: MemoryRoot) -> pl.DataFrame:
-    folder = memory.paths.extracted_facts
-    files = sorted(folder.glob("*.parquet")) if folder.exists() else []
-    if not files:
-        return pl.DataFrame(schema=FACT_SCHEMA)
-    return pl.concat([pl.read_parquet(f) for f in files], how="vertical_relaxed")

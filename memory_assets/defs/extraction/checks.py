@@ -5,7 +5,8 @@ from collections.abc import Iterator
 import dagster as dg
 
 from memory_assets.defs.resources import MemoryRoot
-from memory_assets.lib.quality import facts_report, inputs, schema_report
+from memory_assets.lib import warehouse as inputs
+from memory_assets.lib.quality import facts_report, schema_report
 from memory_assets.lib.quality.check_results import sessions_in_scope, to_check_result
 from retrieval.schema import FACT_SCHEMA
 

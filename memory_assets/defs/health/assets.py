@@ -1,20 +1,13 @@
 """The monthly health report: is the memory growing, current and clean?"""
 
-from pathlib import Path
-
 import dagster as dg
 import polars as pl
 
 from memory_assets.lib import freshness
 from memory_assets.defs.resources import MemoryRoot
-from memory_assets.lib import health
+from memory_assets.lib import health, warehouse
 from memory_assets.lib.clock import Clock
 from retrieval.store import ItemStore
-
-
-def _concat(folder: Path) -> pl.DataFrame | None:
-    files = sorted(folder.glob("*.parquet")) if folder.exists() else []
-    return pl.concat([pl.read_parquet(f) for f in files], how="vertical_relaxed") if files else None
 
 
 @dg.asset(
@@ -33,15 +26,16 @@ def health_report(context: dg.AssetExecutionContext, config: Clock, memory: Memo
     now = config.resolve()
     from retrieval.schema import REJECTION_SCHEMA
 
-    rejections = _concat(paths.rejections)
+    rejections = warehouse.read_frames(warehouse.files(paths.rejections, "*.parquet"))
     history_file = paths.health / "history.parquet"
-    history = pl.read_parquet(history_file) if history_file.exists() else None
+    history = warehouse.read_frame(history_file)
     out = paths.health / now.strftime("%Y-%m-%d")
     result = health.report(ItemStore(paths).items(), rejections if rejections is not None else pl.DataFrame(schema=REJECTION_SCHEMA),
-                           _concat(paths.extraction_runs), history, now, out, config=memory.config)
+                           warehouse.read_frames(warehouse.files(paths.extraction_runs, "*.parquet")), history, now, out,
+                           config=memory.config)
     row = pl.DataFrame([health.history_row(result)])
     history = pl.concat([history, row], how="diagonal_relaxed") if history is not None else row
-    history.write_parquet(history_file)
+    warehouse.write_frame(history_file, history)
     numbers = result.numbers
     return dg.MaterializeResult(metadata={
         # Plots inline, each where the report shows it: the UI cannot follow a relative link.

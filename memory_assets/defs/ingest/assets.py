@@ -2,15 +2,13 @@
 
 
 import hashlib
-import json
-import os
 from datetime import datetime, timezone
 
 import dagster as dg
 import polars as pl
 
 from memory_assets.defs.resources import MemoryRoot
-from memory_assets.lib import inbox_scan
+from memory_assets.lib import inbox_scan, warehouse
 from memory_assets.lib.faults import crash_point
 from memory_assets.lib.partitions import sessions
 from memory_assets.lib.transcripts import parse_transcript
@@ -22,17 +20,6 @@ def resource_id(message: dict) -> str:
     """Content hash of a turn: the same turn handed over twice is one resource."""
     key = "\x1f".join(str(message[k]) for k in ("session_id", "turn", "role", "speaker", "ts", "content"))
     return hashlib.sha256(key.encode("utf-8")).hexdigest()[:24]
-
-
-def read_resources(memory: MemoryRoot, session_id: str) -> pl.DataFrame:
-    folder = memory.paths.resources / session_id
-    parts = sorted(folder.glob("part-*.parquet")) if folder.exists() else []
-    if not parts:
-        return pl.DataFrame(schema=RESOURCE_SCHEMA)
-    # Parts written before resources had a namespace read as the default namespace (null).
-    frame = pl.concat([pl.read_parquet(p) for p in parts], how="diagonal_relaxed")
-    return frame.with_columns([pl.lit(None, dtype=t).alias(c) for c, t in RESOURCE_SCHEMA.items()
-                               if c not in frame.columns]).select(list(RESOURCE_SCHEMA)).sort("turn")
 
 
 @dg.asset(
@@ -51,7 +38,7 @@ def resources(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg.Mater
     session_id = context.partition_key
     paths = memory.paths
     cap = int(memory.config.ingest.max_message_bytes)
-    existing = set(read_resources(memory, session_id)["resource_id"].to_list())
+    existing = set(warehouse.resource_ids(paths, [session_id]).to_list())
     now = datetime.now(timezone.utc)
     rows: list[dict] = []
     errors: list[str] = []
@@ -81,16 +68,11 @@ def resources(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg.Mater
             })
     if rows:
         frame = pl.DataFrame(rows, schema=RESOURCE_SCHEMA)
-        folder = paths.resources / session_id
-        folder.mkdir(parents=True, exist_ok=True)
-        part = folder / f"part-{hashlib.sha256(''.join(r['resource_id'] for r in rows).encode()).hexdigest()[:16]}.parquet"
-        tmp = part.with_suffix(".tmp")
-        frame.write_parquet(tmp)
-        os.replace(tmp, part)
+        digest = hashlib.sha256("".join(r["resource_id"] for r in rows).encode()).hexdigest()[:16]
+        warehouse.write_frame(paths.resources / session_id / f"part-{digest}.parquet", frame)
         crash_point("ingest")
     if errors:
-        paths.ingest_errors.mkdir(parents=True, exist_ok=True)
-        (paths.ingest_errors / f"{session_id}-{now.strftime('%Y%m%dT%H%M%S%f')}.json").write_text(json.dumps(errors, indent=1))
+        warehouse.write_json(paths.ingest_errors / f"{session_id}-{warehouse.stamp(now)}.json", errors, indent=1)
         for e in errors[:20]:
             context.log.warning(e)
     for file in files:

@@ -1,21 +1,19 @@
 """The canonical memory: de-duplicated, scored items with vectors and a full-text index."""
 
 
-import os
 from datetime import datetime, timedelta, timezone
 
 import dagster as dg
 import polars as pl
 from dagster_duckdb import DuckDBResource
 
-from memory_assets.defs.extraction.assets import read_all_facts
 from memory_assets.defs.resources import EmbedderResource, MemoryRoot
 from memory_assets.lib import feedback, freshness, lifecycle, publish, source_text
 from memory_assets.lib.clock import Clock
+from memory_assets.lib import warehouse
 from memory_assets.lib.faults import crash_point
 from memory_assets.lib.items import consolidate, repair_links
 from memory_assets.lib.quality import audit
-from memory_assets.lib.quality.inputs import read_resources
 from retrieval import scoring
 from retrieval.store import ItemStore
 
@@ -80,7 +78,7 @@ def memory_items(context: dg.AssetExecutionContext, config: ItemsRun, memory: Me
     paths, settings = memory.paths, memory.config
     now = config.resolve()
     store = ItemStore(paths)
-    facts = read_all_facts(memory)
+    facts = warehouse.read_facts(paths)
     previous = store.items()
     batch = feedback.read_events(paths)
     for error in batch.errors:
@@ -100,18 +98,15 @@ def memory_items(context: dg.AssetExecutionContext, config: ItemsRun, memory: Me
         items, monthly = lifecycle.to_cold(items, settings, now)
         _add(report, monthly)
     items = repair_links(preload_due_triggers(items, settings, now))
-    search = source_text.search_texts(items, source_text.turn_texts(read_resources(paths)))
+    search = source_text.search_texts(items, source_text.turn_texts(warehouse.read_resources(paths, conform=False)))
     written = publish.write_items(paths, items, result.vectors, now, search_text=search)
     written = publish.ItemsVersion(**{**written.__dict__, "event_files": [f.name for f in batch.files]})
     crash_point("items_write")
     publish.stage(paths, written)
     if result.merges:
-        paths.merges.mkdir(parents=True, exist_ok=True)
-        log = paths.merges / f"merges-{now.strftime('%Y%m%dT%H%M%S%f')}.parquet"
-        _merge_log(result.merges, now).write_parquet(log.with_suffix(".tmp"))
-        os.replace(log.with_suffix(".tmp"), log)
+        warehouse.write_frame(paths.merges / f"merges-{warehouse.stamp(now)}.parquet", _merge_log(result.merges, now))
 
-    paths.duckdb.parent.mkdir(parents=True, exist_ok=True)
+    warehouse.makedirs(paths.duckdb.parent)
     with duckdb.get_connection() as conn:
         by_category = conn.execute(
             "select category, count(*) from read_parquet(?) where status = 'active' group by 1 order by 2 desc",
@@ -179,7 +174,7 @@ def published_items(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg
     # Only once the new version is live do the folded event files move into the event log.
     batch = feedback.read_events(paths)
     batch.files = [f for f in batch.files if f.name in set(written.event_files)]
-    compacted = feedback.compact(paths, batch, datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%f"))
+    compacted = feedback.compact(paths, batch, warehouse.stamp(datetime.now(timezone.utc)))
     return dg.MaterializeResult(metadata={
         "published_version": written.version,
         "previous_version": previous.version if previous else -1,

@@ -1,8 +1,5 @@
 """What the nightly "sleep" publishes beside the items: lessons, triggers, MEMORY.md, the archive."""
 
-import json
-import os
-
 import dagster as dg
 import polars as pl
 
@@ -12,21 +9,18 @@ from memory_assets.lib import lifecycle as rules
 from memory_assets.lib import publish
 from memory_assets.lib.clock import Clock
 from memory_assets.lib.quality.citations import lifecycle_report
-from retrieval.inbox import atomic_write
+from memory_assets.lib import warehouse
 from retrieval.store import ItemStore
 
 
 def _upsert_archive(paths, retired: pl.DataFrame) -> int:
     """Purged, archived and cold items are copied into the archive table and kept forever."""
     target = paths.archive / "items.parquet"
-    paths.archive.mkdir(parents=True, exist_ok=True)
-    if target.exists():
-        kept = pl.read_parquet(target)
+    kept = warehouse.read_frame(target)
+    if kept is not None:
         retired = pl.concat([kept.filter(~pl.col("id").is_in(retired["id"].implode())), retired],
                             how="vertical_relaxed")
-    tmp = target.with_suffix(".tmp")
-    retired.write_parquet(tmp)
-    os.replace(tmp, target)
+    warehouse.write_frame(target, retired)
     return retired.height
 
 
@@ -56,11 +50,9 @@ def lifecycle(context: dg.AssetExecutionContext, config: Clock, memory: MemoryRo
     if not audit.passed:
         raise dg.Failure(description=f"lessons/triggers failed their checks; the previous ones stay published: "
                                      f"{audit.summary()}")
-    atomic_write(paths.lessons, json.dumps(lessons, indent=1).encode())
-    paths.triggers.parent.mkdir(parents=True, exist_ok=True)
-    triggers.write_parquet(paths.triggers.with_suffix(".tmp"))
-    os.replace(paths.triggers.with_suffix(".tmp"), paths.triggers)
-    atomic_write(paths.memory_md, rules.memory_md(items.filter(pl.col("promoted"))).encode())
+    warehouse.write_json(paths.lessons, lessons, indent=1)
+    warehouse.write_frame(paths.triggers, triggers)
+    warehouse.write_text(paths.memory_md, rules.memory_md(items.filter(pl.col("promoted"))))
     archived = _upsert_archive(paths, items.filter(pl.col("status").is_in(["purged", "archived", "cold"])))
     report = publish.read_report(paths)
     due_today = triggers.filter(pl.col("trigger_date") == now.date()).height

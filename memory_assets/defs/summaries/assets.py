@@ -3,6 +3,7 @@
 import dagster as dg
 import polars as pl
 
+from memory_assets.lib import warehouse
 from memory_assets.lib import freshness
 from memory_assets.defs.resources import EmbedderResource, MemoryRoot
 from memory_assets.lib import publish, summaries
@@ -16,8 +17,7 @@ class SummariesRun(Clock):
 
 
 def _current(paths) -> pl.DataFrame:
-    path = paths.summaries / "summaries.parquet"
-    return pl.read_parquet(path) if path.exists() else pl.DataFrame(schema=summaries.SUMMARY_SCHEMA)
+    return warehouse.read_frame(paths.summaries / "summaries.parquet", summaries.SUMMARY_SCHEMA)
 
 
 @dg.asset(
@@ -45,7 +45,8 @@ def category_summaries(context: dg.AssetExecutionContext, config: SummariesRun, 
     if config.rebuild or current.is_empty():
         fresh = summaries.rebuild(items, settings, now, llm=llm)
     else:
-        since = pl.Series([stamp_file.read_text().strip()]).str.to_datetime(time_zone="UTC")[0] if stamp_file.exists() else None
+        last = warehouse.read_text(stamp_file)
+        since = pl.Series([last.strip()]).str.to_datetime(time_zone="UTC")[0] if last else None
         changed = items if since is None else items.filter(pl.col("updated_at") > since)
         known_ids = set(items["id"].to_list())
         # A summary citing an item that merged away is rewritten from scratch, not patched.
@@ -74,9 +75,8 @@ def category_summaries(context: dg.AssetExecutionContext, config: SummariesRun, 
     if table.height:
         vectors = embedder.build(settings).embed(table["content"].to_list())
         version = publish.publish_table(paths, SUMMARIES_TABLE, table, vectors)
-        table.write_parquet(paths.summaries / "summaries.parquet")
-    paths.summaries.mkdir(parents=True, exist_ok=True)
-    stamp_file.write_text(now.isoformat())
+        warehouse.write_frame(paths.summaries / "summaries.parquet", table)
+    warehouse.write_text(stamp_file, now.isoformat())
     tokens = sum(s.prompt_tokens + s.completion_tokens for s in fresh)
     return dg.MaterializeResult(metadata={
         "clock": now.isoformat(),

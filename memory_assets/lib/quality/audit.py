@@ -7,13 +7,12 @@ ask whether the version it is about to publish was audited and passed.
 
 from __future__ import annotations
 
-import json
-import os
 from datetime import datetime, timezone
 from pathlib import Path
 
 from memory_assets.lib.quality.report import QualityReport
 from retrieval.paths import DataRoot
+from memory_assets.lib import warehouse
 
 # Enough history for any rollback target a person would pick.
 KEEP_VERSIONS = 100
@@ -29,17 +28,12 @@ def _file(paths: DataRoot) -> Path:
 
 
 def _read(paths: DataRoot) -> dict[str, dict]:
-    path = _file(paths)
-    return json.loads(path.read_text()) if path.exists() else {}
+    return warehouse.read_json(_file(paths), {})
 
 
 def _write(paths: DataRoot, entries: dict[str, dict]) -> None:
     kept = dict(sorted(entries.items(), key=lambda kv: int(kv[0]))[-KEEP_VERSIONS:])
-    path = _file(paths)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(kept, indent=1))
-    os.replace(tmp, path)
+    warehouse.write_json(_file(paths), kept, indent=1)
 
 
 def record(paths: DataRoot, version: int, reports: dict[str, QualityReport]) -> None:

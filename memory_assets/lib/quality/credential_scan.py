@@ -14,7 +14,6 @@ memory leaves nothing behind in it.
 from __future__ import annotations
 
 import hashlib
-import os
 from functools import lru_cache
 from collections.abc import Iterable
 from pathlib import Path
@@ -22,6 +21,7 @@ from pathlib import Path
 import polars as pl
 
 from retrieval import credentials
+from memory_assets.lib import warehouse
 
 
 @lru_cache(maxsize=1)
@@ -58,7 +58,8 @@ class ScanLedger:
     def load(cls, folder: Path) -> "ScanLedger":
         """The ledger under ``folder`` for the current rules (empty if there is none yet)."""
         path = Path(folder) / f"credential_scan-{rules_version()}.parquet"
-        return cls(pl.read_parquet(path)["digest"] if path.exists() else None, path)
+        known = warehouse.read_frame(path)
+        return cls(known["digest"] if known is not None else None, path)
 
     def kinds(self, texts: pl.Series) -> pl.Series:
         """For each text, the first credential kind in it, or null; remembers the clean ones."""
@@ -90,13 +91,10 @@ class ScanLedger:
         """``remember``, then write the ledger (atomic rename) and drop other rules' ledgers."""
         if not self.remember() or self.path is None:
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        pl.DataFrame({"digest": self.known}).write_parquet(tmp)
-        os.replace(tmp, self.path)
-        for stale in self.path.parent.glob("credential_scan-*.parquet"):
+        warehouse.write_frame(self.path, pl.DataFrame({"digest": self.known}))
+        for stale in warehouse.files(self.path.parent, "credential_scan-*.parquet"):
             if stale != self.path:
-                stale.unlink(missing_ok=True)
+                warehouse.remove(stale)
 
 
 def credential_kinds(texts: pl.Series, ledger: ScanLedger | None = None) -> pl.Series:

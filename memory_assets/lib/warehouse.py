@@ -1,0 +1,274 @@
+"""The one place the pipeline touches the data root (ARCHITECTURE.md: one warehouse).
+
+Every file the pipeline writes under the data root is written here, and reads go through
+here too, so storage rules hold everywhere at once:
+
+- **Atomic writes.** A reader never sees half a file. On a local disk a file is written
+  to a hidden temporary name in the same folder, flushed (``fsync`` when ``durable``) and
+  renamed over the target; on an object store one PUT is already all-or-nothing.
+- **URIs.** A path is a local path or an fsspec URI (``s3://``, ``gs://``, ``az://``,
+  ``memory://``): the functions take either and go through ``fsspec``, so a store that is
+  not a local disk is a matter of configuration (running the whole pipeline on one is
+  the object-storage issue's work).
+- **One timestamp format** in file names: ``stamp(now)``, UTC, ``20260901T093000123456Z``.
+
+``tests/test_one_home.py`` fails when another pipeline module writes a file itself
+(``os.replace``, ``open(…, "w")``, ``write_parquet``, ``write_text``, ``write_bytes``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import uuid
+from collections.abc import Iterable, Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import fsspec
+import polars as pl
+
+from retrieval.paths import DataRoot
+from retrieval.schema import FACT_SCHEMA, RESOURCE_SCHEMA
+
+PathLike = str | os.PathLike[str]
+
+
+def _is_local(path: PathLike) -> bool:
+    return "://" not in str(path) or str(path).startswith("file://")
+
+
+def _local(path: PathLike) -> Path:
+    return Path(str(path).removeprefix("file://"))
+
+
+def filesystem(path: PathLike) -> tuple[fsspec.AbstractFileSystem, str]:
+    """The fsspec filesystem for ``path`` and the path within it."""
+    return fsspec.core.url_to_fs(str(path))
+
+
+def stamp(now: datetime) -> str:
+    """``now`` for a file name: UTC, sortable, to the microsecond."""
+    return now.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+
+
+# --- writing ----------------------------------------------------------------------------
+
+
+def write_bytes(path: PathLike, data: bytes, *, durable: bool = True) -> PathLike:
+    """Write ``data`` to ``path`` atomically, creating its folder."""
+    if not _is_local(path):
+        fs, inner = filesystem(path)
+        fs.makedirs(fs._parent(inner), exist_ok=True)
+        with fs.open(inner, "wb") as fh:
+            fh.write(data)
+        return path
+    target = _local(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target
+
+
+def write_text(path: PathLike, text: str, *, durable: bool = True) -> PathLike:
+    return write_bytes(path, text.encode("utf-8"), durable=durable)
+
+
+def write_json(path: PathLike, value: Any, *, durable: bool = True, **dumps: Any) -> PathLike:
+    """``value`` as JSON (``dumps``: ``json.dumps`` options, e.g. ``indent=1``)."""
+    return write_bytes(path, json.dumps(value, **dumps).encode("utf-8"), durable=durable)
+
+
+def write_frame(path: PathLike, frame: pl.DataFrame) -> PathLike:
+    """``frame`` as one Parquet file, atomically."""
+    if not _is_local(path):
+        fs, inner = filesystem(path)
+        fs.makedirs(fs._parent(inner), exist_ok=True)
+        with fs.open(inner, "wb") as fh:
+            frame.write_parquet(fh)
+        return path
+    target = _local(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        frame.write_parquet(tmp)
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return target
+
+
+def move(source: PathLike, target: PathLike) -> PathLike:
+    """Move a file (a rename on one disk), creating the target's folder."""
+    if _is_local(source) and _is_local(target):
+        _local(target).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(_local(source), _local(target))
+        return _local(target)
+    fs, inner = filesystem(source)
+    fs.mv(inner, filesystem(target)[1])
+    return target
+
+
+def copy(source: PathLike, target: PathLike) -> PathLike:
+    """Copy a file atomically (the target is whole or absent)."""
+    if _is_local(source) and _is_local(target):
+        dest = _local(target)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        tmp = dest.with_name(f".{dest.name}.{uuid.uuid4().hex[:8]}.tmp")
+        try:
+            shutil.copyfile(_local(source), tmp)
+            os.replace(tmp, dest)
+        finally:
+            tmp.unlink(missing_ok=True)
+        return dest
+    return write_bytes(target, read_bytes(source))
+
+
+def remove(path: PathLike) -> None:
+    """Delete a file; a missing one is not an error."""
+    if _is_local(path):
+        _local(path).unlink(missing_ok=True)
+        return
+    fs, inner = filesystem(path)
+    if fs.exists(inner):
+        fs.rm(inner)
+
+
+def makedirs(path: PathLike) -> None:
+    if _is_local(path):
+        _local(path).mkdir(parents=True, exist_ok=True)
+    else:
+        fs, inner = filesystem(path)
+        fs.makedirs(inner, exist_ok=True)
+
+
+# --- reading ----------------------------------------------------------------------------
+
+
+def exists(path: PathLike) -> bool:
+    if _is_local(path):
+        return _local(path).exists()
+    fs, inner = filesystem(path)
+    return fs.exists(inner)
+
+
+def files(folder: PathLike, pattern: str = "*") -> list[Path]:
+    """The files in ``folder`` matching ``pattern``, sorted by name; hidden temporaries skipped."""
+    if _is_local(folder):
+        root = _local(folder)
+        found = root.glob(pattern) if root.exists() else []
+        return sorted(p for p in found if p.is_file() and not p.name.startswith("."))
+    fs, inner = filesystem(folder)
+    protocol = str(folder).split("://", 1)[0]
+    return sorted(Path(f"{protocol}://{p}") for p in fs.glob(f"{inner.rstrip('/')}/{pattern}")
+                  if not p.rsplit("/", 1)[-1].startswith("."))
+
+
+def read_bytes(path: PathLike) -> bytes:
+    if _is_local(path):
+        return _local(path).read_bytes()
+    fs, inner = filesystem(path)
+    with fs.open(inner, "rb") as fh:
+        return fh.read()
+
+
+def read_text(path: PathLike, default: str | None = None) -> str | None:
+    """The file's text, or ``default`` when it does not exist."""
+    if not exists(path):
+        return default
+    return read_bytes(path).decode("utf-8")
+
+
+def read_json(path: PathLike, default: Any = None) -> Any:
+    """The file's JSON, or ``default`` when it does not exist."""
+    text = read_text(path)
+    return default if text is None else json.loads(text)
+
+
+def read_frame(path: PathLike, schema: dict[str, pl.DataType] | None = None) -> pl.DataFrame | None:
+    """One Parquet file; when it does not exist, an empty frame of ``schema`` (or None)."""
+    if not exists(path):
+        return pl.DataFrame(schema=schema) if schema is not None else None
+    if _is_local(path):
+        return pl.read_parquet(_local(path))
+    return pl.read_parquet(read_bytes(path))
+
+
+def read_frames(paths: Sequence[PathLike], *, how: str = "vertical_relaxed") -> pl.DataFrame | None:
+    """Several Parquet files as one frame (``how``: polars' concat), or None when there are none."""
+    frames = [frame for frame in (read_frame(p) for p in paths) if frame is not None]
+    return pl.concat(frames, how=how) if frames else None  # type: ignore[arg-type]
+
+
+# --- the tables -------------------------------------------------------------------------
+# Typed readers of what the stages write: every asset and check reads a table this way.
+
+
+def resource_files(paths: DataRoot, sessions: Iterable[str] | None = None) -> list[Path]:
+    """The ``resources`` Parquet parts of ``sessions`` (None: every session)."""
+    if sessions is None:
+        return sorted(p for folder in _folders(paths.resources) for p in files(folder, "part-*.parquet"))
+    return [p for s in sessions for p in files(paths.resources / s, "part-*.parquet")]
+
+
+def fact_files(paths: DataRoot, sessions: Iterable[str] | None = None) -> list[Path]:
+    """The ``extracted_facts`` file of each of ``sessions`` that has one (None: every session)."""
+    if sessions is None:
+        return files(paths.extracted_facts, "*.parquet")
+    return [p for s in sessions if exists(p := fact_file(paths, s))]
+
+
+def fact_file(paths: DataRoot, session_id: str) -> Path:
+    return paths.extracted_facts / f"{session_id}.parquet"
+
+
+def _folders(root: Path) -> list[Path]:
+    return sorted(p for p in root.iterdir() if p.is_dir()) if root.exists() else []
+
+
+def _conform(frame: pl.DataFrame, contract: dict[str, pl.DataType]) -> pl.DataFrame:
+    """``frame`` with the contract's columns in order; a column a file predates reads as null."""
+    missing = [pl.lit(None, dtype=t).alias(c) for c, t in contract.items() if c not in frame.columns]
+    return frame.with_columns(missing).select(list(contract))
+
+
+def _table(found: list[Path], contract: dict[str, pl.DataType], conform: bool) -> pl.DataFrame:
+    if not found:
+        return pl.DataFrame(schema=contract)
+    frame = read_frames(found, how="diagonal_relaxed")
+    return _conform(frame, contract) if conform else frame  # type: ignore[arg-type]
+
+
+def read_resources(paths: DataRoot, sessions: Iterable[str] | None = None, *, conform: bool = True) -> pl.DataFrame:
+    """Raw turns (``RESOURCE_SCHEMA``), by session and turn. ``conform=False`` keeps each
+    file's own columns, for the checks whose job is to find drift."""
+    frame = _table(resource_files(paths, sessions), RESOURCE_SCHEMA, conform)
+    return frame.sort("session_id", "turn") if conform and frame.height else frame
+
+
+def read_facts(paths: DataRoot, sessions: Iterable[str] | None = None, *, conform: bool = False) -> pl.DataFrame:
+    """Extracted facts (``FACT_SCHEMA``) of ``sessions`` (None: every session)."""
+    return _table(fact_files(paths, sessions), FACT_SCHEMA, conform)
+
+
+def resource_ids(paths: DataRoot, sessions: Iterable[str] | None = None) -> pl.Series:
+    """Every stored resource id (of ``sessions``, or of every session)."""
+    found = resource_files(paths, sessions)
+    if not found:
+        return pl.Series("resource_id", [], dtype=pl.String)
+    return pl.concat([pl.read_parquet(f, columns=["resource_id"]) for f in found])["resource_id"]
+
+
+def schemas(found: Iterable[Path], root: Path) -> dict[str, dict[str, pl.DataType]]:
+    """File (relative to ``root``) → its Parquet schema."""
+    return {str(f.relative_to(root)): dict(pl.read_parquet_schema(f)) for f in found}
