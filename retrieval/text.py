@@ -81,8 +81,39 @@ anymore switch switched now
 """.split())
 
 QUERY_STOPWORDS = STOPWORDS | FILLER | COMMON_VERBS
-EXTRACTION_STOPWORDS = STOPWORDS | FILLER | COMMON_VERBS | TIME_WORDS | frozenset(
-    "good great new one two way".split())
+
+# The offline extractor's three word lists, kept exactly as the rules were measured
+# (rules-v8: gold precision 0.715, LoCoMo recall@10 0.856). Composing them from the layers
+# above (their supersets) cost 4 LoCoMo questions of 762, so they stay as measured until
+# the spaCy-based extractor replaces them.
+# Keywords: words that name no topic of a fact.
+EXTRACTION_STOPWORDS = frozenset(
+    "a an the and or but so of to in on at for with from by about as into over after before "
+    "is are was were be been being am has have had do does did will would can could should "
+    "may might must shall it its it's this that these those there here then than too very "
+    "really just also still even only not no yes my your our their his her he she they them "
+    "we us you i me mine yours what which who whom when where why how all any some much many "
+    "more most such own same other another each every both few lot lots thing things stuff "
+    "like get got getting go going gone went make made making take took feel felt know knew "
+    "think thought want wanted say said see saw way well good great new one two time times "
+    "today yesterday tomorrow week weekend month year last next ago now soon pretty so "
+    "quite kind sort gonna wanna gotta others is going hasn haven doesn didn isn wasn don won "
+    "can couldn wouldn shouldn aren weren ain yet sometime someday soon later lately recently either".split()
+)
+# Capitalised words that are not names.
+NOT_NAMES = frozenset(
+    "i i'm i've i'll i'd the a an and but so my we our it it's this that these those they "
+    "he she his her you your yes yeah no oh wow hey hi thanks thank okay ok well just also "
+    "actually really plus btw lol haha sure great cool awesome nice last next yesterday today "
+    "tomorrow gonna what when where who why how totally definitely absolutely can can't should shall "
+    "would could want do does did are is was were have has "
+    "don't didn't anyway speaking being having there here not after before since because "
+    "if as at in on for with from by of to".split()
+)
+# After "her", a word that ends the noun phrase: "ask her about it" is an object, not "her X".
+NOT_AFTER_POSSESSIVE = frozenset(
+    "a an the to for and or but if so as at in on of by with from about into that this than then when because "
+    "is was are were will would can could should has had have do does did not too again now".split())
 
 # --- negation -------------------------------------------------------------------------
 

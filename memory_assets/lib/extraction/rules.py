@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import re
 
-from retrieval.text import EXTRACTION_STOPWORDS, FUNCTION_WORDS, INTERJECTIONS, MONTHS, NEGATION, WEEKDAYS
+from retrieval.text import (  # noqa: F401  (NOT_AFTER_POSSESSIVE: read as R.NOT_AFTER_POSSESSIVE)
+    EXTRACTION_STOPWORDS,
+    MONTHS,
+    NEGATION,
+    NOT_AFTER_POSSESSIVE,
+    NOT_NAMES,
+    WEEKDAYS,
+)
 
 _I = re.IGNORECASE
 _WEEKDAYS = "|".join(WEEKDAYS)  # regex alternations of retrieval.text's calendar words
@@ -274,8 +281,6 @@ MASCULINE = frozenset("brother dad father husband son boyfriend uncle grandpa gr
 # A third-person pronoun for a person, inside a clause: "needs her vaccination record",
 # "give him cash", "she's allergic". Group 1: the pronoun; group 2: a contraction ('s, 'll, 'd).
 PERSON_PRONOUN = re.compile(r"\b(she|he|her|his|him)\b('s|'ll|'d)?\b", _I)
-# After "her", a word that ends the noun phrase: "ask her about it" is an object, not "her X".
-NOT_AFTER_POSSESSIVE = FUNCTION_WORDS | {"now"}
 
 # A generic remark about everyone rather than a fact about the speaker.
 GENERIC_WE = _any(r"we all", r"we're all", r"we are all", r"we're both", r"we are both", r"all of us", r"us all", r"each of us", r"we both", r"both of us", r"we can all")
@@ -705,9 +710,7 @@ RELATIVE_DAY_ADVERB = re.compile(
 DAY_PART = {"tonight": "the night of ", "last night": "the night of ", "this morning": "the morning of "}
 
 # Capitalised words that are not names.
-# (Function words that are also first names, "Will", "May", "Don", "Won", stay names.)
-NOT_ENTITIES = (FUNCTION_WORDS - {"will", "may", "don", "won"}) | INTERJECTIONS | frozenset(
-    "last next yesterday today tomorrow gonna want".split())
+NOT_ENTITIES = NOT_NAMES
 
 # Image captions appended by the LoCoMo ingester; kept out of the fact text.
 CAPTION = re.compile(r"\s*\[shared image:\s*(.*?)\]\s*", _I | re.DOTALL)
