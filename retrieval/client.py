@@ -444,8 +444,8 @@ class MemoryClient:
         return str(jobs.request_run(self.paths, job, now or datetime.now(timezone.utc)))
 
     def _used(self, injection: Injection, response_text: str) -> dict[str, bool]:
-        """Hit id → whether the reply states it: half its content words or one of its
-        numbers, or a reply sentence at cosine ≥ ``[feedback] echo_similarity`` (the same
+        """Hit id → whether the reply states it: ``[feedback] echo_overlap`` of its content
+        words or one of its numbers, or a reply sentence at cosine ≥ ``[feedback] echo_similarity`` (the same
         fact in other words)."""
         reply = {w.lower() for w in keywords(response_text)}
         used: dict[str, bool] = {}
@@ -453,7 +453,7 @@ class MemoryClient:
             terms = {w.lower() for w in keywords(hit.content)} - QUERY_STOPWORDS
             numbers = {t for t in terms if t[:1].isdigit()}
             overlap = len(terms & reply) / max(len(terms), 1)
-            used[hit.id] = overlap >= 0.5 or bool(numbers & reply)
+            used[hit.id] = overlap >= self.config.feedback.echo_overlap or bool(numbers & reply)
         unsure = [h for h in injection.items if not used[h.id]]
         sentences = [s.strip() for s in _SENTENCE.split(response_text) if len(s.split()) >= 3]
         if unsure and sentences:

@@ -90,6 +90,7 @@ class Ranking(_Section):
 
 class Dedup(_Section):
     semantic_threshold: float = Field(gt=0.0, le=1.0)
+    supersede_min_similarity: float = Field(ge=0.0, le=1.0)
 
 
 class Gate(_Section):
@@ -153,6 +154,7 @@ class Lifecycle(_Section):
     promote_references: int
     promote_importance_untrusted: float
     promote_references_untrusted: int
+    max_lessons: int = Field(ge=0)
     archive_after_days: float
     cold_after_days: float
 
@@ -161,6 +163,7 @@ class Summaries(_Section):
     max_items: int
     max_chars: int
     max_versions_kept: int = Field(ge=0)
+    near_duplicate_overlap: float = Field(gt=0.0, le=1.0)
 
 
 class Archive(_Section):
@@ -180,6 +183,7 @@ class Pipeline(_Section):
 
 class Feedback(_Section):
     echo_similarity: float
+    echo_overlap: float = Field(gt=0.0, le=1.0)
 
 
 class Privacy(_Section):

@@ -118,9 +118,16 @@ def test_a_wheel_carries_the_prompts_and_the_defaults(tmp_path):
     import zipfile
     from pathlib import Path
 
+    import shutil
+
     root = Path(__file__).resolve().parents[1]
+    source = tmp_path / "src"  # a copy: the build leaves build/ and *.egg-info beside the sources
+    source.mkdir()
+    for name in ("pyproject.toml", "README.md", "memory_assets", "retrieval", "evals", "prompts"):
+        copy = shutil.copytree if (root / name).is_dir() else shutil.copy
+        copy(root / name, source / name)
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--wheel-dir", str(tmp_path), str(root)], check=True, capture_output=True, timeout=300)
+                    "--wheel-dir", str(tmp_path), str(source)], check=True, capture_output=True, timeout=300)
     (wheel,) = tmp_path.glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     shipped = {f"prompts/{p.name}" for p in (root / "prompts").glob("*.md")}

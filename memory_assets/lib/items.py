@@ -148,7 +148,8 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
         merges.extend(semantic)
 
     superseded: list[tuple[str, str]] = []
-    pairs = supersession.resolve(items.select(_RESOLVE_FIELDS).to_dicts(), vectors) if _hinted(items) else []
+    pairs = supersession.resolve(items.select(_RESOLVE_FIELDS).to_dicts(), vectors,
+                                 config.dedup.supersede_min_similarity) if _hinted(items) else []
     rows: dict[int, dict] = {}
     for new_i, old_i, _sim in pairs:
         for i in (old_i, new_i):

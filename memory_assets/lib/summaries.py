@@ -41,8 +41,6 @@ from retrieval.scoring import memory_score
 from retrieval.trust import belief
 
 PROMPT_NAME = "summarize_category"
-# Two facts sharing this share of their content words say the same thing twice.
-NEAR_DUPLICATE_OVERLAP = 0.8
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9'+.,:/-]*[a-z0-9]|[a-z0-9]")
 _FENCE = re.compile(r"^\s*```(?:markdown|md)?\s*(.*?)\s*```\s*$", re.DOTALL)
@@ -188,10 +186,11 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(w for w in words if w not in STOPWORDS)
 
 
-def _near_duplicate(words: frozenset[str], kept: list[frozenset[str]]) -> bool:
+def _near_duplicate(words: frozenset[str], kept: list[frozenset[str]], bar: float) -> bool:
+    """Two facts sharing ``bar`` of their content words say the same thing twice."""
     for other in kept:
         overlap = len(words & other) / max(len(words | other), 1)
-        if overlap >= NEAR_DUPLICATE_OVERLAP:
+        if overlap >= bar:
             return True
     return False
 
@@ -238,7 +237,7 @@ def _offline(category: str, plan: _Plan, config: MemoryConfig, now: datetime) ->
             break
         key = normalize(fact)
         words = _words(fact)
-        if not key or key in seen_hashes or _near_duplicate(words, kept_words):
+        if not key or key in seen_hashes or _near_duplicate(words, kept_words, config.summaries.near_duplicate_overlap):
             continue
         line = f"- {fact} " + " ".join(f"[{i}]" for i in ids) + "\n"
         if len(text) + len(line) > max_chars:

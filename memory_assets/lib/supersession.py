@@ -17,9 +17,6 @@ from retrieval.text import PREFERENCE_VERBS, STOPWORDS
 _WORD = re.compile(r"[a-z0-9][a-z0-9'+.-]*")
 # The verb of a preference is not what was replaced: "want black" replaces "black".
 _STOP = STOPWORDS | PREFERENCE_VERBS
-# Below this cosine, a hinted fact and an older item are not about the same thing
-# (the older item must also mention every hint word, so the bar can be low).
-MIN_SIMILARITY = 0.4
 
 
 def hint_words(text: str) -> set[str]:
@@ -43,11 +40,12 @@ def mentions(content: str, words: set[str]) -> bool:
     return words <= common
 
 
-def resolve(rows: list[dict], vectors: np.ndarray) -> list[tuple[int, int, float]]:
+def resolve(rows: list[dict], vectors: np.ndarray, min_similarity: float) -> list[tuple[int, int, float]]:
     """Pair each hinted row with the older active row it supersedes.
 
     The older row must be strictly older, in the same namespace, mention every word of
-    the hint, and be at least ``MIN_SIMILARITY`` alike. Returns (new, old, similarity).
+    the hint, and be at least ``min_similarity`` alike (``[dedup] supersede_min_similarity``: the
+    older item must also mention every hint word, so the bar can be low). Returns (new, old, similarity).
     """
     pairs: list[tuple[int, int, float]] = []
     # A row already paired on an earlier run keeps its pair.
@@ -60,7 +58,7 @@ def resolve(rows: list[dict], vectors: np.ndarray) -> list[tuple[int, int, float
         sims = vectors @ vectors[i]
         for j in np.argsort(-sims)[:100]:
             old = rows[j]
-            if sims[j] < MIN_SIMILARITY:
+            if sims[j] < min_similarity:
                 break
             if (j == i or old["status"] != "active" or old["namespace"] != new["namespace"]
                     or old["created_at"] >= new["created_at"]):

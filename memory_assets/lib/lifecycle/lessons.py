@@ -19,7 +19,6 @@ from memory_assets.lib.dedup import normalize
 from retrieval.config import MemoryConfig
 
 LESSON_KINDS = ("correction", "negative", "procedure", "decision")
-MAX_LESSONS = 20
 
 _I = re.IGNORECASE
 # Rewrites, first match wins; each maps a match to the lesson's text.
@@ -65,10 +64,10 @@ def lesson_text(content: str) -> str:
     return _capital(_DOES_NOT.sub(lambda neg: f"{neg[1]}n't", text))
 
 
-def lessons(items: pl.DataFrame, config: MemoryConfig, *, limit: int = MAX_LESSONS) -> list[str]:
+def lessons(items: pl.DataFrame, config: MemoryConfig, *, limit: int | None = None) -> list[str]:
     """Lessons from the active, trusted corrections, negatives, procedures and decisions.
 
-    Ordered by importance, then confidence, then the newest first; duplicates (same text
+    At most ``limit`` (default ``[lifecycle] max_lessons``), ordered by importance, then confidence, then the newest first; duplicates (same text
     after normalizing case, spacing and end punctuation) keep the first.
     """
     if items.is_empty():
@@ -84,6 +83,6 @@ def lessons(items: pl.DataFrame, config: MemoryConfig, *, limit: int = MAX_LESSO
         key = normalize(text)
         if key and key not in out:
             out[key] = text
-        if len(out) >= limit:
+        if len(out) >= (config.lifecycle.max_lessons if limit is None else limit):
             break
     return list(out.values())
