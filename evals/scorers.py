@@ -33,7 +33,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from retrieval.credentials import find_credentials
-from retrieval.text import STOPWORDS, negated
+from retrieval.text import MATCH_STOPWORDS, negated
 from retrieval.llm import InvalidReply, LLMOutputFailed, complete_validated
 
 # Calibrated on CALIBRATION_PAIRS below (all-MiniLM-L6-v2): 43 paraphrase and 38
@@ -180,7 +180,7 @@ def content_words(text: str, ignore: Sequence[str] = ()) -> set[str]:
     out = set()
     for word in re.findall(r"[A-Za-z0-9][A-Za-z0-9+#/.-]*", _THOUSANDS.sub("", text.replace("'s ", " "))):
         word = word.lower().rstrip(".-")
-        if not word or word in STOPWORDS or word in skip or (len(word) < 2 and not word.isdigit()):
+        if not word or word in MATCH_STOPWORDS or word in skip or (len(word) < 2 and not word.isdigit()):
             continue
         out.add(word[:5] if word.isalpha() else word)
     return out
