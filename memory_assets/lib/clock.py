@@ -1,17 +1,42 @@
-"""The run's clock. Every time-based rule takes ``now``; a run may set it (tests, replays)."""
+"""The run's clock: one ``now`` per run, taken once. Every time-based rule takes ``now``.
+
+A run may set it (``--now``, tests, replays). Otherwise it is the run's own time: the
+tick a schedule fired for (``dagster/scheduled_execution_time``), else when the run was
+created. Every asset of one run therefore reads the same ``now``, however long the run
+takes, and a re-executed run sees the time it was first asked for.
+"""
 
 from datetime import datetime, timezone
 
 import dagster as dg
 
+SCHEDULED_TAG = "dagster/scheduled_execution_time"
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def parse(value: str) -> datetime:
+    """An ISO-8601 time; without a zone it is UTC."""
+    return _aware(datetime.fromisoformat(value.replace("Z", "+00:00"))).astimezone(timezone.utc)
+
+
+def run_now(context: dg.OpExecutionContext | None) -> datetime:
+    """The run's time: its schedule tick, else its creation; the wall clock outside a run."""
+    if context is None:
+        return datetime.now(timezone.utc)
+    tick = context.run.tags.get(SCHEDULED_TAG)
+    if tick:
+        return parse(tick)
+    record = context.instance.get_run_record_by_id(context.run_id)
+    return _aware(record.create_timestamp) if record is not None else datetime.now(timezone.utc)
+
 
 class Clock(dg.Config):
-    """``now`` as ISO-8601; empty means the wall clock when the step starts."""
+    """``now`` as ISO-8601; empty means the run's own time (``run_now``)."""
 
     now: str = ""
 
-    def resolve(self) -> datetime:
-        if not self.now:
-            return datetime.now(timezone.utc)
-        parsed = datetime.fromisoformat(self.now.replace("Z", "+00:00"))
-        return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    def resolve(self, context: dg.OpExecutionContext | None = None) -> datetime:
+        return parse(self.now) if self.now else run_now(context)

@@ -1,12 +1,13 @@
 """Atomic facts extracted from each session, before consolidation."""
 
 
-from datetime import datetime, timezone
+from datetime import datetime
 
 import dagster as dg
 import polars as pl
 
 from memory_assets.defs.resources import ExtractorResource, MemoryRoot
+from memory_assets.lib.clock import run_now
 from memory_assets.lib import forgetting, quarantine, warehouse
 from memory_assets.lib.extraction.base import ExtractionFailed
 from memory_assets.lib.extraction.offline import OfflineExtractor
@@ -56,7 +57,7 @@ def extracted_facts(context: dg.AssetExecutionContext, memory: MemoryRoot,
     """
     session_id = context.partition_key
     paths, config = memory.paths, memory.config
-    now = datetime.now(timezone.utc)
+    now = run_now(context)  # one clock per run (lib/clock.py)
     turns = to_turns(warehouse.read_resources(paths, [session_id]))
     impl = extractor.build(config)
     failed: ExtractionFailed | None = None

@@ -23,7 +23,7 @@ def health_report(context: dg.AssetExecutionContext, config: Clock, memory: Memo
     extraction cost — markdown and plots under ``<data root>/health/<date>/``, shown here.
     """
     paths = memory.paths
-    now = config.resolve()
+    now = config.resolve(context)
     from retrieval.schema import REJECTION_SCHEMA
 
     rejections = warehouse.read_frames(warehouse.files(paths.rejections, "*.parquet"))

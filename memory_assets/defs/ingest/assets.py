@@ -2,12 +2,13 @@
 
 
 import hashlib
-from datetime import datetime, timezone
+from datetime import datetime
 
 import dagster as dg
 import polars as pl
 
 from memory_assets.defs.resources import MemoryRoot
+from memory_assets.lib.clock import run_now
 from memory_assets.lib import inbox_scan, warehouse
 from memory_assets.lib.faults import crash_point
 from memory_assets.lib.partitions import sessions
@@ -39,7 +40,7 @@ def resources(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg.Mater
     paths = memory.paths
     cap = int(memory.config.ingest.max_message_bytes)
     existing = set(warehouse.resource_ids(paths, [session_id]).to_list())
-    now = datetime.now(timezone.utc)
+    now = run_now(context)  # one clock per run (lib/clock.py)
     rows: list[dict] = []
     errors: list[str] = []
     files = inbox_scan.pending_files(paths).get(session_id, [])

@@ -76,7 +76,7 @@ def memory_items(context: dg.AssetExecutionContext, config: ItemsRun, memory: Me
     checks; ``published_items`` makes it what retrieval reads.
     """
     paths, settings = memory.paths, memory.config
-    now = config.resolve()
+    now = config.resolve(context)
     store = ItemStore(paths)
     facts = warehouse.read_facts(paths)
     previous = store.items()

@@ -40,7 +40,7 @@ def lifecycle(context: dg.AssetExecutionContext, config: Clock, memory: MemoryRo
     the run's clock; their counts are reported here.
     """
     paths, settings = memory.paths, memory.config
-    now = config.resolve()
+    now = config.resolve(context)
     items = ItemStore(paths).items()
     active = items.filter(pl.col("status") == "active")
     lessons = rules.lessons(active, settings)

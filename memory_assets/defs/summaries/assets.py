@@ -37,7 +37,7 @@ def category_summaries(context: dg.AssetExecutionContext, config: SummariesRun, 
     rebuilds each summary from scratch from active items only.
     """
     paths, settings = memory.paths, memory.config
-    now = config.resolve()
+    now = config.resolve(context)
     items = ItemStore(paths).items()
     llm = summaries.chat_client(settings)
     current = _current(paths)

@@ -1,0 +1,45 @@
+"""The clock is data: one ``now`` per run, taken once, shared by every asset of the run."""
+
+
+from datetime import datetime, timezone
+
+import dagster as dg
+
+from memory_assets.lib.clock import Clock, parse, run_now
+from memory_assets.lib.ingest import ingest_paths
+from memory_assets.lib.runner import run_job
+from retrieval.paths import DataRoot
+
+
+def _clock(instance: dg.DagsterInstance, asset: str) -> tuple[str, str]:
+    event = instance.get_latest_materialization_event(dg.AssetKey(asset))
+    return event.run_id, event.asset_materialization.metadata["clock"].value
+
+
+def test_every_asset_of_a_run_reads_the_same_now(tmp_path, samples):
+    paths = DataRoot.resolve(tmp_path / "data")
+    ingest_paths([samples / "personal-assistant.jsonl"], paths.root)
+    before = datetime.now(timezone.utc)
+    with dg.instance_for_test() as instance:
+        assert run_job(paths, "nightly", extractor="offline", instance=instance)
+        clocks = {asset: _clock(instance, asset) for asset in ("memory_items", "lifecycle", "category_summaries")}
+    assert len({run for run, _ in clocks.values()}) == 1  # one nightly run…
+    assert len({now for _, now in clocks.values()}) == 1  # …one clock, though its steps ran seconds apart
+    assert before <= parse(clocks["lifecycle"][1]) <= datetime.now(timezone.utc)
+
+
+def test_a_scheduled_run_reads_its_tick_and_an_explicit_now_wins():
+    seen: dict[str, datetime] = {}
+
+    @dg.asset
+    def clocked(context: dg.AssetExecutionContext, config: Clock) -> None:
+        seen[config.now or "run"] = config.resolve(context)
+
+    with dg.instance_for_test() as instance:
+        tick = {"dagster/scheduled_execution_time": "2026-09-10T02:00:00+00:00"}
+        assert dg.materialize([clocked], instance=instance, tags=tick).success
+        assert seen["run"] == datetime(2026, 9, 10, 2, tzinfo=timezone.utc)
+        config = {"ops": {"clocked": {"config": {"now": "2026-01-05T08:30:00"}}}}
+        assert dg.materialize([clocked], instance=instance, tags=tick, run_config=config).success
+        assert seen["2026-01-05T08:30:00"] == datetime(2026, 1, 5, 8, 30, tzinfo=timezone.utc)
+    assert run_now(None).tzinfo is not None
