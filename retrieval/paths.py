@@ -19,7 +19,12 @@ class DataRoot:
     @classmethod
     def resolve(cls, root: str | os.PathLike[str] | None = None) -> "DataRoot":
         chosen = root or os.environ.get("MEMORY_DATA_ROOT") or DEFAULT_DATA_ROOT
-        return cls(Path(chosen).expanduser().absolute())
+        if "://" in str(chosen) and not str(chosen).startswith("file://"):
+            # Path("s3://b/x") would quietly become a local folder named "s3:".
+            raise ValueError(f"data root {chosen}: object storage is not supported as a data root yet; "
+                             "use a local path (the pipeline's files go through memory_assets/lib/warehouse.py, "
+                             "which takes URIs, but LanceDB publishing and the inbox still need a disk)")
+        return cls(Path(str(chosen).removeprefix("file://")).expanduser().absolute())
 
     # agent-appended
     @property

@@ -219,3 +219,13 @@ def test_only_the_warehouse_and_the_inbox_write_files():
              if name not in WRITERS and not name.startswith(("evals/", "memory_assets/cli"))
              for line, call in _writes(tree)]
     assert found == []
+
+
+def test_an_object_store_data_root_is_refused_not_turned_into_a_local_folder():
+    import pytest
+
+    from retrieval.paths import DataRoot
+
+    with pytest.raises(ValueError, match="s3://bucket/memory: object storage is not supported"):
+        DataRoot.resolve("s3://bucket/memory")
+    assert str(DataRoot.resolve("file:///tmp/memory").root) == "/tmp/memory"
