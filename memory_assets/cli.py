@@ -189,11 +189,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.what == "quality":
-        from evals.bench_quality import main as run
+        from evals.bench.quality import main as run
     elif args.what == "nightly":
-        from evals.bench_nightly import main as run
+        from evals.bench.nightly import main as run
     else:
-        from evals.bench_retrieval import main as run
+        from evals.bench.retrieval import main as run
     return int(run(args.rest) or 0)
 
 

@@ -9,8 +9,8 @@ import json
 import polars as pl
 import pytest
 
-from evals.bench_nightly import FACTS_PER_SESSION, NIGHT, synthetic_batches, write_batch
-from evals.bench_retrieval import BENCH_NOW
+from evals.bench.nightly import FACTS_PER_SESSION, NIGHT, synthetic_batches, write_batch
+from evals.bench.retrieval import BENCH_NOW
 from memory_assets.cli import main as cli
 from memory_assets.lib import warehouse as inputs
 from retrieval.config import load_config

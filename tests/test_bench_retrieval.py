@@ -8,8 +8,8 @@ from pathlib import Path
 import lancedb
 import pytest
 
-from evals import bench_retrieval as bench
-from evals.bench_retrieval import MANIFEST, main, run_bench, synthetic_items
+from evals.bench import retrieval as bench
+from evals.bench.retrieval import MANIFEST, main, run_bench, synthetic_items
 from retrieval.config import load_config
 from retrieval.embeddings import Embedder
 from retrieval.paths import DataRoot

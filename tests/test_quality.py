@@ -536,7 +536,7 @@ def test_every_asset_retrieval_reads_has_a_check():
 
 
 def test_the_benchmark_reports_seconds_per_100k_items(tmp_path, capsys):
-    from evals.bench_quality import main
+    from evals.bench.quality import main
 
     assert main(["--items", "300", "--repeat", "1", "--cache-dir", str(tmp_path), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)

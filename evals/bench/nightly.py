@@ -65,7 +65,7 @@ import numpy as np
 import polars as pl
 
 from evals import stderr_progress
-from evals.bench_retrieval import (
+from evals.bench.retrieval import (
     BENCH_NOW, MANIFEST, BenchError, _items_arg, default_cache_dir, machine, synthetic_items,
 )
 from retrieval.config import MemoryConfig, load_config

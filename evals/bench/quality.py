@@ -17,7 +17,7 @@ with its full-text and vector indexes; random unit vectors) and times exactly wh
 run or after ``retrieval/credentials.py`` changes) and ``gx_startup`` (importing Great
 Expectations and building its context, paid once per process, not per item).
 
-    python -m evals.bench_quality --items 100000 [--json]
+    python -m evals.bench.quality --items 100000 [--json]
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from typing import Any
 import polars as pl
 
 from evals import stderr_progress
-from evals.bench_retrieval import RANDOM_DIM, BenchError, cached_root, machine
+from evals.bench.retrieval import RANDOM_DIM, BenchError, cached_root, machine
 from retrieval.config import load_config
 from retrieval.paths import DataRoot
 

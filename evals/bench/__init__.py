@@ -1,0 +1,1 @@
+"""Speed benchmarks: synthetic data roots, timed; commands (`memory bench ...`), never tests."""
