@@ -347,7 +347,7 @@ def build_extractor(name: str, config: MemoryConfig) -> Any:
 
         return OfflineExtractor(config)
     if name == "llm":
-        from memory_assets.lib.extraction.llm import LLMExtractor
+        from memory_assets.lib.extraction.llm_extractor import LLMExtractor
 
         return LLMExtractor(config)
     raise EvalError(f"unknown extractor {name!r}; use offline or llm")

@@ -16,7 +16,7 @@ import openai
 import pytest
 
 from memory_assets.lib.extraction.base import ExtractionFailed
-from memory_assets.lib.extraction.llm import (
+from memory_assets.lib.extraction.llm_extractor import (
     LLMExtractionResult,
     LLMExtractor,
 )

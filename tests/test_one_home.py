@@ -229,3 +229,14 @@ def test_an_object_store_data_root_is_refused_not_turned_into_a_local_folder():
     with pytest.raises(ValueError, match="s3://bucket/memory: object storage is not supported"):
         DataRoot.resolve("s3://bucket/memory")
     assert str(DataRoot.resolve("file:///tmp/memory").root) == "/tmp/memory"
+
+
+def test_no_module_name_means_two_things():
+    """``lib/`` and ``retrieval/`` name each module once: no two ``rules.py``, ``items.py`` or
+    ``jobs.py`` (``defs/<area>/assets.py``, ``checks.py``… are the Dagster layout, one per area)."""
+    names: dict[str, list[str]] = {}
+    for folder in ("memory_assets/lib", "retrieval"):
+        for path in (ROOT / folder).rglob("*.py"):
+            if path.name != "__init__.py":
+                names.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert {name: paths for name, paths in names.items() if len(paths) > 1} == {}

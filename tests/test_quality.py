@@ -28,7 +28,7 @@ from memory_assets.lib.quality import (
     ScanLedger, audit, citations_report, facts_report, index_report, items_report, resources_report, schema_report,
     vectors_report,
 )
-from memory_assets.lib.quality.report import QualityReport
+from memory_assets.lib.quality.suite_report import QualityReport
 from memory_assets.lib.quality.validation import runtime
 from memory_assets.lib.runner import materialize_pending
 from retrieval import MemoryClient
@@ -352,7 +352,7 @@ def test_each_bad_summary_fails_its_expectation(case, frame, expectation, shown)
 
 
 def test_lessons_and_triggers_are_checked_like_documents():
-    from memory_assets.lib.quality.citations import lifecycle_report
+    from memory_assets.lib.quality.citation_suite import lifecycle_report
 
     items = [r["id"] for r in FACT_ROWS]
     triggers = pl.DataFrame({"trigger_date": [date(2026, 10, 2)], "message": ["WRX oil change due"],

@@ -509,7 +509,7 @@ def _first_build(paths: DataRoot, instance: Any) -> tuple[bool, str]:
     """The nightly selection, from nothing, as of BENCH_NOW (everything is new)."""
     import dagster as dg
 
-    from memory_assets.lib.jobs import SELECTIONS, run_config
+    from memory_assets.lib.scheduled_jobs import SELECTIONS, run_config
     from memory_assets.lib.runner import QUIET, _definitions
 
     assets, resources = _definitions(str(paths.root), "offline")

@@ -35,7 +35,7 @@ class ExtractorResource(dg.ConfigurableResource):
     mode: str = "auto"
 
     def build(self, config: MemoryConfig) -> Extractor:
-        from memory_assets.lib.extraction.llm import LLMExtractor
+        from memory_assets.lib.extraction.llm_extractor import LLMExtractor
         from memory_assets.lib.extraction.offline import OfflineExtractor
 
         if self.mode == "llm" or (self.mode == "auto" and config.llm_enabled):

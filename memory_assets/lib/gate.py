@@ -231,7 +231,7 @@ def admitted(config: MemoryConfig) -> pl.Expr:
     """The status a new item starts in, over its ``confidence`` column: ``active``, or
     ``candidate`` below the usefulness bar (DESIGN check 2: "useful or chatter,
     confidence > 0.7"; ``[gate] min_confidence``). A candidate is stored but never
-    injected; another session stating it makes it active (``lifecycle.rules``), and
+    injected; another session stating it makes it active (``lifecycle.policy``), and
     unconfirmed it expires after the speculative TTL."""
     bar = float(config.gate.min_confidence)
     return pl.when(pl.col("confidence") < bar).then(pl.lit("candidate")).otherwise(pl.lit("active"))

@@ -16,7 +16,7 @@ import dagster as dg
 
 from memory_assets.lib import inbox_scan, publish, quarantine, recovery
 from memory_assets.lib.job_runs import record_success
-from memory_assets.lib.jobs import COVERS, JOBS, run_config
+from memory_assets.lib.scheduled_jobs import COVERS, JOBS, run_config
 from memory_assets.lib.instance import local_instance
 from memory_assets.lib.partitions import sessions
 from retrieval import jobs

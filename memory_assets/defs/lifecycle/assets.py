@@ -8,7 +8,7 @@ from memory_assets.defs.resources import MemoryRoot
 from memory_assets.lib import lifecycle as rules
 from memory_assets.lib import publish
 from memory_assets.lib.clock import Clock
-from memory_assets.lib.quality.citations import lifecycle_report
+from memory_assets.lib.quality.citation_suite import lifecycle_report
 from memory_assets.lib import warehouse
 from retrieval.store import ItemStore
 

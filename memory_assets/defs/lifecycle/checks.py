@@ -7,7 +7,7 @@ import polars as pl
 
 from memory_assets.defs.resources import MemoryRoot
 from memory_assets.lib.quality.check_results import failed_result, to_check_result
-from memory_assets.lib.quality.citations import lifecycle_report
+from memory_assets.lib.quality.citation_suite import lifecycle_report
 from retrieval.store import ItemStore
 
 

@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from memory_assets.lib.jobs import SELECTIONS, run_config
+from memory_assets.lib.scheduled_jobs import SELECTIONS, run_config
 
 nightly_job = dg.define_asset_job(
     "nightly", selection=dg.AssetSelection.assets(*SELECTIONS["nightly"]), config=run_config("nightly"),

@@ -1,8 +1,8 @@
 """The nightly lifecycle ("sleep") as plain functions over item frames; every one takes ``now``.
 
 * ``apply`` — one night: boosts, contradictions, reinforcement, decay, confidence,
-  purge, expiry, promotion (``rules``);
-* ``archive_unaccessed`` (weekly) and ``to_cold`` (monthly) — status transitions (``rules``);
+  purge, expiry, promotion (``policy``);
+* ``archive_unaccessed`` (weekly) and ``to_cold`` (monthly) — status transitions (``policy``);
 * ``lessons`` — imperative rules from corrections, negatives, procedures, decisions (``lessons``);
 * ``forward_triggers`` — dates items point to, for preloading on the day (``triggers``);
 * ``memory_md`` — MEMORY.md of promoted items (``promotion``).
@@ -12,8 +12,8 @@ The formulas are in ``retrieval.scoring``; the Dagster assets are thin shells ov
 
 from memory_assets.lib.lifecycle.lessons import lessons
 from memory_assets.lib.lifecycle.promotion import memory_md, should_promote
-from memory_assets.lib.lifecycle.report import ACTIONS, LifecycleReport
-from memory_assets.lib.lifecycle.rules import apply, archive_unaccessed, confirmed, sessions_of, to_cold
+from memory_assets.lib.lifecycle.lifecycle_report import ACTIONS, LifecycleReport
+from memory_assets.lib.lifecycle.policy import apply, archive_unaccessed, confirmed, sessions_of, to_cold
 from memory_assets.lib.lifecycle.triggers import OVERDUE_DAYS, TRIGGER_SCHEMA, forward_triggers, trigger_dates
 
 __all__ = [

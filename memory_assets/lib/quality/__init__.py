@@ -17,13 +17,13 @@ A new suite is one function: derive any referential column in polars (the cited 
 ids that do not exist, as ``citations`` does), list ``Rule``s, and call ``validate``.
 """
 
-from memory_assets.lib.quality.citations import citations_report
+from memory_assets.lib.quality.citation_suite import citations_report
 from memory_assets.lib.quality.credential_scan import ScanLedger
-from memory_assets.lib.quality.embeddings import MODEL_DIMENSIONS, embeddings_report, index_report, vectors_report
-from memory_assets.lib.quality.items import facts_report, items_report
-from memory_assets.lib.quality.report import Finding, QualityReport
+from memory_assets.lib.quality.embeddings_suite import MODEL_DIMENSIONS, embeddings_report, index_report, vectors_report
+from memory_assets.lib.quality.items_suite import facts_report, items_report
+from memory_assets.lib.quality.suite_report import Finding, QualityReport
 from memory_assets.lib.quality.resources import resources_report
-from memory_assets.lib.quality.schema import schema_report
+from memory_assets.lib.quality.schema_suite import schema_report
 
 __all__ = [
     "MODEL_DIMENSIONS", "Finding", "QualityReport", "ScanLedger", "citations_report", "embeddings_report", "facts_report",

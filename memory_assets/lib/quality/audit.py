@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from memory_assets.lib.quality.report import QualityReport
+from memory_assets.lib.quality.suite_report import QualityReport
 from retrieval.paths import DataRoot
 from memory_assets.lib import warehouse
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import dagster as dg
 
-from memory_assets.lib.quality.report import QualityReport
+from memory_assets.lib.quality.suite_report import QualityReport
 
 SEVERITY = {"ERROR": dg.AssetCheckSeverity.ERROR, "WARN": dg.AssetCheckSeverity.WARN}
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from memory_assets.lib.quality.report import QualityReport
+from memory_assets.lib.quality.suite_report import QualityReport
 from memory_assets.lib.quality.validation import Rule, validate
 from retrieval.schema import ROLES, TRUST
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import polars as pl
 
-from memory_assets.lib.quality.report import MAX_EXAMPLES, Finding, QualityReport, Severity
+from memory_assets.lib.quality.suite_report import MAX_EXAMPLES, Finding, QualityReport, Severity
 
 # GX's usage statistics would phone home from every run.
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")

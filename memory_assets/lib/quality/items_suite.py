@@ -16,7 +16,7 @@ from collections.abc import Iterable
 import polars as pl
 
 from memory_assets.lib.quality.credential_scan import ScanLedger, credential_kinds
-from memory_assets.lib.quality.report import QualityReport
+from memory_assets.lib.quality.suite_report import QualityReport
 from memory_assets.lib.quality.validation import Rule, validate
 from retrieval.config import MemoryConfig
 from retrieval.schema import KINDS, PROVENANCE, SCOPES, SENTIMENTS, STATUSES, STRENGTHS, TIERS, TRUST

@@ -51,7 +51,7 @@ import polars as pl
 from memory_assets.lib.lifecycle import contradictions
 from memory_assets.lib.lifecycle.contradictions import Neighbors
 from memory_assets.lib.lifecycle.promotion import should_promote
-from memory_assets.lib.lifecycle.report import LifecycleReport
+from memory_assets.lib.lifecycle.lifecycle_report import LifecycleReport
 from retrieval import scoring
 from retrieval.config import MemoryConfig
 

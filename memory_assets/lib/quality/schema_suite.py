@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from memory_assets.lib.quality.report import QualityReport
+from memory_assets.lib.quality.suite_report import QualityReport
 from memory_assets.lib.quality.validation import Rule, validate
 
 RULES = (
