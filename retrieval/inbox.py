@@ -19,19 +19,24 @@ from retrieval.privacy import withhold_off_the_record
 
 
 def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> Path:
-    """Write ``data`` to ``path`` via a temporary sibling and an atomic rename.
+    """Write ``data`` to ``path`` via a temporary sibling and an atomic rename: a reader
+    sees the old file or the new one, never half of one, and a failed write leaves no
+    temporary behind. The one local atomic write (``memory_assets.lib.warehouse`` uses it too).
 
     ``durable``: fsync before the rename, so a power cut cannot leave an empty file
     under the final name (off only for records whose loss costs nothing but a count).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        if durable:
-            fh.flush()
-            os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
     return path
 
 

@@ -5,7 +5,8 @@ here too, so storage rules hold everywhere at once:
 
 - **Atomic writes.** A reader never sees half a file. On a local disk a file is written
   to a hidden temporary name in the same folder, flushed (``fsync`` when ``durable``) and
-  renamed over the target; on an object store one PUT is already all-or-nothing.
+  renamed over the target (``retrieval.inbox.atomic_write``, the agent side's writer too);
+  on an object store one PUT is already all-or-nothing.
 - **URIs.** A path is a local path or an fsspec URI (``s3://``, ``gs://``, ``az://``,
   ``memory://``): the functions take either and go through ``fsspec``, so a store that is
   not a local disk is a matter of configuration (running the whole pipeline on one is
@@ -18,10 +19,9 @@ here too, so storage rules hold everywhere at once:
 
 from __future__ import annotations
 
+import io
 import json
 import os
-import shutil
-import uuid
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,6 +30,7 @@ from typing import Any
 import fsspec
 import polars as pl
 
+from retrieval.inbox import atomic_write
 from retrieval.paths import DataRoot
 from retrieval.schema import FACT_SCHEMA, RESOURCE_SCHEMA
 
@@ -59,25 +60,13 @@ def stamp(now: datetime) -> str:
 
 def write_bytes(path: PathLike, data: bytes, *, durable: bool = True) -> PathLike:
     """Write ``data`` to ``path`` atomically, creating its folder."""
-    if not _is_local(path):
-        fs, inner = filesystem(path)
-        fs.makedirs(fs._parent(inner), exist_ok=True)
-        with fs.open(inner, "wb") as fh:
-            fh.write(data)
-        return path
-    target = _local(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            if durable:
-                fh.flush()
-                os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return target
+    if _is_local(path):
+        return atomic_write(_local(path), data, durable=durable)
+    fs, inner = filesystem(path)
+    fs.makedirs(fs._parent(inner), exist_ok=True)
+    with fs.open(inner, "wb") as fh:
+        fh.write(data)
+    return path
 
 
 def write_text(path: PathLike, text: str, *, durable: bool = True) -> PathLike:
@@ -91,21 +80,9 @@ def write_json(path: PathLike, value: Any, *, durable: bool = True, **dumps: Any
 
 def write_frame(path: PathLike, frame: pl.DataFrame) -> PathLike:
     """``frame`` as one Parquet file, atomically."""
-    if not _is_local(path):
-        fs, inner = filesystem(path)
-        fs.makedirs(fs._parent(inner), exist_ok=True)
-        with fs.open(inner, "wb") as fh:
-            frame.write_parquet(fh)
-        return path
-    target = _local(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        frame.write_parquet(tmp)
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return target
+    data = io.BytesIO()
+    frame.write_parquet(data)
+    return write_bytes(path, data.getvalue(), durable=False)
 
 
 def move(source: PathLike, target: PathLike) -> PathLike:
@@ -121,17 +98,7 @@ def move(source: PathLike, target: PathLike) -> PathLike:
 
 def copy(source: PathLike, target: PathLike) -> PathLike:
     """Copy a file atomically (the target is whole or absent)."""
-    if _is_local(source) and _is_local(target):
-        dest = _local(target)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        tmp = dest.with_name(f".{dest.name}.{uuid.uuid4().hex[:8]}.tmp")
-        try:
-            shutil.copyfile(_local(source), tmp)
-            os.replace(tmp, dest)
-        finally:
-            tmp.unlink(missing_ok=True)
-        return dest
-    return write_bytes(target, read_bytes(source))
+    return write_bytes(target, read_bytes(source), durable=False)
 
 
 def remove(path: PathLike) -> None:
