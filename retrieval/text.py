@@ -6,13 +6,13 @@ forgetting and the evals all read these; a second copy elsewhere is a bug
 
 - **Stopwords**, in layers with one job each. ``FUNCTION_WORDS`` are the closed-class
   words of English (articles, pronouns, auxiliaries, prepositions, conjunctions, their
-  contractions); ``STOPWORDS`` is that list, for "which words carry content". Three
+  contractions); ``STOPWORDS`` is that list, for "which words carry content". Two
   documented additions serve one purpose each: ``FILLER`` (what people say around a
-  request: "please", "do you remember"), ``COMMON_VERBS`` (light verbs that name no topic:
-  "get", "make", "think") and ``TIME_WORDS`` ("today", "last week": the date is stored as a
-  date, not as a word). ``QUERY_STOPWORDS`` (search terms) and ``EXTRACTION_STOPWORDS``
-  (the offline extractor's keywords) are their unions. ``PREFERENCE_VERBS`` are the verbs of
-  a stated preference, which are not what a change replaced ("wants black" replaces "black").
+  request: "please", "do you remember") and ``COMMON_VERBS`` (light verbs that name no
+  topic: "get", "make", "think"); ``QUERY_STOPWORDS`` (search terms) is their union.
+  ``PREFERENCE_VERBS`` are the verbs of a stated preference, which are not what a change
+  replaced ("wants black" replaces "black"). The offline extractor's lists and the evals'
+  matcher's list are kept exactly as they were measured and calibrated (see below).
 - **Negation**: ``negated(text)`` — a statement that denies what it states, with contrasts
   (", not npm", "no more than", a leading "No,") set aside; ``CESSATION`` adds the words
   that end a state ("quit", "stopped", "no longer"), for the trust pass's disagreement test.
@@ -50,11 +50,6 @@ STOPWORDS = FUNCTION_WORDS
 
 # Greetings and politeness: no part of what is asked ("Hey, please remind me…").
 POLITE = frozenset("please thanks thank hey hi hello okay ok yeah".split())
-# Interjections and stock replies: capitalised at a sentence start, never a name.
-INTERJECTIONS = frozenset("""
-yes yeah no oh wow hey hi thanks thank okay ok well lol haha sure great cool awesome nice plus btw
-totally definitely absolutely anyway speaking actually really just also
-""".split())
 # What people say around a request or in passing: no part of a topic.
 FILLER = POLITE | frozenset("""
 tell know remember recall think said say says mention mentioned yes just really actually also
@@ -66,12 +61,6 @@ wanna gotta ever much many
 COMMON_VERBS = frozenset("""
 get got getting go going gone went want wants wanted like make made making take took feel felt
 know knew think thought see saw
-""".split())
-
-# Relative time: the extractor stores the date itself, so the word is not a keyword.
-TIME_WORDS = frozenset("""
-today yesterday tomorrow week weekend month year last next ago now soon later lately recently
-sometime someday time times
 """.split())
 
 # The verbs of a stated preference or habit: "switched from black" replaces "likes black".
