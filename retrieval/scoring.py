@@ -209,6 +209,10 @@ def last_used_at(row: dict) -> datetime | None:
     return max(seen) if seen else None
 
 
+def _said_at(row: dict) -> datetime | None:
+    return row.get("last_referenced_at") or row.get("created_at")
+
+
 def age_of(row: dict, now: datetime) -> float:
     """How old what an item says is, in days: since a user last confirmed it
     (``last_referenced_at``), else since it was said (``created_at``, the turn's time).
@@ -216,8 +220,7 @@ def age_of(row: dict, now: datetime) -> float:
     ``[stale]`` and the health report read it, so they agree about one item. (Decay reads
     ``idle_days`` instead: how long the memory has gone unused since it learned the fact,
     so a backfilled 2023 transcript is old news but does not start out decayed.)"""
-    said = row.get("last_referenced_at") or row.get("created_at")
-    return age_days(said, now)
+    return age_days(_said_at(row), now)
 
 
 def idle_days(row: dict, now: datetime) -> float:
@@ -228,8 +231,7 @@ def idle_days(row: dict, now: datetime) -> float:
 
 def is_stale(config: MemoryConfig, row: dict, now: datetime) -> bool:
     """Not confirmed for more than ``[decay] stale_after_days``: the block tags it ``[stale]``."""
-    return (row.get("last_referenced_at") or row.get("created_at")) is not None \
-        and age_of(row, now) > config.decay.stale_after_days
+    return _said_at(row) is not None and age_of(row, now) > config.decay.stale_after_days
 
 
 def weeks_unreferenced(row: dict, now: datetime) -> int:

@@ -23,7 +23,8 @@ def test_the_same_calls_work_on_a_disk_and_on_an_fsspec_store(tmp_path, root):
     warehouse.write_json(json_path, {"version": 3}, indent=1)
     assert warehouse.read_frame(frame_path).equals(FRAME)
     assert warehouse.read_json(json_path) == {"version": 3}
-    assert [p.name for p in warehouse.files(f"{base}/t", "*.parquet")] == ["items.parquet"]
+    (listed,) = warehouse.files(f"{base}/t", "*.parquet")
+    assert listed.name == "items.parquet" and warehouse.read_frame(listed).equals(FRAME)  # a listed file reads back
     warehouse.move(json_path, f"{base}/done/report.json")
     assert not warehouse.exists(json_path) and warehouse.read_json(f"{base}/done/report.json") == {"version": 3}
     warehouse.remove(f"{base}/done/report.json")

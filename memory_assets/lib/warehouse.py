@@ -129,7 +129,16 @@ def exists(path: PathLike) -> bool:
     return fs.exists(inner)
 
 
-def files(folder: PathLike, pattern: str = "*") -> list[Path]:
+class Uri(str):
+    """A file on an fsspec store: its URI, with ``name`` like a ``Path`` (``Path`` would fold
+    ``s3://b/k`` into ``s3:/b/k``)."""
+
+    @property
+    def name(self) -> str:
+        return self.rsplit("/", 1)[-1]
+
+
+def files(folder: PathLike, pattern: str = "*") -> list[Path] | list[Uri]:
     """The files in ``folder`` matching ``pattern``, sorted by name; hidden temporaries skipped."""
     if _is_local(folder):
         root = _local(folder)
@@ -137,8 +146,8 @@ def files(folder: PathLike, pattern: str = "*") -> list[Path]:
         return sorted(p for p in found if p.is_file() and not p.name.startswith("."))
     fs, inner = filesystem(folder)
     protocol = str(folder).split("://", 1)[0]
-    return sorted(Path(f"{protocol}://{p}") for p in fs.glob(f"{inner.rstrip('/')}/{pattern}")
-                  if not p.rsplit("/", 1)[-1].startswith("."))
+    found = [Uri(f"{protocol}://{p.lstrip('/')}") for p in fs.glob(f"{inner.rstrip('/')}/{pattern}")]
+    return sorted(f for f in found if not f.name.startswith("."))
 
 
 def read_bytes(path: PathLike) -> bytes:
