@@ -42,6 +42,16 @@ _REOPEN_SECONDS = 5.0  # how stale the cached table may get before a new publish
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
+def _redacted_context(context: str | Messages, pii: tuple[str, ...]) -> str | Messages:
+    """``context`` with credentials and personal data redacted, as the agent handed it
+    over: the query, its rewrite and the ``injected`` event are all derived from it, so
+    a secret in the conversation never reaches a rewrite (which splits ``a_b`` into
+    ``a b``, past any rule), the LLM or the event log."""
+    if isinstance(context, str):
+        return credentials.redact(context, pii=pii)
+    return [{**m, "content": credentials.redact(str(m.get("content", "")), pii=pii)} for m in context]
+
+
 def _context_text(context: str | Messages, last: int = 5) -> str:
     if isinstance(context, str):
         return context
@@ -67,6 +77,7 @@ class MemoryClient:
         self.paths = DataRoot.resolve(data_root)
         self.config: MemoryConfig = load_config(config_path)
         self.options = options or RetrievalOptions()
+        self._pii = credentials.pii_from_config(self.config)
         self.namespace = None if namespace == "*" else (namespace or str(self.config.pipeline.namespace))
         self.scopes = tuple(scopes) if scopes else None
         self.store = ItemStore(self.paths)
@@ -351,6 +362,7 @@ class MemoryClient:
         if frugal:
             cap = min(cap, int(cfg.budget_max_items))
         budget = int(token_budget or cfg.token_budget)
+        context = _redacted_context(context, self._pii)
         query = self._query(context, frugal)
         tier, hits, vectors = "items", None, None
         if self.options.tiers and not frugal:
@@ -509,7 +521,7 @@ class MemoryClient:
                 "trust": message.get("trust", "untrusted" if role == "tool" else "trusted"),
                 **({"namespace": namespace} if namespace else {}),
             })
-        path = write_session(self.paths.inbox, session_id, canonical, pii=credentials.pii_from_config(self.config))
+        path = write_session(self.paths.inbox, session_id, canonical, pii=self._pii)
         return str(path) if path else None
 
     def lessons(self) -> list[str]:

@@ -276,6 +276,25 @@ def test_injection_writes_an_injected_event_that_is_not_a_reference(root, tmp_pa
         f.unlink()
 
 
+@pytest.mark.parametrize("context", [
+    "WRX oil change? my GitLab deploy token is gldt-riGp_58WAm_dX3a5IDnOdcdb",
+    [{"role": "user", "content": "WRX oil change? my GitLab deploy token is gldt-riGp_58WAm_dX3a5IDnOdcdb"}],
+])
+def test_a_secret_in_the_context_is_redacted_before_the_query_is_rewritten(root, context):
+    # The rewrite splits "a_b" into "a b", which no credential rule matches any more: the
+    # context has to be redacted where it enters, not the query on its way to the log.
+    client = _client(root)
+    injection = client.inject(context, now=NOW, session_id="s-secret")
+    files = sorted(root.events.glob("*.json"))
+    logged = "".join(f.read_text() for f in files)
+    for f in files:
+        f.unlink()
+    assert injection.items and "injected" in logged  # the event was written
+    for part in ("riGp", "58WAm", "dX3a5IDnOdcdb"):
+        assert part not in injection.query + injection.terms
+        assert part not in logged
+
+
 def test_record_response_writes_echo_and_fizzle(root):
     client = _client(root)
     injection = client.inject("WRX oil change due miles", now=NOW, record=False)
