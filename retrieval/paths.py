@@ -97,6 +97,12 @@ class DataRoot:
         return self.lifecycle / "triggers.parquet"
 
     @property
+    def sweeps(self) -> Path:
+        """Weekly and monthly sweeps waiting for ``memory_items`` (applied ones move to
+        ``applied/`` once published)."""
+        return self.lifecycle / "sweeps"
+
+    @property
     def job_runs(self) -> Path:
         """job name → last successful run (ISO time), written by each scheduled job."""
         return self.lifecycle / "job_runs.json"

@@ -39,6 +39,7 @@ class ItemsVersion:
     rows: int
     written_at: str = ""
     event_files: list[str] = field(default_factory=list)
+    sweep_files: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         return {**asdict(self), "parquet": str(self.parquet)}

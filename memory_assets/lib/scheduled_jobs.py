@@ -11,8 +11,10 @@ COVERS = {"nightly": ("nightly",), "weekly": ("weekly", "nightly"), "monthly": (
 
 SELECTIONS: dict[str, list[str]] = {
     "nightly": ["memory_items", "published_items", "lifecycle", "category_summaries"],
-    "weekly": ["memory_items", "published_items", "lifecycle", "category_summaries", "archive_clusters"],
-    "monthly": ["memory_items", "published_items", "items_index", "lifecycle", "category_summaries", "health_report"],
+    "weekly": ["archive_sweep", "memory_items", "published_items", "lifecycle", "category_summaries",
+               "archive_clusters"],
+    "monthly": ["cold_sweep", "memory_items", "published_items", "items_index", "lifecycle", "category_summaries",
+                "health_report"],
 }
 
 
@@ -20,11 +22,11 @@ def run_config(job: str, now: datetime | None = None) -> dict[str, Any]:
     """The run config of ``job``; ``now`` pins every step's clock (tests, replays, ``--now``)."""
     clock = now.isoformat() if now else ""
     ops: dict[str, Any] = {
-        "memory_items": {"config": {"now": clock, "weekly": job in ("weekly", "monthly"),
-                                    "monthly": job == "monthly"}},
+        "archive_sweep": {"config": {"now": clock}},
+        "cold_sweep": {"config": {"now": clock}},
+        "memory_items": {"config": {"now": clock}},
         "lifecycle": {"config": {"now": clock}},
         "category_summaries": {"config": {"now": clock, "rebuild": job in ("weekly", "monthly")}},
+        "health_report": {"config": {"now": clock}},
     }
-    if job == "monthly":
-        ops["health_report"] = {"config": {"now": clock}}
     return {"ops": {k: v for k, v in ops.items() if k in SELECTIONS[job]}}

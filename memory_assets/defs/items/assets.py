@@ -13,6 +13,7 @@ from memory_assets.lib.clock import Clock
 from memory_assets.lib import warehouse
 from memory_assets.lib.faults import crash_point
 from memory_assets.lib.items import consolidate, repair_links
+from memory_assets.lib.lifecycle import sweeps
 from memory_assets.lib.quality import audit
 from retrieval import scoring
 from retrieval.store import ItemStore
@@ -30,12 +31,6 @@ def preload_due_triggers(items: pl.DataFrame, config, now: datetime) -> pl.DataF
         boosted, default=pl.col("retrieval_priority"), return_dtype=items.schema["retrieval_priority"]))
 
 
-def _add(report: lifecycle.LifecycleReport, more: lifecycle.LifecycleReport) -> None:
-    for action, count in more.counts.items():
-        report.counts[action] += count
-        report.ids[action].extend(more.ids[action])
-
-
 def _merge_log(merges, now: datetime) -> pl.DataFrame:
     return pl.DataFrame(
         [{"kept_id": m.kept_id, "merged_id": m.merged_id, "similarity": m.similarity,
@@ -45,22 +40,17 @@ def _merge_log(merges, now: datetime) -> pl.DataFrame:
     )
 
 
-class ItemsRun(Clock):
-    """Which lifecycle transitions this run makes, besides the nightly ones (always)."""
-
-    weekly: bool = False   # archive items not accessed for lifecycle.archive_after_days
-    monthly: bool = False  # move to cold after lifecycle.cold_after_days; re-embed every item
-
-
 @dg.asset(
-    deps=["extracted_facts"],
+    deps=["extracted_facts", "archive_sweep", "cold_sweep"],
     group_name="items",
     kinds={"python", "parquet", "lancedb", "duckdb"},
-    code_version="memory-items-v5",
+    code_version="memory-items-v6",
     pool="duckdb",
-    automation_condition=dg.AutomationCondition.eager(),
+    # A new sweep is applied by the job that made it (or the next run); it neither
+    # triggers this asset nor, before the first one, holds it back.
+    automation_condition=dg.AutomationCondition.eager().ignore(dg.AssetSelection.assets("archive_sweep", "cold_sweep")),
 )
-def memory_items(context: dg.AssetExecutionContext, config: ItemsRun, memory: MemoryRoot,
+def memory_items(context: dg.AssetExecutionContext, config: Clock, memory: MemoryRoot,
                  embedder: EmbedderResource, duckdb: DuckDBResource) -> dg.MaterializeResult:
     """Everything the agent may remember: one row per distinct memory, with importance,
     confidence, trust, tier, status and the turns it came from.
@@ -69,7 +59,9 @@ def memory_items(context: dg.AssetExecutionContext, config: ItemsRun, memory: Me
     and it keeps every source); a fact that replaces an older one marks the older one
     superseded; the agent's feedback (reinforce, demote, update, forget, echo/fizzle)
     is folded in; the lifecycle (decay, boosts, confidence, contradictions, TTLs, purge,
-    promotion; weekly archive, monthly cold) is applied as of the run's clock. Each item
+    promotion) is applied as of the run's clock, and so are the pending sweeps
+    (``archive_sweep`` weekly, ``cold_sweep`` monthly, which also asks for every item to be
+    embedded again and checked against every other). Each item
     is found by full-text search through its content, the turns it came from and the turns
     around them (``lib/source_text.py``; LanceDB only). Written as a new Parquet version
     and a new LanceDB ``items`` version (vectors + full-text index), staged for its
@@ -83,24 +75,22 @@ def memory_items(context: dg.AssetExecutionContext, config: ItemsRun, memory: Me
     batch = feedback.read_events(paths)
     for error in batch.errors:
         context.log.warning(error)
+    pending = sweeps.pending(paths)
+    refresh = any(s.refresh for s in pending)
     model = embedder.build(settings)
-    # Monthly: every item is embedded again with the configured model (a model change shows).
-    known = {} if config.monthly else store.vectors_by_hash()
+    # The monthly refresh: every item is embedded again with the configured model.
+    known = {} if refresh else store.vectors_by_hash()
     result = consolidate(facts, previous, known, model, settings, now, events=batch.events)
-    # Nightly and weekly, contradictions are looked for around new and reworded items
-    # only; the monthly run (everything re-embedded) sweeps every item.
+    # Otherwise contradictions are looked for around new and reworded items only.
     items, report = lifecycle.apply(result.items, result.vectors, settings, now,
-                                    changed=None if config.monthly else result.changed)
-    if config.weekly:
-        items, weekly = lifecycle.archive_unaccessed(items, settings, now)
-        _add(report, weekly)
-    if config.monthly:
-        items, monthly = lifecycle.to_cold(items, settings, now)
-        _add(report, monthly)
+                                    changed=None if refresh else result.changed)
+    items, swept = sweeps.apply(items, pending, settings, now)
+    report.add(swept)
     items = repair_links(preload_due_triggers(items, settings, now))
     search = source_text.search_texts(items, source_text.turn_texts(warehouse.read_resources(paths, conform=False)))
     written = publish.write_items(paths, items, result.vectors, now, search_text=search)
-    written = publish.ItemsVersion(**{**written.__dict__, "event_files": [f.name for f in batch.files]})
+    written = publish.ItemsVersion(**{**written.__dict__, "event_files": [f.name for f in batch.files],
+                                      "sweep_files": [s.file for s in pending]})
     crash_point("items_write")
     publish.stage(paths, written)
     if result.merges:
@@ -134,6 +124,7 @@ def memory_items(context: dg.AssetExecutionContext, config: ItemsRun, memory: Me
         "embedding_model": model.model_id,
         "clock": now.isoformat(),
         "lifecycle": {k: v for k, v in report.counts.items() if v},
+        "sweeps_applied": [s.file for s in pending],
         "sample": dg.MetadataValue.md("\n".join(f"- {c}" for c in active.sort("importance", descending=True)["content"].head(10).to_list()) or "none"),
     })
 
@@ -175,12 +166,14 @@ def published_items(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg
     batch = feedback.read_events(paths)
     batch.files = [f for f in batch.files if f.name in set(written.event_files)]
     compacted = feedback.compact(paths, batch, warehouse.stamp(datetime.now(timezone.utc)))
+    settled = sweeps.settle(paths, written.sweep_files)
     return dg.MaterializeResult(metadata={
         "published_version": written.version,
         "previous_version": previous.version if previous else -1,
         "items": written.rows,
         "parquet": dg.MetadataValue.path(str(paths.published_items)),
         "event_files_compacted": compacted,
+        "sweeps_settled": settled,
     })
 
 

@@ -38,6 +38,12 @@ class LifecycleReport:
         self.counts[action] += 1
         self.ids[action].append(item_id)
 
+    def add(self, other: "LifecycleReport") -> None:
+        """Fold ``other``'s counts and ids into this report (a sweep after the night's pass)."""
+        for action, count in other.counts.items():
+            self.counts[action] += count
+            self.ids[action].extend(other.ids[action])
+
     def metadata(self, sample: int = 20) -> dict[str, Any]:
         """For a Dagster materialization: every count, and up to ``sample`` ids per action taken."""
         return {"counts": dict(self.counts),

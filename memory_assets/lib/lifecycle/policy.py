@@ -42,7 +42,7 @@ the pipeline itself bumps it when it supersedes or archives.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime, timedelta
 
 import numpy as np
@@ -254,31 +254,34 @@ def apply(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig, now: d
 
 
 def _retire(items: pl.DataFrame, now: datetime, *, after_days: float, source: tuple[str, ...],
-            target: str) -> tuple[pl.DataFrame, LifecycleReport]:
+            target: str, only: Collection[str] | None = None) -> tuple[pl.DataFrame, LifecycleReport]:
     report = LifecycleReport()
     rows = _rows(items, ("id", "status", "tier", "promoted", "last_referenced_at", "created_at", "first_seen_at", "updated_at"))
     for row in rows:
         used = scoring.last_used_at(row)
         # Permanent and promoted memories were learned for good: time alone never retires them.
-        if (row["status"] in source and row.get("tier") != "permanent" and not row.get("promoted") and used is not None
+        if ((only is None or row["id"] in only) and row["status"] in source and row.get("tier") != "permanent" and not row.get("promoted") and used is not None
                 and used + timedelta(days=after_days) <= now):
             row["status"], row["updated_at"] = target, now
             report.record(target, row["id"])
     return _write(items, rows, ("status", "updated_at")), report
 
 
-def archive_unaccessed(items: pl.DataFrame, config: MemoryConfig, now: datetime) -> tuple[pl.DataFrame, LifecycleReport]:
+def archive_unaccessed(items: pl.DataFrame, config: MemoryConfig, now: datetime, *,
+                       only: Collection[str] | None = None) -> tuple[pl.DataFrame, LifecycleReport]:
     """Weekly: an active item not used for ``lifecycle.archive_after_days`` (90) is archived.
 
     "Used" is ``scoring.last_used_at`` (the last user-confirmed reference, else
     creation); injection does not count (module docstring). The permanent tier is exempt.
+    ``only``: consider these ids alone (a sweep decided earlier, checked again).
     """
     return _retire(items, now, after_days=float(config.lifecycle.archive_after_days),
-                   source=("active",), target="archived")
+                   source=("active",), target="archived", only=only)
 
 
-def to_cold(items: pl.DataFrame, config: MemoryConfig, now: datetime) -> tuple[pl.DataFrame, LifecycleReport]:
+def to_cold(items: pl.DataFrame, config: MemoryConfig, now: datetime, *,
+            only: Collection[str] | None = None) -> tuple[pl.DataFrame, LifecycleReport]:
     """Monthly: an active or archived item not used for ``lifecycle.cold_after_days`` (180)
     goes cold (cheap storage, searched last). The permanent tier is exempt."""
     return _retire(items, now, after_days=float(config.lifecycle.cold_after_days),
-                   source=("active", "archived"), target="cold")
+                   source=("active", "archived"), target="cold", only=only)
