@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import sys
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -109,9 +110,10 @@ def cmd_run(args: argparse.Namespace) -> int:
     from datetime import datetime, timezone
 
     from memory_assets.lib.runner import run_job
+    from memory_assets.lib.scheduled_jobs import tick
     from retrieval.paths import DataRoot
 
-    now = None
+    now = tick(args.job, args.date) if args.date else None
     if args.now:
         now = datetime.fromisoformat(args.now.replace("Z", "+00:00"))
         now = now if now.tzinfo else now.replace(tzinfo=timezone.utc)
@@ -246,7 +248,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("run", help="run a scheduled job now: nightly, weekly or monthly")
     p.add_argument("job", choices=["nightly", "weekly", "monthly"])
-    p.add_argument("--now", default=None, help="the clock, ISO-8601 (default: now)")
+    when = p.add_mutually_exclusive_group()
+    when.add_argument("--now", default=None, help="the clock, ISO-8601 (default: now)")
+    when.add_argument("--date", default=None, type=date.fromisoformat,
+                      help="replay the run scheduled on this day (YYYY-MM-DD), at its schedule's time")
     p.add_argument("--extractor", choices=["offline", "llm"], default=None)
     p.set_defaults(func=cmd_run)
 

@@ -8,7 +8,7 @@ import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import date, datetime, timezone
+from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
@@ -530,24 +530,25 @@ class MemoryClient:
             return []
         return [str(x) for x in json.loads(self.paths.lessons.read_text(encoding="utf-8"))]
 
-    def due_triggers(self, today: date | None = None, *, mark_fired: bool = True) -> list[dict[str, Any]]:
-        """Forward triggers due on ``today``, or overdue, that have not fired yet.
+    def due_triggers(self, now: datetime | None = None, *, mark_fired: bool = True) -> list[dict[str, Any]]:
+        """Forward triggers due on ``now``'s day, or overdue, that have not fired yet.
 
-        Each comes back once: returning it writes a ``fired`` event (``mark_fired``), so
-        tomorrow's call does not repeat yesterday's reminder. Each row has ``key``.
+        Each comes back once: returning it writes a ``fired`` event at ``now``
+        (``mark_fired``), so tomorrow's call does not repeat yesterday's reminder. Each
+        row has ``key``.
         """
         if not self.paths.triggers.exists():
             return []
         import polars as pl
 
-        day = today or datetime.now(timezone.utc).date()
-        due = pl.read_parquet(self.paths.triggers).filter(pl.col("trigger_date") <= day).to_dicts()
+        now = now or datetime.now(timezone.utc)
+        due = pl.read_parquet(self.paths.triggers).filter(pl.col("trigger_date") <= now.date()).to_dicts()
         fired = events.fired_triggers(self.paths)
         out = [{**row, "key": events.trigger_key(row)} for row in due]
         out = [row for row in out if row["key"] not in fired]
         if out and mark_fired:
             events.record(self.paths.events, "fired", sorted({i for r in out for i in r["item_ids"] or []}),
-                          datetime.now(timezone.utc), payload={"triggers": [r["key"] for r in out]})
+                          now, payload={"triggers": [r["key"] for r in out]})
         return out
 
     def insights(self, query: str | None = None, k: int = 5) -> list[dict[str, Any]]:

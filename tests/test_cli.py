@@ -67,6 +67,19 @@ def test_runs_are_named_after_what_they_do_and_memory_run_prints_counts(tmp_path
     assert "nightly: succeeded; items: 2 (active 2)" in out and "lifecycle:" in out
 
 
+def test_memory_run_date_replays_that_days_scheduled_run_with_its_clock(tmp_path, monkeypatch):
+    root = tmp_path / "data"
+    memory(["--data-root", str(root), "ingest", str(_session(tmp_path / "s.jsonl"))])
+    with dg.instance_for_test() as instance:
+        monkeypatch.setattr("memory_assets.lib.runner.local_instance", lambda paths: instance)
+        assert memory(["--data-root", str(root), "run", "weekly", "--date", "2026-09-13"]) == 0
+        clocks = {a: instance.get_latest_materialization_event(dg.AssetKey(a)).asset_materialization.metadata["clock"]
+                  for a in ("archive_sweep", "memory_items", "lifecycle")}
+    assert {c.value for c in clocks.values()} == {"2026-09-13T01:00:00+00:00"}  # Sunday's 01:00 tick
+    with pytest.raises(SystemExit):
+        memory(["--data-root", str(root), "run", "nightly", "--date", "2026-09-13", "--now", "2026-09-13T02:00"])
+
+
 def test_pending_feedback_and_stale_items_are_built_by_the_next_materialize(tmp_path, instance):
     paths = DataRoot.resolve(tmp_path / "data")
     client = MemoryClient(paths.root)

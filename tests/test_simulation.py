@@ -96,8 +96,8 @@ def simulated(tmp_path_factory):
             if n == 45:
                 seen["meetings"] = client.inject("what time does Dana like meetings", now=day, record=False)
             if n == 25:  # Friday 30 January, and the day before
-                seen["due"] = client.due_triggers(day.date())
-                seen["not_due"] = client.due_triggers(day.date() - timedelta(days=1))
+                seen["due"] = client.due_triggers(day)
+                seen["not_due"] = client.due_triggers(day - timedelta(days=1))
         yield paths, client, seen
 
 

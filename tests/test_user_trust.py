@@ -251,11 +251,11 @@ def test_an_overdue_trigger_is_returned_once(tmp_path):
     pl.DataFrame([{"trigger_date": date(2026, 10, 1), "message": "Maya's birthday", "item_ids": ["b1"],
                    "source_created_at": NOW}], schema=lifecycle.TRIGGER_SCHEMA).write_parquet(paths.triggers)
     client = MemoryClient(paths.root)
-    assert [t["message"] for t in client.due_triggers(date(2026, 10, 1))] == ["Maya's birthday"]
-    assert client.due_triggers(date(2026, 10, 2)) == []
+    assert [t["message"] for t in client.due_triggers(datetime(2026, 10, 1, 8, tzinfo=timezone.utc))] == ["Maya's birthday"]
+    assert client.due_triggers(datetime(2026, 10, 2, 8, tzinfo=timezone.utc)) == []
     # Folded into the event log by the pipeline, the fired state still holds.
     feedback.compact(paths, feedback.read_events(paths), "t1")
-    assert client.due_triggers(date(2026, 10, 3)) == []
+    assert client.due_triggers(datetime(2026, 10, 3, 8, tzinfo=timezone.utc)) == []
 
 
 def test_the_daemon_extracts_a_stored_session_that_has_no_facts(tmp_path, instance):

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime, time, timezone
 from typing import Any
 
 JOBS = ("nightly", "weekly", "monthly")
 # A weekly or monthly run does the nightly work too, so its success counts for both.
 COVERS = {"nightly": ("nightly",), "weekly": ("weekly", "nightly"), "monthly": ("monthly", "nightly")}
+
+# When each job's schedule fires (UTC): nightly 02:00, weekly Sunday 01:00, monthly the 1st 03:00.
+CRONS = {"nightly": "0 2 * * *", "weekly": "0 1 * * 0", "monthly": "0 3 1 * *"}
 
 SELECTIONS: dict[str, list[str]] = {
     "nightly": ["memory_items", "published_items", "lifecycle", "category_summaries"],
@@ -30,3 +33,10 @@ def run_config(job: str, now: datetime | None = None) -> dict[str, Any]:
         "health_report": {"config": {"now": clock}},
     }
     return {"ops": {k: v for k, v in ops.items() if k in SELECTIONS[job]}}
+
+
+def tick(job: str, day: date) -> datetime:
+    """The time ``job``'s schedule fires on ``day``: ``memory run nightly --date 2026-09-10``
+    is that night's run, replayed with the clock it would have had."""
+    minute, hour = (int(f) for f in CRONS[job].split()[:2])
+    return datetime.combine(day, time(hour, minute), tzinfo=timezone.utc)

@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from memory_assets.lib.scheduled_jobs import SELECTIONS, run_config
+from memory_assets.lib.scheduled_jobs import CRONS, SELECTIONS, run_config
 
 nightly_job = dg.define_asset_job(
     "nightly", selection=dg.AssetSelection.assets(*SELECTIONS["nightly"]), config=run_config("nightly"),
@@ -21,14 +21,14 @@ monthly_job = dg.define_asset_job(
 )
 
 nightly_schedule = dg.ScheduleDefinition(
-    name="nightly_0200", job=nightly_job, cron_schedule="0 2 * * *",
+    name="nightly_0200", job=nightly_job, cron_schedule=CRONS["nightly"],
     default_status=dg.DefaultScheduleStatus.RUNNING,
 )
 weekly_schedule = dg.ScheduleDefinition(
-    name="weekly_sunday_0100", job=weekly_job, cron_schedule="0 1 * * 0",
+    name="weekly_sunday_0100", job=weekly_job, cron_schedule=CRONS["weekly"],
     default_status=dg.DefaultScheduleStatus.RUNNING,
 )
 monthly_schedule = dg.ScheduleDefinition(
-    name="monthly_first_0300", job=monthly_job, cron_schedule="0 3 1 * *",
+    name="monthly_first_0300", job=monthly_job, cron_schedule=CRONS["monthly"],
     default_status=dg.DefaultScheduleStatus.RUNNING,
 )
