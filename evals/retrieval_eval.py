@@ -1,8 +1,9 @@
 """Retrieval eval on LoCoMo: does the injected block hold the turns that answer a question?
 
 For each conversation: ingest it into its own data root and run the real pipeline
-(cached, see ``build_root``), then ask every non-adversarial question through
-``MemoryClient.inject`` with the clock set a day after the last session. Every injected
+(cached, see ``build_root``), then ask every non-adversarial question through the
+retrieval core (``retrieval.retrieve``, what ``MemoryClient.inject`` runs) with the clock
+set a day after the last session. Every injected
 item names the turns it came from (``source_turn_ids``, LoCoMo ``dia_id``s):
 
 * **recall@k** — the share of questions where one of the first k injected items came
@@ -245,18 +246,25 @@ def item_statuses(root: Path) -> dict[str, int]:
 
 
 def ask_conversation(conv: Conversation, root: Path, *, options: RetrievalOptions, k: int) -> list[Asked]:
-    """Every non-adversarial question of ``conv``, injected with at most ``k`` items."""
-    from retrieval.client import MemoryClient
+    """Every non-adversarial question of ``conv``, injected with at most ``k`` items:
+    the retrieval core as the client runs it (``retrieve`` then ``block``), without the
+    client, so an eval writes no ``injected`` event."""
+    from retrieval.config import load_config
+    from retrieval.retrieve import Stores, View, block, retrieve
 
-    client = MemoryClient(root, options=options)
-    # An eval's injections are not usage: no `injected` events.
-    kwargs: dict[str, Any] = {"max_items": k, "now": conv.now, "record": False}
+    config = load_config()
+    stores = Stores(DataRoot.resolve(root), config)
+    view = View(namespace=str(config.pipeline.namespace))  # what the agent of the conversation sees
+
+    def inject(text: str):
+        return block(retrieve(text, stores, config, options, conv.now, view=view, max_items=k), config, conv.now)
+
     in_store, extracted = stored_turn_ids(root)
-    client.inject("warm-up: load the model and open the table", **kwargs)  # not timed
+    inject("warm-up: load the model and open the table")  # not timed
     asked = []
     for q in conv.asked:
         started = time.perf_counter()
-        injection = client.inject(q.question, **kwargs)
+        injection = inject(q.question)
         latency = (time.perf_counter() - started) * 1000
         ranked = [list(h.source_turn_ids) for h in injection.items]
         asked.append(Asked(

@@ -20,6 +20,7 @@ from retrieval.config import load_config
 from retrieval.embeddings import Embedder
 from retrieval.options import RetrievalOptions
 from retrieval.paths import DataRoot
+from retrieval.retrieve import rank
 from retrieval.rewrite import keyword_query, rewrite
 from retrieval.schema import FACT_SCHEMA, INJECTION_END, INJECTION_START
 from retrieval.store import ItemStore
@@ -149,7 +150,8 @@ def test_hits_carry_every_attribute_and_their_stored_vectors(root):
     has the same row as the Parquet snapshot, and the vectors used for conflict checks
     are the stored ones."""
     client = _client(root)
-    hits, read_vectors = client._rank("When is the WRX oil change due?", 5, NOW)
+    hits, read_vectors = rank(client.stores, client.view, client.config, client.options,
+                              "When is the WRX oil change due?", 5, NOW)
     snapshot = {r["id"]: r for r in ItemStore(root).items().to_dicts()}
     vectors = read_vectors(list(range(len(hits))))
     assert hits and vectors.shape == (len(hits), 384)
@@ -178,7 +180,7 @@ def test_items_missing_from_the_snapshot_are_read_from_lancedb(root, tmp_path, m
 def test_a_filter_that_empties_the_candidates_asks_lancedb_to_filter(root, tmp_path, monkeypatch):
     """Candidates are fetched unfiltered (2 × candidates) and filtered from the snapshot;
     when the filter leaves too few, the query runs again with the filter in LanceDB."""
-    from retrieval import client as client_module
+    from retrieval import retrieve as client_module
 
     config = tmp_path / "memory.toml"
     config.write_text("[ranking]\ncandidates = 2\n")

@@ -1,0 +1,390 @@
+"""The retrieval core: ``retrieve(context, stores, config, options, now)`` → what to inject.
+
+It reads the published stores and writes nothing: no event, no file. ``MemoryClient``
+wires the stores and records what it injected; the evals and benchmarks call
+``retrieve`` the same way. The steps (DESIGN.md, "Retrieval path"): rewrite the last
+messages into a query; tier 1, category summary lines that answer it alone
+(``tier1``); else tier 2, vector + full-text candidates fused, above the relevance
+floor, scored, diversified, active items first (``rank``); then the trust pass
+(conflicts, order, flags) and each line's short id.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+from retrieval import scoring, sufficiency, trust
+from retrieval.citations import summary_lines
+from retrieval.config import MemoryConfig
+from retrieval.embeddings import Embedder
+from retrieval.injection import Injection, build_block
+from retrieval.llm import llm_configured
+from retrieval.options import RetrievalOptions
+from retrieval.paths import DataRoot
+from retrieval.rewrite import LLMRewriter, SearchQuery, keywords, rewrite
+from retrieval.schema import ITEM_SCHEMA
+from retrieval.search import Hit, fts_list, fts_query, fuse, to_hit, vector_list, vectors_for
+from retrieval.store import ItemStore, PublishedRows
+from retrieval.text import sentiment as sentiment_of
+
+Messages = Sequence[Mapping[str, Any]]
+# What search may return: active items first; archived, then cold ones only to fill the
+# block ("forgotten by filing" is not forgetting: koshi and Engram keep the archive searchable).
+RECALLABLE = ("active", "archived", "cold")
+# What an item row holds, as in the Parquet snapshot: read from LanceDB for ids the snapshot lacks.
+_ATTRIBUTES = list(ITEM_SCHEMA)
+_REOPEN_SECONDS = 5.0  # how stale the cached table may get before a new publish is picked up
+
+
+def context_text(context: str | Messages, last: int = 5) -> str:
+    """The text of the last ``last`` messages (or the plain text)."""
+    if isinstance(context, str):
+        return context
+    return "\n".join(str(m.get("content", "")) for m in list(context)[-last:])
+
+
+@dataclass(frozen=True)
+class View:
+    """Whose memory a reader sees: one namespace (None: every one) and scopes (None: all)."""
+
+    namespace: str | None = None
+    scopes: tuple[str, ...] | None = None
+
+    def visible(self, row: Mapping[str, Any], statuses: Sequence[str] = ("active",)) -> bool:
+        """What ``where`` says, for a row in hand."""
+        return (row.get("status") in statuses
+                and (not self.namespace or row.get("namespace") == self.namespace)
+                and (not self.scopes or row.get("scope") in self.scopes))
+
+    def where(self, statuses: Sequence[str] = ("active",)) -> str:
+        """The same filter as a LanceDB predicate."""
+        clauses = ["status IN (" + ", ".join(f"'{s}'" for s in statuses) + ")"]
+        if self.namespace:
+            clauses.append(f"namespace = '{self.namespace.replace(chr(39), chr(39) * 2)}'")
+        if self.scopes:
+            clauses.append("scope IN (" + ", ".join(f"'{s}'" for s in self.scopes) + ")")
+        return " AND ".join(clauses)
+
+
+class Stores:
+    """The published memory under a data root, opened once and kept warm: the LanceDB
+    tables (looked up again after ``_REOPEN_SECONDS``, so a new publish shows), the
+    Parquet snapshot, the embedding model, the last query's vector and a worker thread
+    for the full-text query. Reading only."""
+
+    def __init__(self, paths: DataRoot, config: MemoryConfig):
+        self.paths, self.config = paths, config
+        self.store = ItemStore(paths)
+        self.rows = PublishedRows(paths.published_items)
+        self.rewriter: LLMRewriter | None = None
+        self._embedder: Embedder | None = None
+        self._tables: dict[str, tuple[float, Any]] = {}
+        self._pool: ThreadPoolExecutor | None = None
+        self._last_embedding: tuple[str, np.ndarray] | None = None
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = Embedder(self.config)
+        return self._embedder
+
+    def table(self, name: str = "items") -> Any | None:
+        # A missing table (no summaries yet) is remembered too, so each call does not
+        # look for it again; either is looked up anew after _REOPEN_SECONDS.
+        opened_at, table = self._tables.get(name, (-_REOPEN_SECONDS - 1.0, None))
+        if time.monotonic() - opened_at > _REOPEN_SECONDS:
+            table = self.store.table() if name == "items" else self.store.summaries_table()
+            self._tables[name] = (time.monotonic(), table)
+            if name == "items":
+                self.rows.refresh()
+        return table
+
+    def embed(self, text: str) -> np.ndarray:
+        """The query's vector; tier 1 and tier 2 share one embedding of the same query."""
+        if self._last_embedding is None or self._last_embedding[0] != text:
+            self._last_embedding = (text, self.embedder.embed_one(text))
+        return self._last_embedding[1]
+
+    def in_background(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-fts")
+        return self._pool.submit(fn, *args, **kwargs)
+
+    def query(self, context: str | Messages, options: RetrievalOptions, budget_aware: bool) -> SearchQuery:
+        """The search query for ``context`` (the LLM rewrite when configured and affordable)."""
+        if not options.rewrite:
+            raw = context_text(context)
+            return SearchQuery(raw, raw)
+        if self.config.llm_enabled and llm_configured() and not budget_aware and self.rewriter is None:
+            self.rewriter = LLMRewriter(self.config)
+        return rewrite(context, llm=None if budget_aware else self.rewriter)
+
+
+@dataclass
+class Retrieved:
+    """What ``retrieve`` found: the answering tier, the hits in block order, each hit's
+    trust flags and short-id label, the query searched, and how many lines the block may hold."""
+
+    tier: str
+    hits: list[Hit]
+    flags: dict[str, list[str]] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)
+    query: SearchQuery = field(default_factory=lambda: SearchQuery("", ""))
+    cap: int = 10
+
+
+def candidates(stores: Stores, view: View, options: RetrievalOptions, query: str, limit: int,
+               terms: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    """The vector and full-text candidate lists (at most ``limit`` each), every row
+    with all its item attributes, only rows ``view`` may see. ``query`` is embedded;
+    ``terms`` (default: ``query``) is the full-text query.
+
+    Both queries fetch ids only and run unfiltered for twice ``limit`` rows: the
+    attributes come from the in-memory published snapshot (from LanceDB for an id it
+    does not hold yet), and so does the filter (recallable status, namespace, scopes),
+    applied before anything is ranked. A list that loses so many rows to the filter that
+    it falls short is asked again with the filter inside LanceDB (exact, slower). The
+    full-text query runs on a worker thread while the query is embedded (LanceDB
+    releases the GIL).
+    """
+    table = stores.table()
+    fetch = 2 * limit
+    terms = query if terms is None else terms
+    fts = None
+    if options.fusion in ("hybrid", "fts") and fts_query(terms):
+        fts = stores.in_background(fts_list, table, terms, limit=fetch, where=None)
+    lists: dict[str, list[dict[str, Any]]] = {}
+    if options.fusion in ("hybrid", "vector"):
+        lists["vector"] = vector_list(table, stores.embed(query), limit=fetch, where=None)
+    if fts is not None:
+        lists["fts"] = fts.result()
+    attributes = _attributes(stores, table, lists)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for name, rows in lists.items():
+        visible = [{**attributes[r["id"]], **r} for r in rows
+                   if r["id"] in attributes and view.visible(attributes[r["id"]], RECALLABLE)]
+        if len(visible) < limit and len(rows) == fetch:
+            # The filter dropped too many: let LanceDB filter before it ranks.
+            where = view.where(RECALLABLE)
+            again = (vector_list(table, stores.embed(query), limit=limit, where=where)
+                     if name == "vector" else fts_list(table, terms, limit=limit, where=where))
+            attributes.update(_attributes(stores, table, {name: again}))
+            visible = [{**attributes[r["id"]], **r} for r in again if r["id"] in attributes]
+        out[name] = visible[:limit]
+    return out
+
+
+def _attributes(stores: Stores, table: Any, lists: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """id → item row for every id in ``lists``: the snapshot, else LanceDB."""
+    ids = list(dict.fromkeys(r["id"] for rows in lists.values() for r in rows))
+    attributes = stores.rows.rows(ids)
+    missing = [r["_rowid"] for rows in lists.values() for r in rows if r["id"] not in attributes]
+    if missing:
+        fetched = table.take_row_ids(list(dict.fromkeys(missing))).select(_ATTRIBUTES).to_list()
+        attributes.update({row["id"]: row for row in fetched})
+    return attributes
+
+
+def _relevant(config: MemoryConfig, options: RetrievalOptions,
+              lists: dict[str, list[dict[str, Any]]]) -> Callable[[str], bool]:
+    """The relevance floor: an item the query is about has a cosine to it of at least
+    ``[injection] min_similarity``, or full-text search matched it on a query word.
+    Fused relevance is relative (the best row is always 1.0), so it cannot tell "the
+    best of the relevant" from "the best of nothing"; this is the absolute test."""
+    if not options.relevance_floor:
+        return lambda item_id: True
+    floor = float(config.injection.min_similarity)
+    close = {r["id"] for r in lists.get("vector", []) if 1.0 - float(r.get("_distance", 1.0)) >= floor}
+    matched = {r["id"] for r in lists.get("fts", [])}
+    return lambda item_id: item_id in close or item_id in matched
+
+
+def rank(stores: Stores, view: View, config: MemoryConfig, options: RetrievalOptions, query: str, k: int,
+         now: datetime, sentiment: str = "neutral", terms: str | None = None
+         ) -> tuple[list[Hit], Callable[[list[int]], np.ndarray] | None]:
+    """Tier 2: the ``k`` best hits above the relevance floor: active items first, then,
+    while the block is not full, archived and then cold ones (× ``[injection]
+    archived_multiplier`` / ``cold_multiplier``, tagged by the trust pass); and a
+    function that reads the stored vectors of the hits at given positions (for the
+    conflict check; None without hits)."""
+    table = stores.table()
+    if table is None or not query.strip():
+        return [], None
+    lists = candidates(stores, view, options, query, max(int(config.ranking.candidates), k), terms)
+    fused = fuse(lists)
+    if not fused:
+        return [], None
+    relevant = _relevant(config, options, lists)
+    top = fused[0][1]
+    # The names the query uses, for the subject modifier (scoring only).
+    names = scoring.names_in(keywords(query if terms is None else terms)) if options.scoring else frozenset()
+    cfg = config.injection
+    penalty = {"active": 1.0, "archived": float(cfg.archived_multiplier), "cold": float(cfg.cold_multiplier)}
+    groups: dict[str, list[tuple[float, float, dict[str, Any]]]] = {status: [] for status in RECALLABLE}
+    for row, rrf in fused:
+        if not relevant(row["id"]):
+            continue
+        relevance = rrf / top
+        status = row.get("status") or "active"
+        if options.scoring:
+            # An archived item is scored as it was when active, then ranked below.
+            memory = scoring.memory_score(config, {**row, "status": "active"}, now)
+            score = scoring.rank_score(config, relevance, memory,
+                                       sentiment_match=sentiment != "neutral" and row.get("sentiment") == sentiment,
+                                       subject_match=bool(names) and scoring.subject_of(row["content"]) in names)
+        else:
+            score = relevance
+        groups[status].append((score * penalty[status], relevance, row))
+    hits: list[Hit] = []
+    for status in RECALLABLE:
+        if len(hits) >= k:
+            break
+        scored = sorted(groups[status], key=lambda s: -s[0])
+        if options.scoring:
+            picked = scoring.diversify(config, [(s, (rel, row)) for s, rel, row in scored],
+                                       [scoring.source_turns(row) for _, _, row in scored], k - len(hits))
+            hits += [to_hit(row, relevance, score) for score, (relevance, row) in picked]
+        else:
+            hits += [to_hit(row, relevance, score) for score, relevance, row in scored[:k - len(hits)]]
+
+    def vectors(positions: list[int]) -> np.ndarray:
+        """The stored vectors of the hits at ``positions`` (read only when asked)."""
+        chosen = [hits[p] for p in positions]
+        return vectors_for(table, [h.row["_rowid"] for h in chosen], [h.id for h in chosen])
+
+    return hits, (vectors if hits else None)
+
+
+def tier1(stores: Stores, view: View, config: MemoryConfig, query: str, terms: str, message: str) -> list[Hit] | None:
+    """Category summary lines that answer the query alone, or None when tier 2 must run.
+
+    Sufficient means a summary is close to the query (cosine ≥ ``summary_sufficient``)
+    and one of its lines answers what the latest ``message`` asks
+    (``retrieval.sufficiency``: the line alone holds ``summary_coverage`` of the
+    query's terms and, for a question, an answer of the kind asked). Only such lines
+    are served, most terms first, each with the items it cites
+    (``retrieval.citations``): their ids (``row["item_ids"]``), source turns and
+    lowest confidence; a line citing an item the reader may not see (no longer active,
+    another namespace or scope) is not.
+    """
+    kind = sufficiency.asked(message)
+    table = stores.table("summaries") if kind != "open" else None
+    if table is None:
+        return None
+    words = sorted({t.lower() for t in keywords(terms)}, key=len, reverse=True)
+    if not words:
+        return None
+    rows = table.search(stores.embed(query)).distance_type("cosine").limit(3).to_list()
+    if not rows:
+        return None
+    best = 1.0 - float(rows[0]["_distance"])
+    if best < float(config.injection.summary_sufficient):
+        return None
+    coverage = float(config.injection.summary_coverage)
+    # A term matches at the start of a word: "start" finds "started", not "restart".
+    term = re.compile(r"\b(?:" + "|".join(re.escape(t) for t in words) + ")")
+    stores.table()  # refreshes the items snapshot the citations are looked up in
+    hits = []
+    for row in rows:
+        lines = []
+        for line, ids in summary_lines(row.get("markdown") or ""):
+            covered = sufficiency.on_topic(line, term, len(words), coverage)
+            if covered is not None and ids and sufficiency.answers(line, kind, message):
+                lines.append((covered, line, ids))
+        lines.sort(key=lambda c: -c[0])
+        served = 0
+        for _, line, ids in lines:
+            found = stores.rows.rows(ids)
+            items = [found.get(i) for i in ids]
+            if served == 3 or not all(item is not None and view.visible(item) for item in items):
+                continue
+            served += 1
+            hits.append(_summary_hit(row, line, ids, items, len(hits), best))
+    return _with_counterparts(stores, view, hits, best) if hits else None
+
+
+def _summary_hit(row: Mapping[str, Any], line: str, ids: list[str], items: list[Any], n: int, best: float) -> Hit:
+    """A summary line as a hit: the items it cites lend it their importance (highest),
+    confidence (lowest), sources and contradictions."""
+    return Hit(
+        id=f"summary:{row['category']}:{n}", content=line, category=row["category"],
+        importance=max(float(i["importance"]) for i in items),
+        confidence=min(float(i["confidence"]) for i in items), source_trust="trusted",
+        session_id=str(items[0]["session_id"]),
+        source_resource_ids=list(dict.fromkeys(r for i in items for r in i["source_resource_ids"] or [])),
+        source_turn_ids=list(dict.fromkeys(t for i in items for t in i["source_turn_ids"] or [])),
+        relevance=best, score=best,
+        row={"updated_at": row.get("updated_at"), "item_ids": ids, "status": "active",
+             "created_at": max((i["created_at"] for i in items if i.get("created_at")), default=None),
+             "contradicts": list(dict.fromkeys(c for i in items for c in i.get("contradicts") or []))})
+
+
+def _with_counterparts(stores: Stores, view: View, lines: list[Hit], relevance: float) -> list[Hit]:
+    """Summary lines, each followed by the active items that contradict what it cites
+    (and no line cites): the trust pass then flags both sides, as it does in tier 2,
+    instead of tier 1 stating one side with no doubt."""
+    cited = {i for hit in lines for i in trust.item_ids(hit)}
+    out: list[Hit] = []
+    for hit in lines:
+        out.append(hit)
+        others = [i for i in hit.row.get("contradicts") or [] if i not in cited]
+        for item_id, row in stores.rows.rows(others).items():
+            if view.visible(row):
+                cited.add(item_id)
+                out.append(to_hit(row, relevance, relevance))
+    return out
+
+
+def labels(stores: Stores, hits: Sequence[Hit]) -> dict[str, str]:
+    """hit id → the short id(s) its line shows (``[m:4821]``; a summary line shows the
+    items it cites)."""
+    short = stores.rows.short_ids
+    return {h.id: ", ".join(short.short(i) for i in trust.item_ids(h)) for h in hits}
+
+
+def retrieve(context: str | Messages, stores: Stores, config: MemoryConfig, options: RetrievalOptions,
+             now: datetime, *, view: View = View(), max_items: int | None = None,
+             budget_aware: bool | None = None) -> Retrieved:
+    """What the block for ``context`` should hold, as of ``now``; writes nothing.
+
+    ``max_items`` caps the lines (default ``[injection] max_items``; budget-aware: at
+    most ``budget_max_items`` and no costly path, neither the LLM rewrite nor tier 1).
+    """
+    cfg = config.injection
+    frugal = options.budget_aware if budget_aware is None else budget_aware
+    cap = int(max_items or (cfg.budget_max_items if frugal else cfg.max_items))
+    if frugal:
+        cap = min(cap, int(cfg.budget_max_items))
+    query = stores.query(context, options, frugal)
+    tier, hits, vectors = "items", None, None
+    if options.tiers and not frugal:
+        hits = tier1(stores, view, config, query.text, query.terms, context_text(context, last=1))
+        tier = "summaries" if hits else "items"
+    if not hits:
+        hits, vectors = rank(stores, view, config, options, query.text, cap, now, sentiment_of(context_text(context)),
+                             query.terms)
+    pairs = trust.conflicts(hits, vectors, float(cfg.conflict_similarity))
+    hits = trust.order(hits, pairs)
+    return Retrieved(tier=tier, hits=hits, flags=trust.flags(hits, config, now, pairs=pairs),
+                     labels=labels(stores, hits), query=query, cap=cap)
+
+
+def block(found: Retrieved, config: MemoryConfig, now: datetime, *, token_budget: int | None = None) -> Injection:
+    """The memory block for what ``retrieve`` found: at most ``found.cap`` lines within
+    ``token_budget`` (default ``[injection] token_budget``), each with its flags and short id."""
+    cfg = config.injection
+    text, kept, tokens = build_block(found.hits, header=cfg.header, now=now, max_items=found.cap,
+                                     token_budget=int(token_budget or cfg.token_budget), flags=found.flags,
+                                     labels=found.labels)
+    return Injection(text=text, items=kept, tier=found.tier if kept else "none", tokens=tokens,
+                     query=found.query.text, terms=found.query.terms,
+                     flags={h.id: found.flags.get(h.id, []) for h in kept},
+                     labels={h.id: found.labels[h.id] for h in kept if h.id in found.labels})
