@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from retrieval.config import MemoryConfig
+from retrieval.spans import spanned
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -49,6 +50,7 @@ class Embedder:
         """What is recorded on every item, so a model change is visible."""
         return f"{self.provider}:{self.model_name}"
 
+    @spanned("embed: model load")
     def _local(self) -> Any:
         with _LOCK:
             if self.model_name not in _MODELS:
@@ -68,6 +70,7 @@ class Embedder:
             return len(self.embed(["dimension probe"])[0])
         return int(self._local().get_sentence_embedding_dimension())
 
+    @spanned("embed")
     def embed(self, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)

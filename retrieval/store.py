@@ -16,6 +16,7 @@ import polars as pl
 from retrieval.ids import ShortIds
 from retrieval.paths import DataRoot
 from retrieval.schema import ITEM_SCHEMA
+from retrieval.spans import spanned
 
 ITEMS_TABLE = "items"
 SUMMARIES_TABLE = "summaries"
@@ -55,6 +56,7 @@ class ItemStore:
         table = self.table()
         return None if table is None else int(table.version)
 
+    @spanned("read published items")
     def items(self) -> pl.DataFrame:
         """Every published item (all statuses), from the Parquet snapshot."""
         if not self.paths.published_items.exists():
@@ -67,6 +69,7 @@ class ItemStore:
             raise ItemStore.DoesNotExist(f"no published item with id {item_id!r} under {self.paths.root}")
         return rows.row(0, named=True)
 
+    @spanned("read vectors by hash")
     def vectors_by_hash(self) -> dict[str, np.ndarray]:
         """content hash → vector of the published table, so unchanged text is never re-embedded."""
         table = self.table()

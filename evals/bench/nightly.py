@@ -20,9 +20,10 @@ Each run is reported per Dagster step (from the run's event log: step start → 
 and, inside the steps, per pipeline function (``consolidate`` and its exact dedup, event
 fold, embedding, semantic dedup, supersession; ``lifecycle.apply`` and its contradiction
 neighbours; ``write_items`` and its LanceDB write, full-text and vector index; the quality
-suites; publish; lessons and triggers; summaries), timed by wrapping those functions in
-this process (``dg.materialize`` runs in-process). Wall and CPU seconds both: on a busy
-machine wall time waits for cores.
+suites; publish; lessons and triggers; summaries), timed by the spans the pipeline marks
+itself (``retrieval.spans``: ``@spanned``/``timed``, no-ops unless a recorder is
+installed; ``dg.materialize`` runs in-process, so this process's recorder sees them).
+Wall and CPU seconds both: on a busy machine wall time waits for cores.
 
 Embeddings for the first build (``--embed``):
 
@@ -44,7 +45,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import functools
 import hashlib
 import json
 import os
@@ -56,7 +56,7 @@ import tempfile
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -70,6 +70,7 @@ from evals.bench.retrieval import (
 )
 from retrieval.config import MemoryConfig, load_config
 from retrieval.paths import DataRoot
+from retrieval.spans import Recorder, recording, timed
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
@@ -282,83 +283,10 @@ def write_events(paths: DataRoot, n_events: int, *, seed: int, start: datetime, 
 
 # --- instrumentation --------------------------------------------------------------------
 
-@dataclass
-class Timings:
-    """(label, wall start, wall seconds, CPU seconds) per call of a wrapped function."""
-
-    calls: list[tuple[str, float, float, float]] = field(default_factory=list)
-
-    def clear(self) -> None:
-        self.calls.clear()
-
-
-def _wrap(label: str, fn: Callable[..., Any], timings: Timings) -> Callable[..., Any]:
-    @functools.wraps(fn)
-    def timed(*args: Any, **kwargs: Any) -> Any:
-        start, start_cpu = time.time(), time.process_time()
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            timings.calls.append((label, start, time.time() - start, time.process_time() - start_cpu))
-    return timed
-
-
-def _targets() -> list[tuple[Any, str, str]]:
-    """(owner, attribute, label): the pipeline functions timed inside each step."""
-    import lancedb.db
-    import lancedb.table
-
-    import memory_assets.defs.items.assets as items_assets
-    import memory_assets.defs.items.checks as items_checks
-    import memory_assets.defs.lifecycle.assets as lifecycle_assets
-    from memory_assets.lib import dedup, feedback, items, publish, summaries, supersession
-    from memory_assets.lib import lifecycle
-    from memory_assets.lib.lifecycle import contradictions
-    from memory_assets.lib import warehouse as inputs
-    from retrieval.embeddings import Embedder
-    from retrieval.store import ItemStore
-
-    return [
-        (inputs, "read_facts", "read facts"),
-        (ItemStore, "items", "read published items"),
-        (ItemStore, "vectors_by_hash", "read vectors by hash"),
-        (feedback, "read_events", "read events"),
-        (items_assets, "consolidate", "consolidate"),
-        (items, "facts_to_items", "consolidate: facts_to_items"),
-        (dedup, "exact_dedup", "consolidate: exact dedup"),
-        (feedback, "fold", "consolidate: fold events"),
-        (Embedder, "embed", "embed"),
-        (Embedder, "_local", "embed: model load"),
-        (dedup, "semantic_dedup", "consolidate: semantic dedup"),
-        (supersession, "resolve", "consolidate: supersession"),
-        (lifecycle, "apply", "lifecycle.apply"),
-        (contradictions, "candidate_pairs", "lifecycle.apply: contradiction neighbours"),
-        (items_assets, "preload_due_triggers", "preload due triggers"),
-        (publish, "write_items", "write_items"),
-        (lancedb.db.LanceDBConnection, "create_table", "lancedb: write table"),
-        (lancedb.table.LanceTable, "create_fts_index", "lancedb: full-text index"),
-        (lancedb.table.LanceTable, "create_index", "lancedb: vector index"),
-        (publish, "stage", "stage"),
-        (publish, "write_report", "lifecycle report"),
-        (items_checks, "schema_report", "check: schema"),
-        (inputs, "resource_ids", "check: read resource ids"),
-        (items_checks, "items_report", "check: items suite"),
-        (items_checks, "embeddings_report", "check: embeddings suite"),
-        (publish, "publish", "publish"),
-        (feedback, "compact", "compact events"),
-        (lifecycle, "lessons", "lessons"),
-        (lifecycle, "forward_triggers", "forward triggers"),
-        (lifecycle, "memory_md", "MEMORY.md"),
-        (lifecycle_assets, "_upsert_archive", "archive table"),
-        (summaries, "summarize", "summarize"),
-        (summaries, "rebuild", "summaries rebuild"),
-        (publish, "publish_table", "publish summaries table"),
-    ]
-
-
 @contextlib.contextmanager
 def patched(owner: Any, name: str, replacement: Any) -> Iterator[None]:
-    """Set ``owner.name`` for the block; a method inherited by a class is deleted again after."""
+    """Set ``owner.name`` for the block (the first build's stand-in vectors); a method
+    inherited by a class is deleted again after."""
     missing = object()
     original = owner.__dict__.get(name, missing) if isinstance(owner, type) else getattr(owner, name)
     setattr(owner, name, replacement)
@@ -369,15 +297,6 @@ def patched(owner: Any, name: str, replacement: Any) -> Iterator[None]:
             delattr(owner, name)
         else:
             setattr(owner, name, original)
-
-
-@contextlib.contextmanager
-def instrumented(timings: Timings) -> Iterator[None]:
-    """Wrap every ``_targets()`` function with a timer for the duration of the block."""
-    with contextlib.ExitStack() as stack:
-        for owner, name, label in _targets():
-            stack.enter_context(patched(owner, name, _wrap(label, getattr(owner, name), timings)))
-        yield
 
 
 @contextlib.contextmanager
@@ -395,10 +314,11 @@ def first_build_vectors(embed: str, seed: int, cache_dir: Path | None, progress:
     def embed_random(self: Embedder, texts: list[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
-        dim = 384 if self.provider == "local" else 1536
-        vectors = rng.standard_normal((len(texts), dim), dtype=np.float32)
-        stats["random"] += len(texts)
-        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+        with timed("embed"):  # stands in for the spanned Embedder.embed
+            dim = 384 if self.provider == "local" else 1536
+            vectors = rng.standard_normal((len(texts), dim), dtype=np.float32)
+            stats["random"] += len(texts)
+            return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
     def embed_model(self: Embedder, texts: list[str]) -> np.ndarray:
         if not texts:
@@ -472,7 +392,7 @@ def _round(value: float) -> float:
     return round(value, 2)
 
 
-def summarize_run(instance: Any, run_id: str, timings: Timings, wall: float, cpu: float) -> dict[str, Any]:
+def summarize_run(instance: Any, run_id: str, timings: Recorder, wall: float, cpu: float) -> dict[str, Any]:
     """Steps (from the event log) and the timed functions inside each one."""
     windows = _step_windows(instance, run_id)
     steps = {key: _round(end - start) for key, (start, end, _ok) in windows.items()}
@@ -581,10 +501,10 @@ def run_bench(n_items: int, *, embed: str = "random", seed: int = 0, new_share: 
         report["setup_seconds"] = _round(time.perf_counter() - started)
         report["first_facts"] = {"facts": first.facts.height, "sessions": sessions, "restated": first.repeats,
                                  "supersedes_hints": first.hints}
-        timings = Timings()
+        timings = Recorder()
         with dg.instance_for_test() as instance:
             say(f"first build: {first.facts.height:,} facts in {sessions:,} sessions (embed: {embed})")
-            with first_build_vectors(embed, seed, cache_dir, say) as vectors, instrumented(timings):
+            with first_build_vectors(embed, seed, cache_dir, say) as vectors, recording(timings):
                 start, start_cpu = time.perf_counter(), time.process_time()
                 ok, run_id = _first_build(paths, instance)
                 wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
@@ -603,7 +523,7 @@ def run_bench(n_items: int, *, embed: str = "random", seed: int = 0, new_share: 
             previous = publish.current(paths)
             timings.clear()
             say(f"nightly: +{tonight.facts.height:,} facts, {sum(events.values())} events; run_job(nightly)")
-            with instrumented(timings):
+            with recording(timings):
                 start, start_cpu = time.perf_counter(), time.process_time()
                 ok = run_job(paths, "nightly", now=NIGHT, extractor="offline", instance=instance)
                 wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu

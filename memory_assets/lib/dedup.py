@@ -16,6 +16,7 @@ import polars as pl
 
 from memory_assets.lib import supersession
 from retrieval.trust import disagree
+from retrieval.spans import spanned
 
 _SPACE = re.compile(r"\s+")
 _EDGE_PUNCT = re.compile(r"^[\s\"'`.,;:!?-]+|[\s\"'`.,;:!?-]+$")
@@ -137,6 +138,7 @@ def replace_rows(frame: pl.DataFrame, changed: dict[int, dict], keep: np.ndarray
     return base.drop(index)
 
 
+@spanned("consolidate: exact dedup")
 def exact_dedup(items: pl.DataFrame) -> tuple[pl.DataFrame, list[Merge]]:
     """One row per (namespace, content_hash); the earliest row keeps its id.
 
@@ -166,6 +168,7 @@ def exact_dedup(items: pl.DataFrame) -> tuple[pl.DataFrame, list[Merge]]:
     return replace_rows(ordered, changed, keep), merges
 
 
+@spanned("consolidate: semantic dedup")
 def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float, bonus: float,
                    candidates: np.ndarray | None = None, block: int = 2048) -> tuple[pl.DataFrame, np.ndarray, list[Merge]]:
     """Merge rows whose vectors have cosine above ``threshold`` within one namespace.

@@ -19,6 +19,7 @@ from memory_assets.lib import dedup, warehouse
 from memory_assets.lib.dedup import content_hash
 from retrieval.config import MemoryConfig
 from retrieval.paths import DataRoot
+from retrieval.spans import spanned
 
 EVENT_SCHEMA = {
     "id": pl.String, "type": pl.String, "item_ids": pl.List(pl.String), "ts": pl.Datetime("us", "UTC"),
@@ -33,6 +34,7 @@ class EventBatch:
     files: list[Path] = field(default_factory=list)
 
 
+@spanned("read events")
 def read_events(paths: DataRoot) -> EventBatch:
     """Every event: compacted history in the warehouse plus new files in ``events/``."""
     rows, errors, files = [], [], []
@@ -54,6 +56,7 @@ def read_events(paths: DataRoot) -> EventBatch:
     return EventBatch(events, errors, files)
 
 
+@spanned("compact events")
 def compact(paths: DataRoot, batch: EventBatch, stamp: str) -> int:
     """Move the event files just folded into a Parquet part (kept forever), then remove them."""
     if not batch.files:
@@ -66,6 +69,7 @@ def compact(paths: DataRoot, batch: EventBatch, stamp: str) -> int:
     return part.height
 
 
+@spanned("consolidate: fold events")
 def fold(items: pl.DataFrame, events: pl.DataFrame, config: MemoryConfig) -> tuple[pl.DataFrame, dict[str, int]]:
     """Apply ``events`` in time order to ``items``; returns the items and counts per event type.
 

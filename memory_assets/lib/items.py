@@ -17,6 +17,7 @@ import polars as pl
 from memory_assets.lib import dedup, feedback, gate, supersession
 from retrieval.config import MemoryConfig
 from retrieval.schema import ITEM_SCHEMA
+from retrieval.spans import spanned
 
 # What lifecycle runs change on an item; carried over from the last published version.
 # (Feedback counters are not carried: they are re-derived from the event log every run.)
@@ -58,6 +59,7 @@ def _hinted(items: pl.DataFrame) -> bool:
     return bool(items.select((hint.is_not_null() & (hint != "") & (paired.is_null() | (paired == ""))).any()).item())
 
 
+@spanned("consolidate: facts_to_items")
 def facts_to_items(facts: pl.DataFrame, now: datetime) -> pl.DataFrame:
     """Fresh item rows for facts, with lifecycle fields at their starting values."""
     n = facts.height
@@ -83,6 +85,7 @@ def facts_to_items(facts: pl.DataFrame, now: datetime) -> pl.DataFrame:
     )
 
 
+@spanned("consolidate")
 def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vectors: dict[str, np.ndarray],
                 embedder: TextEmbedder, config: MemoryConfig, now: datetime,
                 events: pl.DataFrame | None = None) -> Consolidated:

@@ -21,6 +21,7 @@ from memory_assets.lib import warehouse
 from memory_assets.lib.faults import crash_point
 from retrieval.paths import DataRoot
 from retrieval.store import ITEMS_TABLE, PUBLISHED_TAG, ItemStore
+from retrieval.spans import spanned, timed
 
 # Above this many rows brute-force vector search gets slow (~250 ms at 100k on 2 cores):
 # build an ANN index instead.
@@ -53,6 +54,7 @@ class RollbackError(LookupError):
     """No earlier published version to go back to (or not the one asked for)."""
 
 
+@spanned("write_items")
 def write_items(paths: DataRoot, items: pl.DataFrame, vectors: np.ndarray, now: datetime,
                 search_text: pl.Series | None = None) -> ItemsVersion:
     """Write (not publish) a new version of the items: Parquet file + LanceDB version.
@@ -65,11 +67,14 @@ def write_items(paths: DataRoot, items: pl.DataFrame, vectors: np.ndarray, now: 
     text = items["content"] if search_text is None else search_text
     table_data = _with_vectors(items.with_columns(text.alias(FTS_COLUMN)), vectors)
     db = lancedb.connect(str(paths.lancedb))
-    table = db.create_table(ITEMS_TABLE, data=table_data, mode="overwrite")
+    with timed("lancedb: write table"):
+        table = db.create_table(ITEMS_TABLE, data=table_data, mode="overwrite")
     if items.height:
-        table.create_fts_index(FTS_COLUMN, replace=True, with_position=False)
+        with timed("lancedb: full-text index"):
+            table.create_fts_index(FTS_COLUMN, replace=True, with_position=False)
         if items.height >= VECTOR_INDEX_MIN_ROWS:
-            table.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_HNSW_SQ")
+            with timed("lancedb: vector index"):
+                table.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_HNSW_SQ")
     return ItemsVersion(version=table.version, parquet=parquet, rows=items.height, written_at=now.isoformat())
 
 
@@ -81,10 +86,12 @@ def _with_vectors(frame: pl.DataFrame, vectors: np.ndarray):
     return frame.to_arrow().append_column("vector", pa.FixedSizeListArray.from_arrays(flat, dim))
 
 
+@spanned("publish summaries table")
 def publish_table(paths: DataRoot, name: str, frame: pl.DataFrame, vectors: np.ndarray) -> int:
     """Write a small side table (summaries, insights) as a new version and publish it."""
     db = lancedb.connect(str(paths.lancedb))
-    table = db.create_table(name, data=_with_vectors(frame, vectors), mode="overwrite")
+    with timed("lancedb: write table"):
+        table = db.create_table(name, data=_with_vectors(frame, vectors), mode="overwrite")
     if PUBLISHED_TAG in table.tags.list():
         table.tags.update(PUBLISHED_TAG, table.version)
     else:
@@ -100,11 +107,13 @@ def _history_file(paths: DataRoot) -> Path:
     return paths.items_dir / "published_history.json"
 
 
+@spanned("stage")
 def stage(paths: DataRoot, written: ItemsVersion) -> None:
     """Record ``written`` as the version the checks audit and ``published_items`` publishes."""
     warehouse.write_json(_staged_file(paths), written.to_json(), indent=1)
 
 
+@spanned("lifecycle report")
 def write_report(paths: DataRoot, metadata: dict) -> None:
     """What the last items run's lifecycle did, for the ``lifecycle`` asset to report."""
     warehouse.write_json(paths.lifecycle / "last_report.json", metadata, indent=1, default=str)
@@ -131,6 +140,7 @@ def history(paths: DataRoot) -> list[ItemsVersion]:
     return [ItemsVersion.from_json(r) for r in warehouse.read_json(_history_file(paths), [])]
 
 
+@spanned("publish")
 def publish(paths: DataRoot, written: ItemsVersion, *, record: bool = True) -> None:
     """Point the agent at ``written``: LanceDB tag first, then the Parquet snapshot."""
     db = lancedb.connect(str(paths.lancedb))

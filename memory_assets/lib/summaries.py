@@ -39,6 +39,7 @@ from retrieval.llm import chat_client as llm_client
 from retrieval.text import QUERY_STOPWORDS as STOPWORDS
 from retrieval.scoring import memory_score
 from retrieval.trust import belief
+from retrieval.spans import spanned
 
 PROMPT_NAME = "summarize_category"
 
@@ -356,6 +357,7 @@ def _llm(category: str, current_summary: str | None, plan: _Plan, config: Memory
 # --- the public functions ---------------------------------------------------------
 
 
+@spanned("summarize")
 def summarize(category: str, current_summary: str | None, new_items: pl.DataFrame,
               config: MemoryConfig, now: datetime, *, llm: Any = None) -> Summary:
     """Fold new facts into a category's summary.
@@ -383,6 +385,7 @@ def summarize(category: str, current_summary: str | None, new_items: pl.DataFram
     return _llm(category, current_summary, plan, config, now, llm)
 
 
+@spanned("summaries rebuild")
 def rebuild(items: pl.DataFrame, config: MemoryConfig, now: datetime, *, llm: Any = None) -> list[Summary]:
     """Every category's summary from scratch (the weekly rebuild), in config order.
 

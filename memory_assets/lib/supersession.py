@@ -13,6 +13,7 @@ import re
 import numpy as np
 
 from retrieval.text import PREFERENCE_VERBS, STOPWORDS
+from retrieval.spans import spanned
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9'+.-]*")
 # The verb of a preference is not what was replaced: "want black" replaces "black".
@@ -40,6 +41,7 @@ def mentions(content: str, words: set[str]) -> bool:
     return words <= common
 
 
+@spanned("consolidate: supersession")
 def resolve(rows: list[dict], vectors: np.ndarray, min_similarity: float) -> list[tuple[int, int, float]]:
     """Pair each hinted row with the older active row it supersedes.
 

@@ -33,6 +33,7 @@ import polars as pl
 from retrieval.inbox import atomic_write
 from retrieval.paths import DataRoot
 from retrieval.schema import FACT_SCHEMA, RESOURCE_SCHEMA
+from retrieval.spans import spanned
 
 PathLike = str | os.PathLike[str]
 
@@ -232,11 +233,13 @@ def read_resources(paths: DataRoot, sessions: Iterable[str] | None = None, *, co
     return frame.sort("session_id", "turn") if conform and frame.height else frame
 
 
+@spanned("read facts")
 def read_facts(paths: DataRoot, sessions: Iterable[str] | None = None, *, conform: bool = False) -> pl.DataFrame:
     """Extracted facts (``FACT_SCHEMA``) of ``sessions`` (None: every session)."""
     return _table(fact_files(paths, sessions), FACT_SCHEMA, conform)
 
 
+@spanned("check: read resource ids")
 def resource_ids(paths: DataRoot, sessions: Iterable[str] | None = None) -> pl.Series:
     """Every stored resource id (of ``sessions``, or of every session)."""
     found = resource_files(paths, sessions)

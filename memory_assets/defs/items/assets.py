@@ -17,8 +17,10 @@ from memory_assets.lib.lifecycle import sweeps
 from memory_assets.lib.quality import audit
 from retrieval import scoring
 from retrieval.store import ItemStore
+from retrieval.spans import spanned
 
 
+@spanned("preload due triggers")
 def preload_due_triggers(items: pl.DataFrame, config, now: datetime) -> pl.DataFrame:
     """On a forward trigger's day, its items get today's boost, so they surface unasked."""
     due = lifecycle.forward_triggers(items, now).filter(pl.col("trigger_date") == now.date())

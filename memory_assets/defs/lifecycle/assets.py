@@ -11,8 +11,10 @@ from memory_assets.lib.clock import Clock
 from memory_assets.lib.quality.citation_suite import lifecycle_report
 from memory_assets.lib import warehouse
 from retrieval.store import ItemStore
+from retrieval.spans import spanned
 
 
+@spanned("archive table")
 def _upsert_archive(paths, retired: pl.DataFrame) -> int:
     """Purged, archived and cold items are copied into the archive table and kept forever."""
     target = paths.archive / "items.parquet"

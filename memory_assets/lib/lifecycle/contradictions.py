@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 import numpy as np
 
 from retrieval.trust import disagree as disagree  # one home for "these two disagree"
+from retrieval.spans import spanned
 
 # Neighbours per item in the numpy fallback.
 TOP_K = 10
@@ -71,6 +72,7 @@ def _top_k(rows: list[dict], vectors: np.ndarray, active: list[int], threshold: 
                     yield int(idx[part[crowded_rows[r]]]), int(idx[top[r, c]])
 
 
+@spanned("lifecycle.apply: contradiction neighbours")
 def candidate_pairs(rows: list[dict], vectors: np.ndarray, threshold: float, *,
                     neighbors: Neighbors | None = None, only: Sequence[int] | None = None,
                     k: int = TOP_K, block: int = BLOCK) -> list[tuple[float, int, int]]:

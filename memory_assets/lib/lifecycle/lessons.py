@@ -17,6 +17,7 @@ import polars as pl
 
 from memory_assets.lib.dedup import normalize
 from retrieval.config import MemoryConfig
+from retrieval.spans import spanned
 
 LESSON_KINDS = ("correction", "negative", "procedure", "decision")
 
@@ -64,6 +65,7 @@ def lesson_text(content: str) -> str:
     return _capital(_DOES_NOT.sub(lambda neg: f"{neg[1]}n't", text))
 
 
+@spanned("lessons")
 def lessons(items: pl.DataFrame, config: MemoryConfig, *, limit: int | None = None) -> list[str]:
     """Lessons from the active, trusted corrections, negatives, procedures and decisions.
 

@@ -54,6 +54,7 @@ from memory_assets.lib.lifecycle.promotion import should_promote
 from memory_assets.lib.lifecycle.lifecycle_report import LifecycleReport
 from retrieval import scoring
 from retrieval.config import MemoryConfig
+from retrieval.spans import spanned
 
 # What a lifecycle pass may change on a row; a change here sets updated_at.
 _STATE = ("status", "supersedes", "superseded_by", "contradicts", "promoted", "expires_at")
@@ -178,6 +179,7 @@ def _settle_candidate(row: dict, config: MemoryConfig, now: datetime, report: Li
         report.record("candidate_expired", row["id"])
 
 
+@spanned("lifecycle.apply")
 def apply(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig, now: datetime, *,
           neighbors: Neighbors | None = None, changed: Sequence[int] | None = None) -> tuple[pl.DataFrame, LifecycleReport]:
     """One night of the lifecycle over every item (order and rules: module docstring).

@@ -12,6 +12,7 @@ from __future__ import annotations
 import polars as pl
 
 from retrieval.config import MemoryConfig
+from retrieval.spans import spanned
 
 HEADER = "# MEMORY"
 INTRO = ("What this agent has learned for good: important memories users confirmed again and again, "
@@ -27,6 +28,7 @@ def should_promote(config: MemoryConfig, row: dict) -> bool:
     return float(row.get("importance") or 0.0) > importance_bar and int(row.get("reference_count") or 0) >= references_bar
 
 
+@spanned("MEMORY.md")
 def memory_md(items: pl.DataFrame) -> str:
     """MEMORY.md: active promoted items, one section per category (alphabetical), most
     important first. No timestamps, so an unchanged memory gives a byte-identical file."""

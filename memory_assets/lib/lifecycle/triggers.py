@@ -30,6 +30,7 @@ from datetime import date, datetime, timedelta
 import polars as pl
 
 from retrieval.text import MONTH_NUMBERS, WEEKDAY_NUMBERS
+from retrieval.spans import spanned
 
 TRIGGER_SCHEMA: dict[str, pl.DataType] = {
     "trigger_date": pl.Date(),
@@ -197,6 +198,7 @@ def trigger_dates(text: str, created_at: datetime) -> list[date]:
     return sorted(found)
 
 
+@spanned("forward triggers")
 def forward_triggers(items: pl.DataFrame, now: datetime, *, overdue_days: int = OVERDUE_DAYS) -> pl.DataFrame:
     """One row per (active item, date it points to) (TRIGGER_SCHEMA), by date.
 

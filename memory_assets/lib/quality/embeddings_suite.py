@@ -18,6 +18,7 @@ from memory_assets.lib.publish import FTS_COLUMN
 from memory_assets.lib.quality.suite_report import QualityReport
 from memory_assets.lib.quality.validation import Rule, validate
 from retrieval.config import MemoryConfig
+from retrieval.spans import spanned
 
 # Output dimension of each embedding model the config may name, so a check never has to
 # load a model to know it. A model missing here is loaded once to ask it.
@@ -129,6 +130,7 @@ def index_report(indices: list[Any], *, rows: int, subject: str = "items full-te
     return validate(frame, INDEX_RULES, subject=subject, id_column="index")
 
 
+@spanned("check: embeddings suite")
 def embeddings_report(table: Any, config: MemoryConfig, *, subject: str,
                       expected: tuple[str, int] | None = None) -> QualityReport:
     """Vectors and full-text index of a LanceDB items table, at whatever version it is checked out."""

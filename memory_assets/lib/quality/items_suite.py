@@ -20,6 +20,7 @@ from memory_assets.lib.quality.suite_report import QualityReport
 from memory_assets.lib.quality.validation import Rule, validate
 from retrieval.config import MemoryConfig
 from retrieval.schema import KINDS, PROVENANCE, SCOPES, SENTIMENTS, STATUSES, STRENGTHS, TIERS, TRUST
+from retrieval.spans import spanned
 
 REQUIRED = ("id", "content", "category", "kind", "tier", "source_trust", "importance", "confidence",
             "content_hash", "created_at")
@@ -154,6 +155,7 @@ def facts_report(facts: pl.DataFrame, config: MemoryConfig, *, resource_ids: Ite
                     context_columns=("content", "source_resource_ids"))
 
 
+@spanned("check: items suite")
 def items_report(items: pl.DataFrame, config: MemoryConfig, *, resource_ids: Iterable[str] | pl.Series | None,
                  ledger: ScanLedger | None = None, subject: str = "memory_items") -> QualityReport:
     """Check memory items (ITEM_SCHEMA rows); arguments as ``facts_report``."""

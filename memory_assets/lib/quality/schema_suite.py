@@ -15,6 +15,7 @@ import polars as pl
 
 from memory_assets.lib.quality.suite_report import QualityReport
 from memory_assets.lib.quality.validation import Rule, validate
+from retrieval.spans import spanned
 
 RULES = (
     Rule("no_missing_or_retyped_columns", "ExpectColumnValuesToNotBeInSet", "ERROR",
@@ -42,6 +43,7 @@ def schema_changes(schemas: Mapping[str, Mapping[str, pl.DataType]], expected: M
                                       "actual": pl.String, "change": pl.String})
 
 
+@spanned("check: schema")
 def schema_report(schemas: Mapping[str, Mapping[str, pl.DataType]], expected: Mapping[str, pl.DataType], *,
                   subject: str) -> QualityReport:
     """Check each file's schema against the contract.
