@@ -18,6 +18,18 @@ past). What is recognised, first match wins for a span of text:
   so: said on Wednesday 9 September, it meant 18 September), "this Friday" the one in
   this week, "on Saturday" / "Saturday" the coming one — unless the sentence is in the
   past tense ("did the emissions test Saturday"), which points back, not forward.
+
+Why a grammar of our own and not ``dateparser`` (ARCHITECTURE.md asks for the reason):
+measured on 2026-11-24 with dateparser 1.5.0 (``search_dates``, ``RELATIVE_BASE`` = the
+item's time, ``PREFER_DATES_FROM="future"``) against the 17 cases that specify this module
+(``tests/test_lifecycle.py``), it gets 6 wrong: "next Friday" said on a Wednesday is that
+week's Friday (the transcripts mean next week's), "on the 5th" becomes 9 May, "next
+week" and "next month" become +7 days and +1 month (not the Monday and the 1st), and the
+past tense is ignored ("did the emissions test Saturday", "the outage was on September
+1" both become future triggers). On plain sentences it also finds dates that are not
+there: "a 2019" in "drives a 2019 Subaru WRX", "may" and "a day" in "may take a day
+off". A trigger preloads a memory on the wrong day, so this module keeps the rules
+those cases pin down; the month and weekday names come from ``retrieval.text``.
 """
 
 from __future__ import annotations
