@@ -53,8 +53,8 @@ from memory_assets.lib.extraction import rules as R
 from memory_assets.lib.extraction.base import ExtractionFailed
 from retrieval.llm import Usage, llm_configured
 from memory_assets.lib.extraction.preprocess import segments
-from memory_assets.lib.facts import build_facts
-from memory_assets.lib.transcripts import TranscriptError, parse_transcript, parse_ts, safe_session_id
+from memory_assets.lib.extraction.facts import build_facts
+from memory_assets.lib.ingest.transcripts import TranscriptError, parse_transcript, parse_ts, safe_session_id
 from retrieval.config import MemoryConfig, load_config
 from retrieval.credentials import redact
 from retrieval.schema import KINDS, ROLES, TIERS, TRUST, UNTRUSTED_START, Turn

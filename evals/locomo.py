@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from memory_assets.lib.transcripts import parse_locomo_time, safe_session_id
+from memory_assets.lib.ingest.transcripts import parse_locomo_time, safe_session_id
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 # Category 5 questions have no answer in the conversation: nothing can be recalled for them.

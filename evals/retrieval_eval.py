@@ -149,8 +149,8 @@ def build_root(conv: Conversation, *, extractor: str, cache_dir: Path, rebuild: 
     """
     import dagster as dg
 
-    from memory_assets.lib.ingest import ingest_paths
-    from memory_assets.lib.runner import materialize_pending, run_job
+    from memory_assets.lib.ingest.intake import ingest_paths
+    from memory_assets.cli.runner import materialize_pending, run_job
 
     key = build_key(conv, extractor)
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]

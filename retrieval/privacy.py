@@ -11,7 +11,7 @@ them before anything is stored:
 * **Forget requests** (``forget_request``): "please forget what I told you about my
   passport" names a topic. Extraction never stores the request as a fact, drops the
   session's earlier facts about the topic, and appends a ``forget`` event for every
-  published item about it (``memory_assets.lib.forgetting``), so the retirement is
+  published item about it (``memory_assets.lib.extraction.forgetting``), so the retirement is
   audited like any forget.
 
 Only the user's own trusted words count: a web page or tool output saying "forget

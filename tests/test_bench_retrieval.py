@@ -47,7 +47,7 @@ def test_built_root_is_published_with_a_full_text_index(small_run):
     assert PUBLISHED_TAG in table.tags.list()
     table.checkout(PUBLISHED_TAG)
     assert table.count_rows() == 300
-    from memory_assets.lib.publish import FTS_COLUMN
+    from memory_assets.lib.items.publish import FTS_COLUMN
 
     assert any(index.columns == [FTS_COLUMN] and "FTS" in str(index.index_type).upper()
                for index in table.list_indices())

@@ -9,8 +9,8 @@ import dagster as dg
 import pytest
 
 from memory_assets.cli import main as memory
-from memory_assets.lib import publish
-from memory_assets.lib.runner import items_stale, materialize_pending
+from memory_assets.lib.items import publish
+from memory_assets.cli.runner import items_stale, materialize_pending
 from retrieval import MemoryClient, jobs
 from retrieval.paths import DataRoot
 from retrieval.store import ItemStore
@@ -57,7 +57,7 @@ def test_runs_are_named_after_what_they_do_and_memory_run_prints_counts(tmp_path
     home.mkdir(parents=True)
     monkeypatch.setenv("DAGSTER_HOME", str(home))
     with dg.instance_for_test(temp_dir=str(home)) as instance:
-        monkeypatch.setattr("memory_assets.lib.runner.local_instance", lambda paths: instance)
+        monkeypatch.setattr("memory_assets.cli.runner.local_instance", lambda paths: instance)
         assert memory(["--data-root", str(root), "run", "nightly", "--now", (T0 + timedelta(days=1)).isoformat()]) == 0
         assert memory(["--data-root", str(root), "materialize", "--items", "--quiet"]) == 0
         names = {r.job_name for r in instance.get_runs()}
@@ -71,7 +71,7 @@ def test_memory_run_date_replays_that_days_scheduled_run_with_its_clock(tmp_path
     root = tmp_path / "data"
     memory(["--data-root", str(root), "ingest", str(_session(tmp_path / "s.jsonl"))])
     with dg.instance_for_test() as instance:
-        monkeypatch.setattr("memory_assets.lib.runner.local_instance", lambda paths: instance)
+        monkeypatch.setattr("memory_assets.cli.runner.local_instance", lambda paths: instance)
         assert memory(["--data-root", str(root), "run", "weekly", "--date", "2026-09-13"]) == 0
         clocks = {a: instance.get_latest_materialization_event(dg.AssetKey(a)).asset_materialization.metadata["clock"]
                   for a in ("archive_sweep", "memory_items", "lifecycle")}
@@ -137,7 +137,7 @@ def test_an_agent_request_is_run_by_the_next_materialize(tmp_path, instance):
 def test_the_sensor_honours_an_agent_request(tmp_path, instance):
     from memory_assets.defs.lifecycle.sensors import overdue_jobs_sensor
     from memory_assets.defs.resources import MemoryRoot
-    from memory_assets.lib.job_runs import record_success
+    from memory_assets.lib.lifecycle.job_runs import record_success
 
     paths = DataRoot.resolve(tmp_path / "data")
     for job in ("nightly", "weekly", "monthly"):

@@ -5,9 +5,9 @@ from datetime import datetime, timezone
 
 import dagster as dg
 
-from memory_assets.lib.clock import Clock, parse, run_now
-from memory_assets.lib.ingest import ingest_paths
-from memory_assets.lib.runner import run_job
+from memory_assets.defs.clock import Clock, parse, run_now
+from memory_assets.lib.ingest.intake import ingest_paths
+from memory_assets.cli.runner import run_job
 from retrieval.paths import DataRoot
 
 

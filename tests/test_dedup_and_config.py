@@ -8,8 +8,8 @@ import numpy as np
 import polars as pl
 import pytest
 
-from memory_assets.lib import dedup
-from memory_assets.lib.items import consolidate, facts_to_items
+from memory_assets.lib.items import dedup
+from memory_assets.lib.items.consolidation import consolidate, facts_to_items
 from retrieval import scoring
 from retrieval.config import ConfigError, load_config
 from retrieval.embeddings import Embedder

@@ -70,8 +70,8 @@ def test_a_prompt_edit_marks_every_session_stale_and_a_backfill_reextracts(tmp_p
 
     from memory_assets.defs.extraction.assets import extraction_code_version
     from retrieval import llm as prompts
-    from memory_assets.lib.ingest import ingest_paths
-    from memory_assets.lib.runner import _definitions, materialize_pending
+    from memory_assets.lib.ingest.intake import ingest_paths
+    from memory_assets.cli.runner import _definitions, materialize_pending
     from retrieval.paths import DataRoot
     from tests.conftest import SAMPLES
 

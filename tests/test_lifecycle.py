@@ -17,9 +17,10 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from memory_assets.lib import feedback, lifecycle
-from memory_assets.lib.dedup import content_hash
-from memory_assets.lib.items import consolidate, facts_to_items
+from memory_assets.lib.items import feedback
+from memory_assets.lib import lifecycle
+from memory_assets.lib.items.dedup import content_hash
+from memory_assets.lib.items.consolidation import consolidate, facts_to_items
 from retrieval import scoring
 from retrieval.config import load_config
 from retrieval.embeddings import Embedder

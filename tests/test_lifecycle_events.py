@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from memory_assets.lib.facts import build_facts
+from memory_assets.lib.extraction.facts import build_facts
 from retrieval.config import load_config
 from retrieval.embeddings import Embedder
 from retrieval.schema import Candidate, Turn

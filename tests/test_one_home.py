@@ -216,7 +216,7 @@ def test_only_the_warehouse_and_the_inbox_write_files():
     """No module but ``lib/warehouse.py`` (and, for the agent's appends, ``retrieval/inbox.py``)
     calls ``os.replace``, ``open(…, "w")``, ``write_parquet`` or another file writer."""
     found = [f"{name}:{line} {call}" for name, tree in _modules()
-             if name not in WRITERS and not name.startswith(("evals/", "memory_assets/cli"))
+             if name not in WRITERS and not name.startswith(("evals/", "memory_assets/cli/main.py"))
              for line, call in _writes(tree)]
     assert found == []
 
@@ -232,11 +232,28 @@ def test_an_object_store_data_root_is_refused_not_turned_into_a_local_folder():
 
 
 def test_no_module_name_means_two_things():
-    """``lib/`` and ``retrieval/`` name each module once: no two ``rules.py``, ``items.py`` or
+    """``lib/``, ``cli/`` and ``retrieval/`` name each module once: no two ``rules.py``, ``items.py`` or
     ``jobs.py`` (``defs/<area>/assets.py``, ``checks.py``… are the Dagster layout, one per area)."""
     names: dict[str, list[str]] = {}
-    for folder in ("memory_assets/lib", "retrieval"):
+    for folder in ("memory_assets/lib", "memory_assets/cli", "retrieval"):
         for path in (ROOT / folder).rglob("*.py"):
             if path.name != "__init__.py":
                 names.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
     assert {name: paths for name, paths in names.items() if len(paths) > 1} == {}
+
+
+def test_lib_is_pipeline_logic_and_dagster_objects_live_in_defs():
+    """``lib/`` holds the stages (no Dagster import but where a check result is built);
+    schedules, partitions, freshness and the run clock are in ``defs/``, the CLI's
+    back-ends in ``cli/``."""
+    importers = sorted(str(path.relative_to(ROOT)) for path in (ROOT / "memory_assets/lib").rglob("*.py")
+                       if any(isinstance(node, (ast.Import, ast.ImportFrom))
+                              and any(n.startswith("dagster") for n in _imported(node))
+                              for node in ast.walk(ast.parse(path.read_text()))))
+    assert importers == ["memory_assets/lib/quality/check_results.py"]
+    stages = {p.name for p in (ROOT / "memory_assets/lib").iterdir() if p.is_dir() and p.name != "__pycache__"}
+    assert {"ingest", "extraction", "items", "lifecycle", "quality"} <= stages
+
+
+def _imported(node: ast.Import | ast.ImportFrom) -> list[str]:
+    return [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]

@@ -8,10 +8,10 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from memory_assets.lib.ingest import ingest_paths
-from memory_assets.lib.publish import FTS_COLUMN
-from memory_assets.lib.source_text import MAX_TURNS
-from memory_assets.lib.runner import materialize_pending
+from memory_assets.lib.ingest.intake import ingest_paths
+from memory_assets.lib.items.publish import FTS_COLUMN
+from memory_assets.lib.items.source_text import MAX_TURNS
+from memory_assets.cli.runner import materialize_pending
 from retrieval import MemoryClient
 from retrieval.paths import DataRoot
 from retrieval.schema import ITEM_SCHEMA

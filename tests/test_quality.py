@@ -20,17 +20,17 @@ import pytest
 
 from memory_assets.defs.resources import default_resources
 from memory_assets.definitions import defs
-from memory_assets.lib import publish
-from memory_assets.lib.dedup import content_hash
-from memory_assets.lib.ingest import ingest_paths
-from memory_assets.lib.items import facts_to_items
+from memory_assets.lib.items import publish
+from memory_assets.lib.items.dedup import content_hash
+from memory_assets.lib.ingest.intake import ingest_paths
+from memory_assets.lib.items.consolidation import facts_to_items
 from memory_assets.lib.quality import (
     ScanLedger, audit, citations_report, facts_report, index_report, items_report, resources_report, schema_report,
     vectors_report,
 )
 from memory_assets.lib.quality.suite_report import QualityReport
 from memory_assets.lib.quality.validation import runtime
-from memory_assets.lib.runner import materialize_pending
+from memory_assets.cli.runner import materialize_pending
 from retrieval import MemoryClient
 from retrieval.config import load_config
 from retrieval.paths import DataRoot

@@ -7,8 +7,8 @@ import re
 
 import dagster as dg
 
-from memory_assets.lib.ingest import ingest_paths
-from memory_assets.lib.runner import materialize_pending
+from memory_assets.lib.ingest.intake import ingest_paths
+from memory_assets.cli.runner import materialize_pending
 from retrieval.paths import DataRoot
 from tests.conftest import REPO
 

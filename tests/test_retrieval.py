@@ -10,11 +10,11 @@ import lancedb
 import polars as pl
 import pytest
 
-from memory_assets.lib import publish
+from memory_assets.lib.items import publish
 from retrieval import ids
-from memory_assets.lib.dedup import content_hash
-from memory_assets.lib.items import facts_to_items
-from memory_assets.lib.runner import materialize_pending
+from memory_assets.lib.items.dedup import content_hash
+from memory_assets.lib.items.consolidation import facts_to_items
+from memory_assets.cli.runner import materialize_pending
 from retrieval import MemoryClient
 from retrieval.config import load_config
 from retrieval.embeddings import Embedder
@@ -406,7 +406,7 @@ def test_each_further_item_from_an_already_ranked_turn_counts_half():
 
 def test_feedback_is_folded_by_the_pipeline(tmp_path, samples):
     """reinforce, demote, update, forget, injected: appended by the agent, folded by a run."""
-    from memory_assets.lib.ingest import ingest_paths
+    from memory_assets.lib.ingest.intake import ingest_paths
 
     paths = DataRoot.resolve(tmp_path / "data")
     ingest_paths([samples / "personal-assistant.jsonl"], paths.root)

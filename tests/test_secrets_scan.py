@@ -30,7 +30,7 @@ import lancedb
 import pyarrow.parquet as pq
 
 from memory_assets.cli import main as memory
-from memory_assets.lib.runner import materialize_pending, run_job
+from memory_assets.cli.runner import materialize_pending, run_job
 from retrieval import MemoryClient
 from retrieval.paths import DataRoot
 from retrieval.store import ItemStore

@@ -13,7 +13,7 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from memory_assets.lib.runner import run_job
+from memory_assets.cli.runner import run_job
 from retrieval import MemoryClient
 from retrieval.config import load_config
 from retrieval.scoring import base_importance

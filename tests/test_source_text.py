@@ -7,9 +7,9 @@ from datetime import datetime, timedelta, timezone
 import polars as pl
 import pytest
 
-from memory_assets.lib import publish, source_text
-from memory_assets.lib.dedup import content_hash
-from memory_assets.lib.items import facts_to_items
+from memory_assets.lib.items import publish, source_text
+from memory_assets.lib.items.dedup import content_hash
+from memory_assets.lib.items.consolidation import facts_to_items
 from retrieval import MemoryClient
 from retrieval.config import load_config
 from retrieval.embeddings import Embedder

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import dagster as dg
 
-from memory_assets.lib.ingest import ingest_paths
-from memory_assets.lib.runner import run_job
+from memory_assets.lib.ingest.intake import ingest_paths
+from memory_assets.cli.runner import run_job
 from retrieval import spans
 from retrieval.paths import DataRoot
 

@@ -10,9 +10,9 @@ import dagster as dg
 import polars as pl
 
 from memory_assets.definitions import defs
-from memory_assets.lib.ingest import ingest_paths
+from memory_assets.lib.ingest.intake import ingest_paths
 from memory_assets.lib.lifecycle import sweeps
-from memory_assets.lib.runner import run_job
+from memory_assets.cli.runner import run_job
 from retrieval.config import load_config
 from retrieval.paths import DataRoot
 from retrieval.store import ItemStore

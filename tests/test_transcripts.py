@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_assets.lib.ingest import ingest_paths
-from memory_assets.lib.transcripts import TranscriptError, parse_transcript
+from memory_assets.lib.ingest.intake import ingest_paths
+from memory_assets.lib.ingest.transcripts import TranscriptError, parse_transcript
 from tests.conftest import LOCOMO, SAMPLES
 
 GOOD = {"session_id": "s1", "turn": 1, "role": "user", "content": "I drive a 2019 Subaru WRX.",

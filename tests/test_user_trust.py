@@ -15,9 +15,10 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from memory_assets.lib import feedback, lifecycle, publish, summaries
-from memory_assets.lib.dedup import content_hash
-from memory_assets.lib.items import consolidate
+from memory_assets.lib.items import feedback, publish
+from memory_assets.lib import lifecycle, summaries
+from memory_assets.lib.items.dedup import content_hash
+from memory_assets.lib.items.consolidation import consolidate
 from retrieval import MemoryClient, ids
 from retrieval.config import load_config
 from retrieval.embeddings import Embedder
@@ -288,7 +289,7 @@ def test_an_off_the_record_exchange_never_reaches_the_inbox(tmp_path):
 
 
 def test_forget_requests_retire_what_they_name_and_are_never_stored(tmp_path, instance):
-    from memory_assets.lib.runner import materialize_pending
+    from memory_assets.cli.runner import materialize_pending
 
     paths = DataRoot.resolve(tmp_path / "data")
     client = MemoryClient(paths.root)
@@ -318,7 +319,7 @@ def test_forget_requests_retire_what_they_name_and_are_never_stored(tmp_path, in
 
 
 def test_erase_purges_a_namespace_and_users_never_mix(tmp_path, instance):
-    from memory_assets.lib.runner import materialize_pending
+    from memory_assets.cli.runner import materialize_pending
 
     paths = DataRoot.resolve(tmp_path / "data")
     agent = MemoryClient(paths.root)

@@ -110,7 +110,7 @@ class Batch:
 
 def _hint(content: str, rng: random.Random) -> str | None:
     """A word the older fact states as a common word (what a "no longer X" would name)."""
-    from memory_assets.lib.supersession import hint_words
+    from memory_assets.lib.items.supersession import hint_words
 
     tokens = content.split()
     words = [t.strip(".,'") for i, t in enumerate(tokens) if i > 0 and _HINT_WORD.match(t.strip(".,"))]
@@ -122,7 +122,7 @@ def _sessions(rows: list[dict[str, Any]], first: int, start: datetime, end: date
               config: MemoryConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Give ``rows`` (fact attributes) sessions, turns, timestamps, ids and resources."""
     from memory_assets.defs.ingest.assets import resource_id
-    from memory_assets.lib.facts import fact_id
+    from memory_assets.lib.extraction.facts import fact_id
 
     namespace = config.pipeline.namespace
     n_sessions = max(1, -(-len(rows) // FACTS_PER_SESSION))
@@ -303,7 +303,7 @@ def patched(owner: Any, name: str, replacement: Any) -> Iterator[None]:
 def first_build_vectors(embed: str, seed: int, cache_dir: Path | None, progress: Progress) -> Iterator[dict[str, int]]:
     """During the first build, ``Embedder.embed`` returns random unit vectors (``random``) or
     looks texts up in ``bench_retrieval``'s cached model vectors before embedding (``model``)."""
-    from memory_assets.lib.dedup import content_hash
+    from memory_assets.lib.items.dedup import content_hash
     from retrieval.embeddings import Embedder
 
     stats = {"embedded": 0, "precomputed": 0, "random": 0}
@@ -429,8 +429,8 @@ def _first_build(paths: DataRoot, instance: Any) -> tuple[bool, str]:
     """The nightly selection, from nothing, as of BENCH_NOW (everything is new)."""
     import dagster as dg
 
-    from memory_assets.lib.scheduled_jobs import SELECTIONS, run_config
-    from memory_assets.lib.runner import QUIET, _definitions
+    from memory_assets.defs.scheduled_jobs import SELECTIONS, run_config
+    from memory_assets.cli.runner import QUIET, _definitions
 
     assets, resources = _definitions(str(paths.root), "offline")
     config = run_config("nightly", BENCH_NOW)
@@ -476,8 +476,8 @@ def run_bench(n_items: int, *, embed: str = "random", seed: int = 0, new_share: 
     """
     import dagster as dg
 
-    from memory_assets.lib import publish
-    from memory_assets.lib.runner import run_job
+    from memory_assets.lib.items import publish
+    from memory_assets.cli.runner import run_job
 
     say = progress or (lambda _m: None)
     if embed not in EMBED_MODES:

@@ -241,9 +241,9 @@ def synthetic_items(n_items: int, *, seed: int = 0, config: MemoryConfig | None 
     Facts get importance and confidence from ``retrieval.scoring`` and become items through
     ``facts_to_items``; about 5% are untrusted and 3% superseded by a later item.
     """
-    from memory_assets.lib.dedup import content_hash
-    from memory_assets.lib.facts import fact_id
-    from memory_assets.lib.items import facts_to_items
+    from memory_assets.lib.items.dedup import content_hash
+    from memory_assets.lib.extraction.facts import fact_id
+    from memory_assets.lib.items.consolidation import facts_to_items
     from retrieval import scoring
     from retrieval.schema import FACT_SCHEMA, ITEM_SCHEMA
 
@@ -335,8 +335,8 @@ def build_key(n_items: int, *, seed: int = 0, embed: str = "model") -> dict[str,
     The write path's code is part of the key, so a change to ``publish.py`` (say, another
     vector index) is measured on a root built the new way, never on a stale one.
     """
-    from memory_assets.lib import items as items_lib
-    from memory_assets.lib import publish
+    from memory_assets.lib.items import consolidation as items_lib
+    from memory_assets.lib.items import publish
     from retrieval.schema import ITEM_SCHEMA
 
     config = load_config()
@@ -416,7 +416,7 @@ def build_synthetic_root(root: Path, n_items: int, *, seed: int = 0, embed: str 
     Returns:
         ``root``, with ``bench_build.json`` describing the build.
     """
-    from memory_assets.lib import publish
+    from memory_assets.lib.items import publish
 
     if embed not in EMBED_MODES:
         raise BenchError(f"embed={embed!r}; expected one of {', '.join(EMBED_MODES)}")

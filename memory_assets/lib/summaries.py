@@ -31,7 +31,7 @@ from typing import Any
 import polars as pl
 
 from memory_assets.lib import warehouse
-from memory_assets.lib.dedup import normalize
+from memory_assets.lib.items.dedup import normalize
 from retrieval.citations import cited_ids, strip_citations, summary_lines
 from retrieval.config import MemoryConfig, load_config
 from retrieval.llm import InvalidReply, LLMOutputFailed, Prompt, complete_validated, load_prompt

@@ -5,9 +5,10 @@ import numpy as np
 import polars as pl
 
 from memory_assets.lib import warehouse
-from memory_assets.lib import freshness
+from memory_assets.defs import freshness
 from memory_assets.defs.resources import EmbedderResource, MemoryRoot
-from memory_assets.lib import archive, publish, summaries
+from memory_assets.lib import archive, summaries
+from memory_assets.lib.items import publish
 from retrieval.llm import load_prompt
 from retrieval.store import INSIGHTS_TABLE, ItemStore
 

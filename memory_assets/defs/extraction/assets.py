@@ -7,13 +7,14 @@ import dagster as dg
 import polars as pl
 
 from memory_assets.defs.resources import ExtractorResource, MemoryRoot
-from memory_assets.lib.clock import run_now
-from memory_assets.lib import forgetting, quarantine, warehouse
+from memory_assets.defs.clock import run_now
+from memory_assets.lib.extraction import forgetting, quarantine
+from memory_assets.lib import warehouse
 from memory_assets.lib.extraction.base import ExtractionFailed
 from memory_assets.lib.extraction.offline import OfflineExtractor
 from memory_assets.lib.faults import crash_point
-from memory_assets.lib.facts import build_facts
-from memory_assets.lib.partitions import sessions
+from memory_assets.lib.extraction.facts import build_facts
+from memory_assets.defs.partitions import sessions
 from retrieval.llm import Prompt, Usage, load_prompt
 from retrieval import events
 from retrieval.schema import Turn

@@ -4,7 +4,7 @@
 import dagster as dg
 
 from memory_assets.defs.resources import MemoryRoot
-from memory_assets.lib import quarantine
+from memory_assets.lib.extraction import quarantine
 
 extract_session_job = dg.define_asset_job(
     "extract_session",
@@ -33,7 +33,7 @@ def unextracted_sessions_sensor(context: dg.SensorEvaluationContext, memory: Mem
     session whose turns are stored but that has no facts file (a run that crashed or was
     cancelled between ingest and extraction) is extracted again. A quarantined session is
     left to ``quarantine_retry_sensor``."""
-    from memory_assets.lib.runner import pending_sessions
+    from memory_assets.cli.runner import pending_sessions
 
     _, waiting = pending_sessions(memory.paths)
     quarantined = set(quarantine.quarantined_sessions(memory.paths))

@@ -3,10 +3,10 @@
 import dagster as dg
 import polars as pl
 
-from memory_assets.lib import freshness
+from memory_assets.defs import freshness
 from memory_assets.defs.resources import MemoryRoot
 from memory_assets.lib import health, warehouse
-from memory_assets.lib.clock import Clock
+from memory_assets.defs.clock import Clock
 from retrieval.store import ItemStore
 
 

@@ -8,11 +8,12 @@ import dagster as dg
 import polars as pl
 
 from memory_assets.defs.resources import MemoryRoot
-from memory_assets.lib.clock import run_now
-from memory_assets.lib import inbox_scan, warehouse
+from memory_assets.defs.clock import run_now
+from memory_assets.lib.ingest import inbox_scan
+from memory_assets.lib import warehouse
 from memory_assets.lib.faults import crash_point
-from memory_assets.lib.partitions import sessions
-from memory_assets.lib.transcripts import parse_transcript
+from memory_assets.defs.partitions import sessions
+from memory_assets.lib.ingest.transcripts import parse_transcript
 from retrieval.credentials import redact
 from retrieval.schema import RESOURCE_SCHEMA
 

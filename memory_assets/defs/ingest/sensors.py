@@ -6,8 +6,8 @@ import hashlib
 import dagster as dg
 
 from memory_assets.defs.resources import MemoryRoot
-from memory_assets.lib import inbox_scan
-from memory_assets.lib.partitions import sessions
+from memory_assets.lib.ingest import inbox_scan
+from memory_assets.defs.partitions import sessions
 
 ingest_session_job = dg.define_asset_job(
     "ingest_session",

@@ -8,11 +8,13 @@ import polars as pl
 from dagster_duckdb import DuckDBResource
 
 from memory_assets.defs.resources import EmbedderResource, MemoryRoot
-from memory_assets.lib import feedback, freshness, lifecycle, publish, source_text
-from memory_assets.lib.clock import Clock
+from memory_assets.lib.items import feedback, publish, source_text
+from memory_assets.defs import freshness
+from memory_assets.lib import lifecycle
+from memory_assets.defs.clock import Clock
 from memory_assets.lib import warehouse
 from memory_assets.lib.faults import crash_point
-from memory_assets.lib.items import consolidate, repair_links
+from memory_assets.lib.items.consolidation import consolidate, repair_links
 from memory_assets.lib.lifecycle import sweeps
 from memory_assets.lib.quality import audit
 from retrieval import scoring

@@ -12,7 +12,7 @@ import dagster as dg
 import polars as pl
 
 from memory_assets.defs.resources import MemoryRoot
-from memory_assets.lib import publish
+from memory_assets.lib.items import publish
 from memory_assets.lib import warehouse as inputs
 from memory_assets.lib.quality import ScanLedger, audit, embeddings_report, items_report, schema_report
 from memory_assets.lib.quality.check_results import failed_result, to_check_result

@@ -3,11 +3,11 @@
 import dagster as dg
 import polars as pl
 
-from memory_assets.lib import freshness
+from memory_assets.defs import freshness
 from memory_assets.defs.resources import MemoryRoot
 from memory_assets.lib import lifecycle as rules
-from memory_assets.lib import publish
-from memory_assets.lib.clock import Clock
+from memory_assets.lib.items import publish
+from memory_assets.defs.clock import Clock
 from memory_assets.lib.quality.citation_suite import lifecycle_report
 from memory_assets.lib import warehouse
 from retrieval.store import ItemStore

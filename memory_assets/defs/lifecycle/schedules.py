@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from memory_assets.lib.scheduled_jobs import CRONS, SELECTIONS, run_config
+from memory_assets.defs.scheduled_jobs import CRONS, SELECTIONS, run_config
 
 nightly_job = dg.define_asset_job(
     "nightly", selection=dg.AssetSelection.assets(*SELECTIONS["nightly"]), config=run_config("nightly"),

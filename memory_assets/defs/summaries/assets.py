@@ -4,10 +4,11 @@ import dagster as dg
 import polars as pl
 
 from memory_assets.lib import warehouse
-from memory_assets.lib import freshness
+from memory_assets.defs import freshness
 from memory_assets.defs.resources import EmbedderResource, MemoryRoot
-from memory_assets.lib import publish, summaries
-from memory_assets.lib.clock import Clock
+from memory_assets.lib.items import publish
+from memory_assets.lib import summaries
+from memory_assets.defs.clock import Clock
 from retrieval.llm import load_prompt
 from retrieval.store import SUMMARIES_TABLE, ItemStore
 

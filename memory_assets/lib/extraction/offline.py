@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from memory_assets.lib.extraction import rules as R
 from memory_assets.lib.extraction.base import ExtractionResult
 from memory_assets.lib.extraction.preprocess import Segment, segments
-from memory_assets.lib.gate import steers_agent
+from memory_assets.lib.items.gate import steers_agent
 from retrieval.config import MemoryConfig
 from retrieval.text import NEGATION, sentiment
 from retrieval.schema import Candidate, Turn

@@ -6,7 +6,7 @@ Both extractors call ``segments()`` so the rules below hold for both:
 - tool output and text inside [UNTRUSTED DATA]…[/UNTRUSTED DATA] are untrusted;
 - what the user says about memory itself is never a fact: a turn withheld at ingest
   ("don't remember this") and a request to forget ("forget what I told you about my
-  passport": ``memory_assets.lib.forgetting`` acts on it) are skipped.
+  passport": ``memory_assets.lib.extraction.forgetting`` acts on it) are skipped.
 """
 
 from __future__ import annotations

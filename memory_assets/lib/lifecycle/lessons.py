@@ -15,7 +15,7 @@ import re
 
 import polars as pl
 
-from memory_assets.lib.dedup import normalize
+from memory_assets.lib.items.dedup import normalize
 from retrieval.config import MemoryConfig
 from retrieval.spans import spanned
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import polars as pl
 
-from memory_assets.lib import supersession
+from memory_assets.lib.items import supersession
 from retrieval.trust import disagree
 from retrieval.spans import spanned
 

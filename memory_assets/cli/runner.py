@@ -14,11 +14,14 @@ from datetime import datetime, timezone
 
 import dagster as dg
 
-from memory_assets.lib import inbox_scan, publish, quarantine, recovery
-from memory_assets.lib.job_runs import record_success
-from memory_assets.lib.scheduled_jobs import COVERS, JOBS, run_config
-from memory_assets.lib.instance import local_instance
-from memory_assets.lib.partitions import sessions
+from memory_assets.lib.ingest import inbox_scan
+from memory_assets.lib.items import publish
+from memory_assets.lib.extraction import quarantine
+from memory_assets.cli import recovery
+from memory_assets.lib.lifecycle.job_runs import record_success
+from memory_assets.defs.scheduled_jobs import COVERS, JOBS, run_config
+from memory_assets.cli.instance import local_instance
+from memory_assets.defs.partitions import sessions
 from retrieval import jobs
 from retrieval.paths import DataRoot
 

@@ -16,7 +16,7 @@ def _print_json(obj: Any) -> None:
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
-    from memory_assets.lib.ingest import ingest_paths
+    from memory_assets.lib.ingest.intake import ingest_paths
 
     report = ingest_paths([Path(p) for p in args.paths], args.data_root, fmt=args.format)
     for error in report.errors:
@@ -34,7 +34,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def cmd_materialize(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
-    from memory_assets.lib.runner import materialize_pending, pending_sessions
+    from memory_assets.cli.runner import materialize_pending, pending_sessions
     from retrieval.paths import DataRoot
 
     paths = DataRoot.resolve(args.data_root)
@@ -71,7 +71,7 @@ def _report(summary) -> None:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from memory_assets.lib.stats import collect_stats
+    from memory_assets.cli.stats import collect_stats
 
     stats = collect_stats(args.data_root)
     if args.json:
@@ -109,15 +109,15 @@ def cmd_inject(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     from datetime import datetime, timezone
 
-    from memory_assets.lib.runner import run_job
-    from memory_assets.lib.scheduled_jobs import tick
+    from memory_assets.cli.runner import run_job
+    from memory_assets.defs.scheduled_jobs import tick
     from retrieval.paths import DataRoot
 
     now = tick(args.job, args.date) if args.date else None
     if args.now:
         now = datetime.fromisoformat(args.now.replace("Z", "+00:00"))
         now = now if now.tzinfo else now.replace(tzinfo=timezone.utc)
-    from memory_assets.lib.publish import read_report
+    from memory_assets.lib.items.publish import read_report
     from retrieval.store import ItemStore
 
     paths = DataRoot.resolve(args.data_root)
@@ -133,7 +133,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_rollback(args: argparse.Namespace) -> int:
-    from memory_assets.lib.publish import RollbackError, current, history, rollback
+    from memory_assets.lib.items.publish import RollbackError, current, history, rollback
     from retrieval.paths import DataRoot
 
     paths = DataRoot.resolve(args.data_root)
@@ -154,7 +154,7 @@ def cmd_rollback(args: argparse.Namespace) -> int:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    from memory_assets.lib.publish import RollbackError, release
+    from memory_assets.lib.items.publish import RollbackError, release
     from retrieval.paths import DataRoot
 
     try:
@@ -284,7 +284,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args = build_parser().parse_args(argv)
-    from memory_assets.lib.transcripts import TranscriptError
+    from memory_assets.lib.ingest.transcripts import TranscriptError
     from retrieval.config import ConfigError, load_config
 
     try:

@@ -14,7 +14,7 @@ from typing import Protocol
 import numpy as np
 import polars as pl
 
-from memory_assets.lib import dedup, feedback, gate, supersession
+from memory_assets.lib.items import dedup, feedback, gate, supersession
 from retrieval.config import MemoryConfig
 from retrieval.schema import ITEM_SCHEMA
 from retrieval.spans import spanned

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import polars as pl
 
-from memory_assets.lib import dedup, warehouse
-from memory_assets.lib.dedup import content_hash
+from memory_assets.lib.items import dedup
+from memory_assets.lib import warehouse
+from memory_assets.lib.items.dedup import content_hash
 from retrieval.config import MemoryConfig
 from retrieval.paths import DataRoot
 from retrieval.spans import spanned

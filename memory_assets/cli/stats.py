@@ -7,7 +7,8 @@ from typing import Any
 
 import polars as pl
 
-from memory_assets.lib import inbox_scan, quarantine
+from memory_assets.lib.ingest import inbox_scan
+from memory_assets.lib.extraction import quarantine
 from retrieval.paths import DataRoot
 from retrieval.store import ItemStore
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memory_assets.lib.transcripts import TranscriptError, parse_transcript
+from memory_assets.lib.ingest.transcripts import TranscriptError, parse_transcript
 from retrieval.config import load_config
 from retrieval.inbox import write_session
 from retrieval.paths import DataRoot

@@ -13,8 +13,8 @@ from datetime import datetime
 
 import polars as pl
 
-from memory_assets.lib import gate
-from memory_assets.lib.dedup import content_hash
+from memory_assets.lib.items import gate
+from memory_assets.lib.items.dedup import content_hash
 from retrieval import scoring
 from retrieval.config import MemoryConfig
 from retrieval.schema import (
