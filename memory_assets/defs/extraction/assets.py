@@ -58,7 +58,7 @@ def extracted_facts(context: dg.AssetExecutionContext, memory: MemoryRoot,
     """
     session_id = context.partition_key
     paths, config = memory.paths, memory.config
-    now = run_now(context)  # one clock per run (lib/clock.py)
+    now = run_now(context)  # one clock per run (defs/clock.py)
     turns = to_turns(warehouse.read_resources(paths, [session_id]))
     impl = extractor.build(config)
     failed: ExtractionFailed | None = None

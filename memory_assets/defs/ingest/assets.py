@@ -41,7 +41,7 @@ def resources(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg.Mater
     paths = memory.paths
     cap = int(memory.config.ingest.max_message_bytes)
     existing = set(warehouse.resource_ids(paths, [session_id]).to_list())
-    now = run_now(context)  # one clock per run (lib/clock.py)
+    now = run_now(context)  # one clock per run (defs/clock.py)
     rows: list[dict] = []
     errors: list[str] = []
     files = inbox_scan.pending_files(paths).get(session_id, [])

@@ -67,7 +67,7 @@ def memory_items(context: dg.AssetExecutionContext, config: Clock, memory: Memor
     (``archive_sweep`` weekly, ``cold_sweep`` monthly, which also asks for every item to be
     embedded again and checked against every other). Each item
     is found by full-text search through its content, the turns it came from and the turns
-    around them (``lib/source_text.py``; LanceDB only). Written as a new Parquet version
+    around them (``lib/items/source_text.py``; LanceDB only). Written as a new Parquet version
     and a new LanceDB ``items`` version (vectors + full-text index), staged for its
     checks; ``published_items`` makes it what retrieval reads.
     """

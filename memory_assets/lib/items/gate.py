@@ -146,7 +146,7 @@ def _credential(content: str, config: MemoryConfig) -> Rejection | None:
 
 def _memory_request(content: str, config: MemoryConfig) -> Rejection | None:
     # What the user says about the memory is obeyed, never stored: "forget what I told
-    # you about X" retires X (lib/forgetting.py); "don't remember this" is withheld at ingest.
+    # you about X" retires X (lib/extraction/forgetting.py); "don't remember this" is withheld at ingest.
     if WITHHELD in content or off_the_record(content):
         return Rejection("memory_request", "the user asked that this not be remembered")
     topic = forget_request(content)
