@@ -20,14 +20,18 @@ from pathlib import Path
 
 import polars as pl
 
-from retrieval import credentials
+from retrieval import credentials, secret_values
 from memory_assets.lib import warehouse
 
 
 @lru_cache(maxsize=1)
 def rules_version() -> str:
-    """A digest of the credential rules' source: a new rule invalidates every ledger."""
-    return hashlib.sha256(Path(credentials.__file__).read_bytes()).hexdigest()[:16]
+    """A digest of the credential rules' source (the patterns and the value tests): a new
+    rule invalidates every ledger."""
+    digest = hashlib.sha256()
+    for module in (credentials, secret_values):
+        digest.update(Path(module.__file__).read_bytes())
+    return digest.hexdigest()[:16]
 
 
 def _digest(text: str) -> str:
