@@ -1,7 +1,7 @@
 """The offline extractor, specified: what a session's turns yield without an LLM.
 
 Each test builds ``Turn`` objects directly and reads the candidates back; the rules
-themselves live in ``memory_assets/lib/extraction/rules.py``.
+themselves live in ``memory_assets/lib/extraction/rules.py`` and ``cues.py``.
 """
 
 from __future__ import annotations

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from datetime import datetime, timedelta
 
+from memory_assets.lib.extraction import cues as C
+
 from memory_assets.lib.extraction import rules as R
 from retrieval.config import MemoryConfig
 from retrieval.schema import Turn
@@ -52,10 +54,10 @@ def speaker_name(turn: Turn) -> str:
 
 def split_caption(text: str) -> tuple[str, str | None]:
     """Separate an ingester's " [shared image: …]" from what the speaker wrote."""
-    found = R.CAPTION.search(text)
+    found = C.CAPTION.search(text)
     if not found:
         return text, None
-    return R.CAPTION.sub(" ", text).strip(), found.group(1).strip() or None
+    return C.CAPTION.sub(" ", text).strip(), found.group(1).strip() or None
 
 
 def sentences(text: str) -> list[str]:
@@ -104,7 +106,7 @@ def split_label(clause: str) -> tuple[str, str]:
     if not found:
         return "", clause
     head = found.group(1)
-    if len(head.split()) > 3 and R.FINITE_VERB.search(head) and not R.REMEMBER.search(head):
+    if len(head.split()) > 3 and R.FINITE_VERB.search(head) and not C.REMEMBER.search(head):
         return "", clause
     return head, clause[found.end():]
 
@@ -149,7 +151,7 @@ def content_words(text: str, names: tuple[str, ...] = ()) -> list[str]:
     words = []
     for word in _WORD.findall(text):
         w = word.lower().strip("'-").split("'")[0]
-        if len(w) > 2 and w not in R.STOPWORDS and w not in R.EVALUATIVE and w not in R.VAGUE and w not in lowered_names:
+        if len(w) > 2 and w not in C.STOPWORDS and w not in R.EVALUATIVE and w not in R.VAGUE and w not in lowered_names:
             words.append(w)
     return words
 
@@ -161,7 +163,7 @@ def has_verb(text: str) -> bool:
 
 def is_specific(text: str) -> bool:
     """Concrete enough to stand without a speaker: a number, a date, a name, a code span."""
-    if R.QUANTITY.search(text) or R.DATE.search(text) or re.search(r"`[^`]+`|\d", text):
+    if C.QUANTITY.search(text) or C.DATE.search(text) or re.search(r"`[^`]+`|\d", text):
         return True
     return re.search(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-zA-Z0-9]+", text.strip()) is not None
 
@@ -171,9 +173,9 @@ def absolute_dates(text: str, when: datetime) -> str:
     means from the turn's timestamp: "…out of winter storage today" → "…on March 1"."""
     def dated(m: re.Match[str]) -> str:
         word = m.group(2).lower()
-        day = (when + timedelta(days=R.RELATIVE_DAYS[word])).date()
-        return f" {m.group(1) or 'on'} {R.DAY_PART.get(word, '')}{day.strftime('%B')} {day.day}"
-    return R.RELATIVE_DAY_ADVERB.sub(dated, text)
+        day = (when + timedelta(days=C.RELATIVE_DAYS[word])).date()
+        return f" {m.group(1) or 'on'} {C.DAY_PART.get(word, '')}{day.strftime('%B')} {day.day}"
+    return C.RELATIVE_DAY_ADVERB.sub(dated, text)
 
 
 def finish(text: str) -> str:
@@ -189,25 +191,25 @@ def finish(text: str) -> str:
 # --- Labels ------------------------------------------------------------------------
 
 def kind_of(clause: str) -> str:
-    for kind, pattern in R.KIND_RULES:
+    for kind, pattern in C.KIND_RULES:
         cues = [m.group(0).lower() for m in pattern.finditer(clause)]
         if not cues:
             continue
-        if kind == "preference" and set(cues) <= {"like", "likes"} and not R.LIKE_AS_VERB.search(clause):
+        if kind == "preference" and set(cues) <= {"like", "likes"} and not C.LIKE_AS_VERB.search(clause):
             continue  # "like" as a comparison, not a liking
         return kind
-    if R.PAST_TENSE.search(clause) and (R.TIME_ANCHOR.search(clause) or R.EVENT_VERB.search(clause)):
+    if C.PAST_TENSE.search(clause) and (C.TIME_ANCHOR.search(clause) or C.EVENT_VERB.search(clause)):
         return "event"
     return "fact"
 
 
 def supersedes_of(clause: str) -> str | None:
     """What a correction replaces, as a short phrase the supersession step can match."""
-    for pattern in R.SUPERSEDES:
+    for pattern in C.SUPERSEDES:
         found = pattern.search(clause)
         if found and found.group(1).strip():
-            return " ".join(R.SUPERSEDES_TRIM.sub("", found.group(1).strip()).split()[:5]) or None
-    for pattern in R.SUPERSEDES_TOPIC:
+            return " ".join(C.SUPERSEDES_TRIM.sub("", found.group(1).strip()).split()[:5]) or None
+    for pattern in C.SUPERSEDES_TOPIC:
         found = pattern.search(clause)
         if found:
             return found.group(1)
@@ -215,9 +217,9 @@ def supersedes_of(clause: str) -> str | None:
 
 
 def strength_of(text: str) -> str:
-    if R.INFERRED.search(text):
+    if C.INFERRED.search(text):
         return "inferred"
-    if R.IMPLIED.search(text):
+    if C.IMPLIED.search(text):
         return "implied"
     return "explicit"
 
@@ -226,11 +228,11 @@ def entities_of(clause: str, names: tuple[str, ...], when: datetime) -> list[str
     """Names, products, quantities with units and dates; "yesterday" as the date it was."""
     found: list[str] = [n for n in names if n and n not in ("User", "the assistant")]
     found += [m.group(1) for m in re.finditer(r"`([^`]+)`", clause)]
-    found += [m.group(0).strip() for m in R.QUANTITY.finditer(clause)]
-    found += [m.group(0).strip() for m in R.DATE.finditer(clause)]
+    found += [m.group(0).strip() for m in C.QUANTITY.finditer(clause)]
+    found += [m.group(0).strip() for m in C.DATE.finditer(clause)]
     for m in re.finditer(r"\b[A-Z][A-Za-z0-9&'-]*(?:\s+(?:of\s+|the\s+|&\s+)?[A-Z][A-Za-z0-9&'-]*)*", clause):
         phrase = re.sub(r"'s$", "", m.group(0))
-        if phrase.split()[0].lower() in R.NOT_ENTITIES or phrase.lower() in R.NOT_ENTITIES:
+        if phrase.split()[0].lower() in C.NOT_ENTITIES or phrase.lower() in C.NOT_ENTITIES:
             continue
         at_start = re.match(r"^[\s\"'(]*$", clause[:m.start()]) is not None
         if at_start and " " not in phrase and not phrase.isupper() and phrase not in names:
@@ -238,7 +240,7 @@ def entities_of(clause: str, names: tuple[str, ...], when: datetime) -> list[str
         if not any(phrase in other for other in found):
             found.append(phrase)
     lowered = clause.lower()
-    for word, offset in R.RELATIVE_DAYS.items():
+    for word, offset in C.RELATIVE_DAYS.items():
         if re.search(r"\b" + word + r"\b", lowered):
             found.append((when + timedelta(days=offset)).date().isoformat())
     return list(dict.fromkeys(found))
@@ -264,7 +266,7 @@ class Categorizer:
         lowered = text.lower()
         # "like" only counts as a liking after a subject ("I like"), not as a comparison.
         masked = re.sub(r"\blike\b", "____", lowered)
-        for m in R.LIKE_AS_VERB.finditer(lowered):
+        for m in C.LIKE_AS_VERB.finditer(lowered):
             masked = masked[:m.start()] + lowered[m.start():m.end()] + masked[m.end():]
         return [(name, m.group(0)) for m in self.pattern.finditer(masked) for name in self.owners[m.group(0)]]
 

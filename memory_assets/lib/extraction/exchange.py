@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 import re
 
+from memory_assets.lib.extraction import cues as C
+
 from memory_assets.lib.extraction import rules as R
 from retrieval.config import MemoryConfig
 from retrieval.text import NEGATION
@@ -21,7 +23,7 @@ def token_set(text: str, names: tuple[str, ...] = ()) -> set[str]:
     """Lower-cased content words and identifiers ("tp6104", "postgres"), names left out."""
     skip = {n.lower() for n in names}
     return {w for w in (t.lower().strip(".-'") for t in re.findall(r"[A-Za-z0-9][\w.+#/-]*", text))
-            if (len(w) > 2 or w.isdigit()) and w not in R.STOPWORDS and w not in skip}
+            if (len(w) > 2 or w.isdigit()) and w not in C.STOPWORDS and w not in skip}
 
 
 def _value(token: str) -> str:
@@ -34,7 +36,7 @@ def settle_reversals(found: list[Candidate], names: tuple[str, ...], reversing: 
     ("I like dark roast" … "actually no, I'm switching to a medium roast"; "April 17"
     … "April 15 now, not the 17th") is dropped, and the change names what it replaces.
 
-    A later trusted statement that reads as a change (``R.REVERSAL``, or any statement
+    A later trusted statement that reads as a change (``C.REVERSAL``, or any statement
     in a turn that opens with "actually no") replaces an earlier fact from an earlier
     turn of the same speaker (or of a tool) when they share two content words, or when it
     denies one of the earlier fact's values ("not the 17th"). A correction in such a turn
@@ -52,11 +54,11 @@ def settle_reversals(found: list[Candidate], names: tuple[str, ...], reversing: 
     dropped: set[int] = set()
     hints: dict[int, str] = {}
     for j, later in enumerate(found):
-        says_so = later.kind == "correction" or R.REVERSAL.search(later.content)
+        says_so = later.kind == "correction" or C.REVERSAL.search(later.content)
         if later.source_trust != "trusted" or not (says_so or reversing & set(later.source_turns)):
             continue
         mine = token_set(later.content, names)
-        denied = {_value(v) for v in R.NEGATED_VALUE.findall(later.content)} - R.STOPWORDS
+        denied = {_value(v) for v in C.NEGATED_VALUE.findall(later.content)} - C.STOPWORDS
         for i, earlier in enumerate(found[:j]):
             if max(earlier.source_turns) >= max(later.source_turns) or not same_voice(earlier, later):
                 continue
@@ -127,7 +129,7 @@ def we_as_i(text: str) -> str:
 def lower_lead(text: str) -> str:
     """"Once a week…" continues a sentence as "once a week…"; "Thursday evenings…" keeps its capital."""
     first = text.split(" ", 1)[0]
-    common = first.lower() in R.STOPWORDS or first.lower() in ("once", "twice", "every", "each", "only", "until",
+    common = first.lower() in C.STOPWORDS or first.lower() in ("once", "twice", "every", "each", "only", "until",
                                                                  "weekly", "daily", "monthly")
     return text[:1].lower() + text[1:] if common else text
 
@@ -136,12 +138,12 @@ def answer_details(reply: Turn, names: tuple[str, ...]) -> str | None:
     """What a "yes" adds ("Yes, once a week on Wednesdays, but only after the physio
     clears me in June"): a phrase with no subject of its own right after the yes."""
     first = (sentences(reply.content) or [""])[0]
-    rest = R.CONFIRM_WORD.sub("", first, count=1).strip(" ,.!")
+    rest = C.CONFIRM_WORD.sub("", first, count=1).strip(" ,.!")
     if not rest or rest == first.strip(" ,.!") or is_question(rest) or is_chatter(rest):
         return None
-    if R.ANSWER_SUBJECT.match(rest) or R.RULE_START.match(rest) or R.REMIND_ME.match(rest) or R.TASK_REQUEST.match(rest):
+    if C.ANSWER_SUBJECT.match(rest) or C.RULE_START.match(rest) or C.REMIND_ME.match(rest) or C.TASK_REQUEST.match(rest):
         return None
-    if has_verb(rest) and not R.ANSWER_DETAIL.match(rest):
+    if has_verb(rest) and not C.ANSWER_DETAIL.match(rest):
         return None
     return rest if content_words(rest, names) else None
 
@@ -166,12 +168,12 @@ def informative(content: str, clause: str, voice: Voice, names: tuple[str, ...],
     substance = content_words(content, names + (voice.name,))
     if len(content.split()) < 3 or not substance:
         return False
-    if len(substance) >= 2 or is_specific(clause) or R.TIME_ANCHOR.search(clause):
+    if len(substance) >= 2 or is_specific(clause) or C.TIME_ANCHOR.search(clause):
         return True
     if kind in ("preference", "negative", "decision", "correction"):
         return True
     solo = substance[0]
-    return content.startswith(voice.name + " ") and len(solo) >= 5 and not R.PAST_TENSE.fullmatch(solo)
+    return content.startswith(voice.name + " ") and len(solo) >= 5 and not C.PAST_TENSE.fullmatch(solo)
 
 
 def recent_memo(memo: tuple[int, str] | None, index: int, within: int = 4) -> str | None:
@@ -181,7 +183,7 @@ def recent_memo(memo: tuple[int, str] | None, index: int, within: int = 4) -> st
 def confirms(reply: Turn) -> bool:
     text = reply.content.strip()
     head = " ".join(text.split()[:6])
-    return bool(R.CONFIRM.match(text)) and not R.CONFIRM_BUT.search(head)
+    return bool(C.CONFIRM.match(text)) and not C.CONFIRM_BUT.search(head)
 
 
 def addressee_of(ordered: list[Turn], index: int) -> str | None:

@@ -7,7 +7,7 @@ the assistant yield nothing. An assistant's statement becomes a fact only when t
 user's next turn confirms it; tool output and [UNTRUSTED DATA] yield untrusted facts,
 never instructions, claims about the user or claims the user denies. Within a session
 the user's last word stands: a value changed later replaces the earlier one. The word
-lists and cue patterns live in ``rules.py``; this module is the procedure, over
+lists and cue patterns live in ``rules.py`` and ``cues.py``; this module is the procedure, over
 ``clauses`` (splitting and labelling), ``people`` (pronouns and the speaker's voice) and
 ``exchange`` (how the turns of a session bear on each other).
 """
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import dataclasses
 import re
+
+from memory_assets.lib.extraction import cues as C
 
 from memory_assets.lib.extraction import rules as R
 from memory_assets.lib.extraction.base import ExtractionResult
@@ -100,7 +102,7 @@ class OfflineExtractor:
                     seen.add(cand.content.lower())
                     out.append(cand)
         # "Hmm, actually no." opening a turn: everything in it changes what came before.
-        reversing = {t.turn for t in ordered if t.role == "user" and R.TURN_REVERSAL.match(t.content)}
+        reversing = {t.turn for t in ordered if t.role == "user" and C.TURN_REVERSAL.match(t.content)}
         speakers = {t.turn: speaker_name(t) for t in ordered}
         # What others claimed: the assistant's sentences, tool output, pasted data.
         claims = [(seg.turn.turn, sentence) for seg in segments(turns)
@@ -136,8 +138,8 @@ class OfflineExtractor:
                 note_people(raw, None, index, mentions)
             antecedent = antecedent_in(sentence, all_names)
             note_people(sentence, antecedent, index, mentions)
-        if caption and R.REFERS_TO_IMAGE.search(text):
-            what = R.CAPTION_LEAD.sub("", caption.strip().rstrip("."))
+        if caption and C.REFERS_TO_IMAGE.search(text):
+            what = C.CAPTION_LEAD.sub("", caption.strip().rstrip("."))
             if len(content_words(what)) >= 2:
                 found.append(self._candidate(finish(f"{voice.name} shared a photo of {what}"), what, what,
                                              seg.turn, voice, "fact", False))
@@ -152,16 +154,16 @@ class OfflineExtractor:
         if R.CHATTER_OPENERS.match(raw):
             return None
         label, body = split_label(raw)
-        remember = bool(R.REMEMBER.search(raw))
+        remember = bool(C.REMEMBER.search(raw))
         clause = strip_filler(drop_tail_question(body), names)
-        clause = R.ANNOUNCEMENT.sub("", R.REMEMBER_PREFIX.sub("", clause)).strip()
+        clause = R.ANNOUNCEMENT.sub("", C.REMEMBER_PREFIX.sub("", clause)).strip()
         cue = f"{label}: {clause}" if label else clause  # "Change of plan: …" is a correction cue
         clause = re.sub(r"^no[,.!]+\s+(?=\w)", "", clause, flags=re.IGNORECASE)
         if (not clause or is_question(clause) or is_chatter(clause)
                 or R.SUBORDINATE_START.match(clause) and "," not in clause
                 or R.PREPOSITION_START.match(clause) and not R.SUBJECT_PRONOUN.search(clause)):
             return None
-        if agent and (R.PASTE_INTRO.search(clause) or R.LET_ME.match(clause)):
+        if agent and (C.PASTE_INTRO.search(clause) or C.LET_ME.match(clause)):
             return None  # "here's what I set in the env:" hands material over; "let me ask" is a next step
         if agent:
             request = self._request(clause, cue, sentence, turn, voice, remember)
@@ -172,14 +174,14 @@ class OfflineExtractor:
             told = R.DANGLING_END.sub("", R.EVALUATIVE_TAIL.sub("", clause).strip())
             return self._reported(told, clause, sentence, turn, voice, names)
         if R.SECOND_PERSON_SUBJECT.match(clause) or R.SOCIAL_IMPERATIVE.match(clause) or R.GENERIC_WE.search(clause) \
-                or R.LETS.match(clause):
+                or C.LETS.match(clause):
             return None
         clause = R.DANGLING_END.sub("", R.EVALUATIVE_TAIL.sub("", clause).strip())
         resolved = resolve_pronoun(clause, antecedent, True) if antecedent else clause
         resolved, used = resolve_people(resolved, people[1], people[0])
         named_first = bool(antecedent) and resolved.startswith(antecedent)  # it opens on the sentence's name
         text = resolved
-        if (intro := R.SELF_INTRO.match(text)) and intro.group(1) == voice.name:
+        if (intro := C.SELF_INTRO.match(text)) and intro.group(1) == voice.name:
             text = "I'm " + text[intro.end():]
         for pattern, lead, unless in R.PRO_DROP:
             if pattern.match(text) and not (unless and unless.search(text)):
@@ -199,7 +201,7 @@ class OfflineExtractor:
             return None
         if R.DEICTIC_SUBJECT.match(text) and len(content_words(text, names)) < 3:
             return None
-        if agent and R.UNRESOLVED_PERSON.match(text) and not (R.REVERSAL.search(text) or kind_of(cue) == "correction"):
+        if agent and R.UNRESOLVED_PERSON.match(text) and not (C.REVERSAL.search(text) or kind_of(cue) == "correction"):
             # "They need CSV after all": who needs it is in another turn, and a vague fact is
             # worse than none; a change ("…April 15 now, not the 17th") stays, to replace the old value.
             return None
@@ -208,11 +210,11 @@ class OfflineExtractor:
         # stands alone.
         if not has_verb(text) and not (agent and is_specific(text) and len(content_words(text, names)) >= 4):
             return None
-        if agent and R.PRONOUN_OBJECT.search(text) and not is_specific(text) and len(content_words(text, names)) < 3:
+        if agent and C.PRONOUN_OBJECT.search(text) and not is_specific(text) and len(content_words(text, names)) < 3:
             return None  # "I'll rotate it": what "it" is lives in another sentence
         # "I need a hotel too", "I want a training plan": what the user asks the assistant
         # for in this chat, unless it carries a specific (a date, a number, a name).
-        if agent and R.BARE_WANT.match(text) and not is_specific(text) and len(content_words(text, names)) <= 3:
+        if agent and C.BARE_WANT.match(text) and not is_specific(text) and len(content_words(text, names)) <= 3:
             return None
         if agent and not (voice.companion and not re.search(r"\b(?:dog|cat|puppy|kitten)s?$", voice.companion)):
             text = we_as_i(text)  # to an assistant, "we use uv" says what the user does: "Raj uses uv"
@@ -255,18 +257,18 @@ class OfflineExtractor:
         # not "use the blue one for this one"), or an instruction under a condition ("if it
         # rains, just move the run to the next day" → "…to move the run to the next day if
         # it rains": the condition makes it standing).
-        rule = clause if R.RULE_START.match(clause) or R.CONVENTION.match(clause) and not R.ONE_OFF.search(clause) \
+        rule = clause if C.RULE_START.match(clause) or C.CONVENTION.match(clause) and not C.ONE_OFF.search(clause) \
             else None
-        conditional = R.CONDITIONAL_RULE.match(clause) if rule is None else None
-        if conditional and (R.TASK_REQUEST.match(conditional["rest"]) or R.CONVENTION.match(conditional["rest"])):
+        conditional = C.CONDITIONAL_RULE.match(clause) if rule is None else None
+        if conditional and (C.TASK_REQUEST.match(conditional["rest"]) or C.CONVENTION.match(conditional["rest"])):
             rule = f"{conditional['rest'].strip().rstrip(' .!')} {conditional['cond'][:1].lower()}{conditional['cond'][1:]}"
         if rule is not None:
-            body = R.RULE_LEAD.sub("", rule)
+            body = C.RULE_LEAD.sub("", rule)
             body = re.sub(r"^(?:don't|do not)\b", "not to", body, flags=re.IGNORECASE)
             if not body.lower().startswith("not to"):
                 body = "to " + body[:1].lower() + body[1:]
             kind = kind_of(cue)
-            if R.NEGATIVE_RULE.match(body):
+            if C.NEGATIVE_RULE.match(body):
                 kind = "negative"
             elif kind not in ("procedure", "correction", "preference"):
                 kind = "procedure"
@@ -275,42 +277,42 @@ class OfflineExtractor:
                 return False
             content = finish(f"{n} wants the assistant {rewrite_first_person(body, voice)}")
             return self._candidate(content, clause, sentence, turn, voice, kind, remember)
-        if R.REMIND_ME.match(clause):
-            body = R.REMIND_ME.sub("", clause)
-            if R.DATE.match(body) or R.WEEKDAY.match(body):
+        if C.REMIND_ME.match(clause):
+            body = C.REMIND_ME.sub("", clause)
+            if C.DATE.match(body) or C.WEEKDAY.match(body):
                 body = "on " + body  # "remind me October 1" → "a reminder on October 1"
             if not content_words(body, (n,)) and not is_specific(body):
                 return False  # "remind me" alone: the reminder is in the question it answers
             content = finish(f"{n} wants a reminder {rewrite_first_person(body, voice)}")
             return self._candidate(content, clause, sentence, turn, voice, "commitment", True)
-        if R.LETS.match(clause):
-            body = R.LETS.sub("", clause)
+        if C.LETS.match(clause):
+            body = C.LETS.sub("", clause)
             content = finish(f"{n} wants to {rewrite_first_person(body, voice)}")
-            if len(content_words(content, (n,))) < 2 or not (R.CHOICE.match(body) or R.STANDING.search(body)):
+            if len(content_words(content, (n,))) < 2 or not (C.CHOICE.match(body) or C.STANDING.search(body)):
                 return False  # "let's check if pushes work first": the chat's next step, not a decision
             return self._candidate(content, clause, sentence, turn, voice, "decision", remember)
-        if R.TASK_REQUEST.match(clause) or R.SECOND_PERSON_SUBJECT.match(clause):
+        if C.TASK_REQUEST.match(clause) or R.SECOND_PERSON_SUBJECT.match(clause):
             return False
         return None
 
     def _domain_fact(self, text: str, names: tuple[str, ...]) -> bool:
         """In a chat with an assistant, "the deploy failed again" is a fact without an I."""
-        hits = [c for c, _ in self._categorizer.hits(text) if c != R.OTHER_DEFAULT_CATEGORY]
+        hits = [c for c, _ in self._categorizer.hits(text) if c != C.OTHER_DEFAULT_CATEGORY]
         return bool(hits) and len(content_words(text, names)) >= 2 and not R.DEICTIC_SUBJECT.match(text)
 
     def _candidate(self, content: str, clause: str, sentence: str, turn: Turn, voice: Voice, kind: str,
                    remember: bool, *, strength: str | None = None, provenance: str = "user_stated",
                    trust: str = "trusted", turns: list[int] | None = None, extra: tuple[str, ...] = ()) -> Candidate:
         if trust == "untrusted":
-            default = R.UNTRUSTED_DEFAULT_CATEGORY
+            default = C.UNTRUSTED_DEFAULT_CATEGORY
         elif content.startswith(f"{voice.name} wants the assistant"):
-            default = R.STANDING_DECISION_CATEGORY if self.config.tier_for(kind) == "permanent" else R.RULE_DEFAULT_CATEGORY
+            default = C.STANDING_DECISION_CATEGORY if self.config.tier_for(kind) == "permanent" else C.RULE_DEFAULT_CATEGORY
         elif R.FIRST_PERSON.search(clause) or voice.name in content:
-            default = R.LIFE_DEFAULT_CATEGORY
+            default = C.LIFE_DEFAULT_CATEGORY
         else:
-            default = R.OTHER_DEFAULT_CATEGORY
-        category, keywords = self._categorizer.best(clause, default, R.NOT_FOR_LIFE_FACTS if trust == "trusted" else ())
-        if kind == "preference" and category in (R.LIFE_DEFAULT_CATEGORY, R.OTHER_DEFAULT_CATEGORY):
+            default = C.OTHER_DEFAULT_CATEGORY
+        category, keywords = self._categorizer.best(clause, default, C.NOT_FOR_LIFE_FACTS if trust == "trusted" else ())
+        if kind == "preference" and category in (C.LIFE_DEFAULT_CATEGORY, C.OTHER_DEFAULT_CATEGORY):
             category = "preferences" if "preferences" in self.config.categories else category
         named = tuple(n for n in (voice.name, voice.addressee) if n)
         tags = list(dict.fromkeys(keywords + content_words(clause, named)[:4]))[:6]
@@ -328,8 +330,8 @@ class OfflineExtractor:
             source_trust=trust,
             provenance="user_corrected" if kind == "correction" and provenance == "user_stated" else provenance,
             remember=remember,
-            action_required=bool(R.ACTION.search(clause)),
-            supersedes=supersedes_of(clause) if kind == "correction" or kind == "decision" and R.REPLACES.search(clause) else None,
+            action_required=bool(C.ACTION.search(clause)),
+            supersedes=supersedes_of(clause) if kind == "correction" or kind == "decision" and C.REPLACES.search(clause) else None,
         )
 
     # An assistant statement the user confirmed.
@@ -348,14 +350,14 @@ class OfflineExtractor:
         said = sentences(seg.text)
         if said and said[-1].rstrip().endswith("?"):
             # "Yes" answers the question the assistant ended on, not what came before it.
-            question = R.ASSISTANT_HEDGE.sub("", split_label(said[-1].strip())[1], count=1).strip()
-            if offer := R.ASSISTANT_OFFER.match(question):
+            question = C.ASSISTANT_HEDGE.sub("", split_label(said[-1].strip())[1], count=1).strip()
+            if offer := C.ASSISTANT_OFFER.match(question):
                 body = rewrite_first_person(offer.group(1), voice)
-                dated = R.DATE.search(body) or R.WEEKDAY.search(body) or R.TIME_ANCHOR.search(body)
-                if len(content_words(body)) < 2 or not (R.STANDING.search(body) or dated):
+                dated = C.DATE.search(body) or C.WEEKDAY.search(body) or C.TIME_ANCHOR.search(body)
+                if len(content_words(body)) < 2 or not (C.STANDING.search(body) or dated):
                     return []  # "Shall I add tests?" "Yes.": a task for now, not a memory
                 return [confirmed(finish(f"{user} wants the assistant to {body}"), question, said[-1], "decision")]
-            for pattern, lead in R.ASSISTANT_QUESTIONS:
+            for pattern, lead in C.ASSISTANT_QUESTIONS:
                 if asked := pattern.match(question):
                     content = finish(rewrite_first_person(lead + asked.group(1), voice))
                     if len(content_words(content, (user,))) < 2:
@@ -364,14 +366,14 @@ class OfflineExtractor:
             if is_question(question.rstrip("?")) or not re.search(r"\byou\b", question, re.IGNORECASE):
                 return []
             said = [question]  # "So you prefer tabs over spaces?" is a statement awaiting a yes
-        firm = R.STRONG_CONFIRM.match(reply.content.strip()) is not None
+        firm = C.STRONG_CONFIRM.match(reply.content.strip()) is not None
         picked: list[Candidate] = []
         for sentence in said:
-            guess = R.ASSISTANT_HEDGE.sub("", split_label(sentence.strip())[1], count=1).strip().rstrip("?")
-            if not firm and not R.ABOUT_YOU.match(guess):
+            guess = C.ASSISTANT_HEDGE.sub("", split_label(sentence.strip())[1], count=1).strip().rstrip("?")
+            if not firm and not C.ABOUT_YOU.match(guess):
                 continue
-            if (not guess or R.ASSISTANT_CHATTER.search(guess) or is_chatter(guess) or is_question(guess)
-                    or R.ASSISTANT_SELF.search(guess)):
+            if (not guess or C.ASSISTANT_CHATTER.search(guess) or is_chatter(guess) or is_question(guess)
+                    or C.ASSISTANT_SELF.search(guess)):
                 continue  # chatter, a question, or the assistant talking about itself
             if not has_verb(guess) or len(content_words(guess)) < 2:
                 continue
@@ -396,30 +398,30 @@ class OfflineExtractor:
         found = []
         voice = Voice(speaker_name(seg.turn), None)
         about_user = re.compile(r"\b(?:" + "|".join(re.escape(u) for u in users) + r")\b") if users else None
-        denials = [s for text in later for s in sentences(text) if R.DENIAL.search(s)]
+        denials = [s for text in later for s in sentences(text) if C.DENIAL.search(s)]
         title = None  # a page's "# pdfkit-plus 1.4.0" names what "Requires Chromium 120" is about
         for line in seg.text.splitlines():
-            if heading := R.DOC_TITLE.match(line):
+            if heading := C.DOC_TITLE.match(line):
                 title = title or heading.group(1)
                 continue
-            if R.INJECTION.search(line) or steers_agent(line):
+            if C.INJECTION.search(line) or steers_agent(line):
                 continue  # the rest of the line is the same author steering the model
-            line = R.LOG_PREFIX.sub("", line)
-            if R.TOOL_NOISE.search(line) or R.DOC_METADATA.match(line) or R.CODE_LINE.search(line):
+            line = C.LOG_PREFIX.sub("", line)
+            if C.TOOL_NOISE.search(line) or C.DOC_METADATA.match(line) or C.CODE_LINE.search(line):
                 continue
-            line = R.SOURCE_PREFIX.sub("", line)
+            line = C.SOURCE_PREFIX.sub("", line)
             for sentence in sentences(line):
                 if is_denied(sentence, denials, users):
                     continue  # "…moved to MySQL 5.7, so configure the MySQL backend": all of it
                 for clause in clauses(sentence):
                     clause = clause.strip()
                     # First person in a document is its author, not the user: skip rather than misattribute.
-                    if (is_question(clause) or R.IMPERATIVE.match(clause) or R.FIRST_PERSON.search(clause)
-                            or R.TOOL_NOISE.search(clause) or is_chatter(clause) or not is_specific(clause)
-                            or R.ADDRESSES_READER.search(clause) or about_user and about_user.search(clause)
+                    if (is_question(clause) or C.IMPERATIVE.match(clause) or R.FIRST_PERSON.search(clause)
+                            or C.TOOL_NOISE.search(clause) or is_chatter(clause) or not is_specific(clause)
+                            or C.ADDRESSES_READER.search(clause) or about_user and about_user.search(clause)
                             or is_denied(clause, denials, users)):
                         continue
-                    if title and R.DESCRIBES.match(clause):
+                    if title and C.DESCRIBES.match(clause):
                         clause = f"{title} {clause[:1].lower()}{clause[1:]}"
                     content = finish(clause)
                     words = content.split()

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from memory_assets.lib.extraction import cues as C
+
 from memory_assets.lib.extraction import rules as R
 from retrieval.schema import Turn
 from memory_assets.lib.extraction.clauses import absolute_dates, finish, strip_filler
@@ -87,7 +89,7 @@ def rewrite_first_person(text: str, voice: Voice) -> str:
         verb, second, tail = m.group(2), m.group(4), ""
         if m.group(3):
             # "I practice and train" → "practices and trains"; "I love cooking and baking" keeps the gerund.
-            both = second.lower() not in R.STOPWORDS and not second.lower().endswith("ing") and _third_person(verb) != verb
+            both = second.lower() not in C.STOPWORDS and not second.lower().endswith("ing") and _third_person(verb) != verb
             tail = f" and {_third_person(second) if both else second}"
         return f"{n}{m.group(1)} {_third_person(verb)}{tail}"
 
@@ -143,7 +145,7 @@ def note_people(sentence: str, named: str | None, index: int, mentions: list[Men
     unmarked name its gender ("Mochi is my Shiba Inu, she's 4")."""
     found = [(m.start(), m.group(1) or m.group(2), _gender(m.group(0).split()[-2].strip(",")) if m.group(1) else None)
              for m in R.PERSON.finditer(sentence)]
-    if named and named.split()[0].lower() not in R.NOT_ENTITIES and " " not in named:
+    if named and named.split()[0].lower() not in C.NOT_ENTITIES and " " not in named:
         found.append((-1, named, None))
     pronouns = {m.group(1).lower() for m in R.PERSON_PRONOUN.finditer(sentence)}
     heard = "f" if pronouns & {"she", "her"} and not pronouns & {"he", "his", "him"} else \
@@ -210,6 +212,6 @@ def resolve_people(clause: str, mentions: list[Mention], index: int) -> tuple[st
 def antecedent_in(sentence: str, names: tuple[str, ...]) -> str | None:
     """A name opening a sentence ("Oliver's hilarious!") is who the next "he/she" is."""
     found = R.NAME_START.match(strip_filler(sentence, names).rstrip(" .!?")) or R.LABEL_NAME.match(sentence)
-    if not found or found.group(1) in names or found.group(1).split()[0].lower() in R.NOT_ENTITIES:
+    if not found or found.group(1) in names or found.group(1).split()[0].lower() in C.NOT_ENTITIES:
         return None
     return found.group(1)
