@@ -38,45 +38,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evals.gold_sets import GOLD_DIR, GoldError, GoldSession, LocomoSession, load_gold, load_locomo, session_turns
 from evals.locomo import default_dir as default_locomo_dir
-from evals.locomo import parse_evidence
 from evals.scorers import (
     THRESHOLD,
     FactMatcher,
     LLMJudge,
-    ObservationCurve,
     leak_reason,
-    precision_recall_f1,
     supersedes_overlap,
 )
 from memory_assets.lib.extraction import rules as R
 from memory_assets.lib.extraction.base import ExtractionFailed
-from retrieval.llm import Usage, llm_configured
+from retrieval.llm import llm_configured
 from memory_assets.lib.extraction.preprocess import segments
 from memory_assets.lib.extraction.facts import build_facts
-from memory_assets.lib.ingest.transcripts import TranscriptError, parse_transcript, parse_ts, safe_session_id
+from memory_assets.lib.ingest.transcripts import TranscriptError
 from retrieval.config import MemoryConfig, load_config
 from retrieval.credentials import redact
-from retrieval.schema import KINDS, ROLES, TIERS, TRUST, UNTRUSTED_START, Turn
+from retrieval.schema import Turn
+from evals.extraction_report import format_report, summary
 
-GOLD_DIR = Path(__file__).resolve().with_name("gold")
-DOMAINS = ("coding", "personal")
-ATTACKS = (
-    "untrusted_instruction",   # an instruction inside tool output or [UNTRUSTED DATA]
-    "untrusted_fake_fact",     # a false claim inside tool output or [UNTRUSTED DATA]
-    "credential",              # a secret pasted in chat or printed by a tool
-    "unconfirmed_guess",       # an assistant guess the user never confirmed
-    "injected_memory_echo",    # a recalled memory block pasted back into a turn
-    "reversed_preference",     # a value or preference changed later (supersedes)
-    "system_prompt",           # content of the system prompt, restated or not
-    "hallucinated_profile",    # the assistant inventing who the user is
-)
-# Examples kept in the report per kind of failure; the JSON lists every one per session.
-EXAMPLES = 10
-
-
-class GoldError(ValueError):
-    """A gold session file that does not follow ``evals/gold/README.md``; names file and line."""
 
 
 class EvalError(RuntimeError):
@@ -85,247 +66,6 @@ class EvalError(RuntimeError):
 
 class NoSessions(EvalError):
     """The dataset holds none of the sessions asked for."""
-
-
-# --- the gold set -----------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class GoldFact:
-    content: str
-    category: str
-    kind: str
-    tier: str
-    source_trust: str
-    supersedes: str | None
-    source_turns: tuple[int, ...]
-    also_category: tuple[str, ...] = ()
-    also_kind: tuple[str, ...] = ()
-
-    def category_ok(self, category: str) -> bool:
-        return category == self.category or category in self.also_category
-
-    def kind_ok(self, kind: str) -> bool:
-        return kind == self.kind or kind in self.also_kind
-
-
-@dataclass(frozen=True)
-class GoldSession:
-    session_id: str
-    description: str
-    domain: str
-    attacks: tuple[str, ...]
-    turns: tuple[dict[str, Any], ...]
-    facts: tuple[GoldFact, ...]
-    optional: tuple[str, ...]
-    must_not: tuple[str, ...]
-    source: str
-
-    @property
-    def adversarial(self) -> bool:
-        return bool(self.attacks)
-
-    @property
-    def confirmed_turns(self) -> set[int]:
-        """Assistant turns a gold fact cites: statements the user confirmed."""
-        roles = {t["turn"]: t["role"] for t in self.turns}
-        return {n for f in self.facts for n in f.source_turns if roles.get(n) == "assistant"}
-
-
-def _strings(value: Any, where: str, what: str) -> tuple[str, ...]:
-    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise GoldError(f"{where}: {what!r} must be a list of non-empty strings")
-    return tuple(value)
-
-
-def _fact(raw: Any, where: str, turns: dict[int, dict[str, Any]], config: MemoryConfig) -> GoldFact:
-    if not isinstance(raw, dict):
-        raise GoldError(f"{where}: a fact must be a JSON object")
-    for key in ("content", "category", "kind", "tier", "source_trust", "source_turns"):
-        if key not in raw:
-            raise GoldError(f'{where}: missing "{key}"')
-    content = raw["content"]
-    if not isinstance(content, str) or not content.strip():
-        raise GoldError(f'{where}: "content" must be a non-empty string')
-    checks = (("category", tuple(config.categories)), ("kind", KINDS), ("tier", TIERS), ("source_trust", TRUST))
-    for key, vocabulary in checks:
-        if raw[key] not in vocabulary:
-            raise GoldError(f'{where}: "{key}" is {raw[key]!r}; expected one of {", ".join(vocabulary)}')
-    also_category = _strings(raw.get("also_category", []), where, "also_category")
-    also_kind = _strings(raw.get("also_kind", []), where, "also_kind")
-    for value in also_category:
-        if value not in config.categories:
-            raise GoldError(f"{where}: also_category {value!r} is not a configured category")
-    for value in also_kind:
-        if value not in KINDS:
-            raise GoldError(f"{where}: also_kind {value!r} is not a kind")
-    supersedes = raw.get("supersedes")
-    if supersedes is not None and (not isinstance(supersedes, str) or not supersedes.strip()):
-        raise GoldError(f'{where}: "supersedes" must be null or a non-empty string')
-    cited = raw["source_turns"]
-    if not isinstance(cited, list) or not cited or not all(isinstance(n, int) and not isinstance(n, bool) for n in cited):
-        raise GoldError(f'{where}: "source_turns" must be a non-empty list of turn numbers')
-    unknown = sorted(set(cited) - set(turns))
-    if unknown:
-        raise GoldError(f"{where}: source_turns {unknown} are not turns of this session")
-    roles = [turns[n]["role"] for n in cited]
-    if "system" in roles:
-        raise GoldError(f"{where}: a fact never comes from a system turn")
-    if raw["source_trust"] == "trusted" and "user" not in roles:
-        raise GoldError(f"{where}: a trusted fact must cite a user turn (an assistant turn only with the user's confirmation)")
-    if raw["source_trust"] == "untrusted" and not any(
-            turns[n]["role"] == "tool" or turns[n].get("trust") == "untrusted" or UNTRUSTED_START in turns[n]["content"]
-            for n in cited):
-        raise GoldError(f"{where}: an untrusted fact must cite a tool turn or [UNTRUSTED DATA]")
-    return GoldFact(content.strip(), raw["category"], raw["kind"], raw["tier"], raw["source_trust"],
-                    supersedes.strip() if supersedes else None, tuple(cited), also_category, also_kind)
-
-
-def parse_gold_session(raw: Any, where: str, config: MemoryConfig | None = None) -> GoldSession:
-    """Validate one gold session (a parsed JSON object); ``where`` names it in errors."""
-    config = config or load_config()
-    if not isinstance(raw, dict):
-        raise GoldError(f"{where}: a gold session must be a JSON object")
-    for key in ("session_id", "description", "turns", "facts", "must_not"):
-        if key not in raw:
-            raise GoldError(f'{where}: missing "{key}"')
-    session_id = raw["session_id"]
-    if not isinstance(session_id, str) or safe_session_id(session_id) != session_id:
-        raise GoldError(f'{where}: "session_id" must be a string of [A-Za-z0-9._-]')
-    domain = raw.get("domain", "coding")
-    if domain not in DOMAINS:
-        raise GoldError(f'{where}: "domain" is {domain!r}; expected one of {", ".join(DOMAINS)}')
-    attacks = _strings(raw.get("attacks", []), where, "attacks")
-    for attack in attacks:
-        if attack not in ATTACKS:
-            raise GoldError(f"{where}: unknown attack {attack!r}; expected one of {', '.join(ATTACKS)}")
-    if not isinstance(raw["turns"], list) or not raw["turns"]:
-        raise GoldError(f'{where}: "turns" must be a non-empty list')
-    turns: dict[int, dict[str, Any]] = {}
-    for i, turn in enumerate(raw["turns"]):
-        here = f"{where} turns[{i}]"
-        if not isinstance(turn, dict):
-            raise GoldError(f"{here}: a turn must be a JSON object")
-        for key in ("turn", "role", "content", "ts"):
-            if key not in turn:
-                raise GoldError(f'{here}: missing "{key}"')
-        n = turn["turn"]
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0 or n in turns:
-            raise GoldError(f'{here}: "turn" must be a unique non-negative integer, got {n!r}')
-        if turn["role"] not in ROLES:
-            raise GoldError(f'{here}: "role" is {turn["role"]!r}; expected one of {", ".join(ROLES)}')
-        if turn.get("trust", "trusted") not in TRUST:
-            raise GoldError(f'{here}: "trust" is {turn["trust"]!r}; expected trusted or untrusted')
-        if not isinstance(turn["content"], str):
-            raise GoldError(f'{here}: "content" must be a string')
-        if turn.get("session_id", session_id) != session_id:
-            raise GoldError(f"{here}: belongs to session {turn['session_id']!r}, not {session_id!r}")
-        try:
-            parse_ts(turn["ts"])
-        except (ValueError, OverflowError) as exc:
-            raise GoldError(f'{here}: "ts" does not parse: {exc}') from None
-        turns[n] = turn
-    if not isinstance(raw["facts"], list):
-        raise GoldError(f'{where}: "facts" must be a list')
-    facts = tuple(_fact(f, f"{where} facts[{i}]", turns, config) for i, f in enumerate(raw["facts"]))
-    return GoldSession(
-        session_id=session_id, description=str(raw["description"]), domain=domain, attacks=attacks,
-        turns=tuple(turns[n] for n in sorted(turns)), facts=facts,
-        optional=_strings(raw.get("optional", []), where, "optional"),
-        must_not=_strings(raw["must_not"], where, "must_not"), source=where,
-    )
-
-
-def load_gold(path: str | Path = GOLD_DIR, config: MemoryConfig | None = None) -> list[GoldSession]:
-    """Gold sessions from a folder (``*.json`` one session each, ``*.jsonl`` one per line)
-    or from one such file, sorted by session id."""
-    path = Path(path)
-    files = sorted([*path.glob("*.json"), *path.glob("*.jsonl")]) if path.is_dir() else [path]
-    if not files:
-        raise GoldError(f"{path}: no gold session files (*.json, *.jsonl)")
-    sessions: list[GoldSession] = []
-    for file in files:
-        try:
-            text = file.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise GoldError(f"{file}: cannot read ({exc.strerror})") from None
-        if file.suffix == ".jsonl":
-            docs = [(f"{file} line {i}", line) for i, line in enumerate(text.splitlines(), start=1) if line.strip()]
-        else:
-            docs = [(str(file), text)]
-        for where, doc in docs:
-            try:
-                raw = json.loads(doc)
-            except json.JSONDecodeError as exc:
-                raise GoldError(f"{where}: invalid JSON ({exc.msg}, line {exc.lineno} column {exc.colno})") from None
-            sessions.append(parse_gold_session(raw, where, config))
-    seen: dict[str, str] = {}
-    for s in sessions:
-        if s.session_id in seen:
-            raise GoldError(f"{s.source}: session_id {s.session_id!r} is also used by {seen[s.session_id]}")
-        seen[s.session_id] = s.source
-    return sorted(sessions, key=lambda s: s.session_id)
-
-
-def session_turns(session_id: str, messages: Sequence[dict[str, Any]]) -> list[Turn]:
-    """Canonical messages as the pipeline's resources: credentials redacted, tool turns untrusted."""
-    turns = []
-    for m in sorted(messages, key=lambda m: m["turn"]):
-        ts = m["ts"]
-        turns.append(Turn(
-            session_id=session_id, turn=m["turn"], role=m["role"], content=redact(m["content"]),
-            content_at=parse_ts(ts) if isinstance(ts, str) else ts,
-            speaker=str(m.get("speaker") or m["role"]),
-            trust=m.get("trust") or ("untrusted" if m["role"] == "tool" else "trusted"),
-            external_id=m.get("external_id"), resource_id=f"{session_id}:{m['turn']}",
-        ))
-    return turns
-
-
-# --- LoCoMo ----------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Observation:
-    """One LoCoMo ``session_N_observation`` fact: who it is about, what, from which turns."""
-
-    speaker: str
-    text: str
-    dia_ids: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class LocomoSession:
-    session_id: str
-    turns: tuple[Turn, ...]
-    observations: tuple[Observation, ...]
-
-
-_OBSERVATION_KEY = re.compile(r"^session_(\d+)_observation$")
-
-
-def load_locomo(path: str | Path) -> list[LocomoSession]:
-    """The sessions of one LoCoMo file with their observations (sessions without any are skipped)."""
-    path = Path(path)
-    parsed = parse_transcript(path, "locomo")
-    by_session = parsed.sessions()
-    doc = json.loads(path.read_text(encoding="utf-8"))
-    conv = doc.get("conversation", doc)
-    sample = safe_session_id(str(doc.get("sample_id") or path.stem))
-    out = []
-    for key, value in conv.items():
-        found = _OBSERVATION_KEY.match(key)
-        if not found or not isinstance(value, dict):
-            continue
-        session_id = f"{sample}-s{int(found.group(1))}"
-        if session_id not in by_session:
-            continue
-        observations = tuple(
-            Observation(str(speaker), str(item[0]), parse_evidence(item[1] if isinstance(item[1], list) else [item[1]]))
-            for speaker, items in value.items() for item in items
-            if isinstance(item, list) and len(item) >= 2 and str(item[0]).strip()
-        )
-        if observations:
-            out.append(LocomoSession(session_id, tuple(session_turns(session_id, by_session[session_id])), observations))
-    return sorted(out, key=lambda s: int(s.session_id.rsplit("-s", 1)[1]))
 
 
 # --- running an extractor ----------------------------------------------------------------
@@ -561,87 +301,6 @@ def score_locomo_session(session: LocomoSession, run: Run, matcher: FactMatcher)
     }
 
 
-# --- the report -----------------------------------------------------------------------------
-
-def _ratio(num: int, den: int) -> float | None:
-    return round(num / den, 4) if den else None
-
-
-def _total(rows: list[dict[str, Any]], key: str) -> int:
-    return sum(int(r.get(key) or 0) for r in rows)
-
-
-def _summary(dataset: str, extractor: Any, rows: list[dict[str, Any]], matcher: FactMatcher,
-             config: MemoryConfig, seconds: float) -> dict[str, Any]:
-
-    def total(key: str) -> int:
-        return _total(rows, key)
-
-    extracted, gold = total("extracted"), total("gold_facts")
-    prompt_tokens, completion_tokens = total("prompt_tokens"), total("completion_tokens")
-    sessions = len(rows)
-    report: dict[str, Any] = {
-        "dataset": dataset,
-        "extractor": extractor.name,
-        "extractor_version": extractor.version,
-        "sessions": sessions,
-        "extracted": extracted,
-        "gold_facts": gold,
-    }
-    if dataset == "locomo":
-        matched = total("matched_extracted")
-        precision = matched / extracted if extracted else 0.0
-        recall = total("recalled") / gold if gold else 0.0
-        f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
-        curve = ObservationCurve.fit(matcher)
-        calibrated, low, high = curve.recall([s for r in rows for s in r["best_similarity"]])
-        report.update({
-            "precision": round(precision, 4), "recall": round(recall, 4), "f1": round(f1, 4),
-            "recall_calibrated": round(calibrated, 4),
-            "recall_calibrated_ci95": [round(low, 4), round(high, 4)],
-            "calibration_pairs": sum(curve.labelled),
-            "recall_joined": _ratio(total("recalled_joined"), gold),
-            "turn_coverage": _ratio(total("turn_covered"), gold),
-            "category_accuracy": None, "kind_accuracy": None, "trust_accuracy": None, "supersedes_accuracy": None,
-        })
-    else:
-        matched = total("matched")
-        precision, recall, f1 = precision_recall_f1(matched, extracted - total("optional_matched"), gold)
-        pairs = [p for r in rows for p in r["matches"]]
-        report.update({
-            "precision": round(precision, 4), "recall": round(recall, 4), "f1": round(f1, 4),
-            "category_accuracy": _ratio(sum(p["category"][2] for p in pairs), len(pairs)),
-            "kind_accuracy": _ratio(sum(p["kind"][2] for p in pairs), len(pairs)),
-            "trust_accuracy": _ratio(sum(p["trust"][2] for p in pairs), len(pairs)),
-            "supersedes_accuracy": _ratio(total("supersedes_correct"), total("supersedes_gold")),
-            "optional_matched": total("optional_matched"),
-            "adversarial_sessions": sum(1 for r in rows if r["adversarial"]),
-        })
-    judge = matcher.judge
-    report.update({
-        "junk": total("junk"),
-        "junk_rate": round(total("junk") / extracted, 4) if extracted else 0.0,
-        "leaks": total("leaks"),
-        "leak_examples": [{"session_id": r["session_id"], **e} for r in rows for e in r["leak_examples"]][:EXAMPLES],
-        "rejected": total("rejected"),
-        "failed_sessions": [r["session_id"] for r in rows if r["failed"]],
-        "prompt_tokens": prompt_tokens,
-        "completion_tokens": completion_tokens,
-        "cost_usd_per_session": round(Usage(0, prompt_tokens, completion_tokens).cost_usd(config) / sessions, 6)
-        if sessions else 0.0,
-        "threshold": matcher.threshold,
-        "judge": None if judge is None else {
-            "model": str(config.llm.model), "prompt_version": judge.version, "calls": judge.calls,
-            "failures": judge.failures, "prompt_tokens": judge.prompt_tokens,
-            "completion_tokens": judge.completion_tokens,
-            "cost_usd": round(Usage(0, judge.prompt_tokens, judge.completion_tokens).cost_usd(config), 6),
-        },
-        "seconds": round(seconds, 1),
-        "per_session": rows,
-    })
-    return report
-
-
 def _locomo_files(target: Path) -> list[Path]:
     files = sorted(target.glob("*.json")) if target.is_dir() else [target]
     if not files or not all(f.exists() for f in files):
@@ -744,79 +403,10 @@ def run_extraction_eval(dataset: str | Path = "gold", extractor: str | None = No
                 rows.append(score_locomo_session(session, run_session(impl, list(session.turns), config), matcher))
     if not rows:
         raise NoSessions(f"{path}: no sessions to evaluate" + (f" among {sorted(wanted)}" if wanted else ""))
-    return _summary(kind, impl, rows, matcher, config, time.perf_counter() - started)
+    return summary(kind, impl, rows, matcher, config, time.perf_counter() - started)
 
 
 # --- the CLI -------------------------------------------------------------------------------
-
-def _pct(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1%}"
-
-
-def format_details(report: dict[str, Any]) -> list[str]:
-    """Per session, what went wrong: extracted facts that matched nothing (``junk`` when
-    the transcript does not support them either), labelled facts nobody extracted, and
-    leaks. Sessions with nothing to show are left out."""
-    lines: list[str] = []
-    gold_word = "observation" if report["dataset"] == "locomo" else "gold"
-    for row in report["per_session"]:
-        junk = set(row.get("junk_facts") or [])
-        missed = [m["observation"] if isinstance(m, dict) else m for m in row.get("missed") or []]
-        if not (row.get("unmatched") or missed or row.get("leak_examples")):
-            continue
-        lines.append(f"  {row['session_id']}: {row['extracted']} extracted, {row['gold_facts']} {gold_word} facts")
-        lines += [f"    leak       {e['content']!r} — {e['reason']}" for e in row.get("leak_examples") or []]
-        lines += [f"    {'junk' if u in junk else 'unmatched':<10} {u}" for u in row.get("unmatched") or []]
-        lines += [f"    missed     {m}" for m in missed]
-    return lines
-
-
-def format_report(report: dict[str, Any], details: bool = False) -> str:
-    """The human-readable summary of one report; with ``details``, per session the
-    unmatched, junk and missed facts and the leaks."""
-    lines = [
-        f"extraction eval — {report['dataset']} ({report['extractor']} extractor {report['extractor_version']}, "
-        f"{report['sessions']} sessions, match threshold {report['threshold']:.2f}"
-        + (", LLM judge" if report.get("judge") else "") + ")",
-        f"  extracted facts      {report['extracted']}  (gate rejected {report['rejected']})",
-        f"  {'observations' if report['dataset'] == 'locomo' else 'gold facts':<21}{report['gold_facts']}",
-        f"  precision            {report['precision']:.3f}"
-        + ("  (lower bound: observations are not exhaustive)" if report["dataset"] == "locomo" else ""),
-        f"  recall               {report['recall']:.3f}",
-        f"  f1                   {report['f1']:.3f}",
-    ]
-    if report["dataset"] == "locomo":
-        lo, hi = report["recall_calibrated_ci95"]
-        lines.append(f"  recall, calibrated   {report['recall_calibrated']:.3f}  (95 % {lo:.3f}–{hi:.3f}; by cosine band, "
-                     f"from {report['calibration_pairs']} hand-labelled pairs)")
-        lines.append(f"  recall, joined       {report['recall_joined']:.3f}  (the facts from the observation's turn, together)")
-        lines.append(f"  turn coverage        {report['turn_coverage']:.3f}  (some fact from the observation's turn)")
-    else:
-        lines += [
-            f"  category accuracy    {_pct(report['category_accuracy'])}",
-            f"  kind accuracy        {_pct(report['kind_accuracy'])}",
-            f"  trust accuracy       {_pct(report['trust_accuracy'])}",
-            f"  supersedes accuracy  {_pct(report['supersedes_accuracy'])}",
-        ]
-    lines += [
-        f"  junk_rate            {_pct(report['junk_rate'])}  ({report['junk']} of {report['extracted']})",
-        f"  leaks                {report['leaks']}",
-    ]
-    for example in report["leak_examples"]:
-        lines.append(f"    leak in {example['session_id']}: {example['content']!r} — {example['reason']}")
-    if report["failed_sessions"]:
-        lines.append(f"  failed sessions      {len(report['failed_sessions'])}: {', '.join(report['failed_sessions'][:10])}")
-    lines.append(f"  tokens               {report['prompt_tokens']} prompt + {report['completion_tokens']} completion; "
-                 f"${report['cost_usd_per_session']:.6f} per session")
-    if report.get("judge"):
-        j = report["judge"]
-        lines.append(f"  judge                {j['calls']} calls ({j['failures']} failed), ${j['cost_usd']:.6f}")
-    lines.append(f"  time                 {report['seconds']} s")
-    if details:
-        lines += ["", "  per session (unmatched: extracted, matches nothing labelled; junk: and the transcript does not "
-                  "support it; missed: labelled, not extracted)"] + format_details(report)
-    return "\n".join(lines)
-
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(

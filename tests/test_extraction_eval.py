@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from evals import extraction_eval as ev
+from evals import gold_sets as gs
 from evals.scorers import (
     CALIBRATION_PAIRS,
     THRESHOLD,
@@ -48,8 +49,8 @@ def matcher() -> FactMatcher:
 
 
 @pytest.fixture(scope="module")
-def gold() -> list[ev.GoldSession]:
-    return ev.load_gold()
+def gold() -> list[gs.GoldSession]:
+    return gs.load_gold()
 
 
 def message(n: int, role: str, content: str, speaker: str | None = None, trust: str | None = None) -> dict[str, Any]:
@@ -78,8 +79,8 @@ def extracted(*contents: str, trust: str = "trusted", **fields: Any) -> ev.Run:
 
 
 def score(raw: dict[str, Any], run: ev.Run, matcher: FactMatcher) -> dict[str, Any]:
-    parsed = ev.parse_gold_session(raw, "test", CONFIG)
-    return ev.score_gold_session(parsed, run, matcher, ev.session_turns(parsed.session_id, parsed.turns))
+    parsed = gs.parse_gold_session(raw, "test", CONFIG)
+    return ev.score_gold_session(parsed, run, matcher, gs.session_turns(parsed.session_id, parsed.turns))
 
 
 # --- the matching rule ----------------------------------------------------------------------
@@ -322,7 +323,7 @@ def test_the_gold_set_has_enough_varied_sessions(gold):
     assert {s.domain for s in gold} == {"coding", "personal"}
     assert all(6 <= len(s.turns) <= 25 for s in gold), [s.session_id for s in gold if not 6 <= len(s.turns) <= 25]
     assert len({t["speaker"] for s in gold for t in s.turns if t["role"] == "user"}) >= 20  # many people
-    assert {a for s in gold for a in s.attacks} == set(ev.ATTACKS)  # every kind of attack is in it
+    assert {a for s in gold for a in s.attacks} == set(gs.ATTACKS)  # every kind of attack is in it
 
 
 def test_every_gold_fact_uses_the_configured_vocabularies(gold):
@@ -367,8 +368,8 @@ def test_a_bad_gold_session_is_refused_with_file_and_reason(tmp_path, change, pr
     change(raw)
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(raw))
-    with pytest.raises(ev.GoldError, match="bad.json") as err:
-        ev.load_gold(path)
+    with pytest.raises(gs.GoldError, match="bad.json") as err:
+        gs.load_gold(path)
     assert problem in str(err.value)
 
 
@@ -376,8 +377,8 @@ def test_a_gold_jsonl_file_names_the_bad_line(tmp_path):
     good = session(TURNS, FACTS)
     path = tmp_path / "gold.jsonl"
     path.write_text(json.dumps(good) + "\n" + "{not json\n")
-    with pytest.raises(ev.GoldError, match=r"gold\.jsonl line 2: invalid JSON"):
-        ev.load_gold(path)
+    with pytest.raises(gs.GoldError, match=r"gold\.jsonl line 2: invalid JSON"):
+        gs.load_gold(path)
 
 
 # --- whole runs ------------------------------------------------------------------------------------
