@@ -14,8 +14,6 @@ from retrieval.llm import Usage
 from retrieval.config import MemoryConfig
 
 # Examples kept in the report per kind of failure; the JSON lists every one per session.
-
-# Examples kept in the report per kind of failure; the JSON lists every one per session.
 EXAMPLES = 10
 
 
