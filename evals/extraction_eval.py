@@ -47,7 +47,6 @@ from evals.scorers import (
     leak_reason,
     supersedes_overlap,
 )
-from memory_assets.lib.extraction import rules as R
 from memory_assets.lib.extraction.base import ExtractionFailed
 from retrieval.llm import llm_configured
 from memory_assets.lib.extraction.preprocess import segments
@@ -175,9 +174,10 @@ def _unsupported(facts: list[dict[str, Any]], candidates: list[int], support: di
     for i in candidates:
         own = [p for rid in facts[i].get("source_resource_ids") or [] for p in support.get(turn_of.get(rid, -1), [])]
         content = facts[i]["content"]
-        # "X said: S" is supported when S is, in X's own turns (the frame is not in any turn).
-        if reported := R.REPORTED_SPEECH.match(content):
-            if not matcher.supported(reported.group("said"), own):
+        # Reported speech is supported when what was said is, in the speaker's own turns
+        # (the "X said: " frame the extractor rendered from ``reported_by`` is in no turn).
+        if speaker := facts[i].get("reported_by"):
+            if not matcher.supported(content.removeprefix(f"{speaker} said: "), own):
                 out.append(i)
         elif not matcher.supported(content, own) and not matcher.supported(content, everything):
             out.append(i)

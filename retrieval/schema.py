@@ -7,7 +7,7 @@ Frames are polars; the column schemas below are the published contract.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import date, datetime
 
 import polars as pl
 
@@ -79,6 +79,12 @@ class Candidate:
     remember: bool = False
     action_required: bool = False
     supersedes: str | None = None
+    # Structure a later stage reads instead of parsing ``content`` back (None: not given;
+    # ``build_facts`` derives what it can from the extraction):
+    subject: str | None = None          # whom or what the fact is about ("Priya")
+    directive: str | None = None        # a standing rule for the assistant, as an imperative
+    reported_by: str | None = None      # reported speech: who said it ("John said: …")
+    remind_on: list[date] | None = None  # future days it points to (forward triggers)
 
 
 RESOURCE_SCHEMA: dict[str, pl.DataType] = {
@@ -119,6 +125,11 @@ FACT_SCHEMA: dict[str, pl.DataType] = {
     "source_resource_ids": pl.List(pl.String()),
     "source_turn_ids": pl.List(pl.String()),
     "supersedes_hint": pl.String(),
+    # Typed fields from extraction (``Candidate``): later stages read these, never the prose.
+    "subject": pl.String(),
+    "directive": pl.String(),
+    "reported_by": pl.String(),
+    "remind_on": pl.List(pl.Date()),
     "content_hash": pl.String(),
     "created_at": pl.Datetime("us", "UTC"),
     "prompt_version": pl.String(),

@@ -19,6 +19,8 @@ from polars.testing import assert_frame_equal
 
 from memory_assets.lib.items import feedback
 from memory_assets.lib import lifecycle
+from memory_assets.lib.extraction.dates import future_dates
+from memory_assets.lib.extraction.fields import with_fields
 from memory_assets.lib.items.dedup import content_hash
 from memory_assets.lib.items.consolidation import consolidate, facts_to_items
 from retrieval import scoring
@@ -54,7 +56,7 @@ def _fact(fid: str, content: str, *, at: datetime = T0, category: str = "vehicle
 
 def _items(*facts: dict, events: list[dict] | None = None) -> pl.DataFrame:
     """Items as consolidate leaves them (base scores), with ``events`` folded in."""
-    items = facts_to_items(pl.DataFrame(list(facts), schema=FACT_SCHEMA), T0).select(list(ITEM_SCHEMA))
+    items = facts_to_items(with_fields(pl.DataFrame(list(facts), schema=FACT_SCHEMA)), T0).select(list(ITEM_SCHEMA))
     if events:
         items, _ = feedback.fold(items, _events(events), CONFIG)
     return items
@@ -484,7 +486,7 @@ WEDNESDAY = datetime(2026, 9, 9, 14, 0, tzinfo=UTC)
     ("Aaron goes climbing on Saturdays", WEDNESDAY, []),                           # a habit, not a date
 ])
 def test_trigger_dates_land_on_the_right_day(content, created_at, expected):
-    assert lifecycle.trigger_dates(content, created_at) == expected
+    assert future_dates(content, created_at) == expected
 
 
 def test_forward_triggers_have_one_row_per_item_and_date_and_drop_week_old_ones():

@@ -13,6 +13,7 @@ from datetime import datetime
 
 import polars as pl
 
+from memory_assets.lib.extraction.fields import read_fields
 from memory_assets.lib.items import gate
 from memory_assets.lib.items.dedup import content_hash
 from retrieval import scoring
@@ -77,6 +78,7 @@ def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryCo
         if trust == "untrusted" and strength == "explicit":
             strength = "implied"  # a tool's say-so is never an explicit user statement
         digest = content_hash(cand.content)
+        said_at = max(t.content_at for t in sources)
         facts.append({
             "id": fact_id(namespace, session_id, digest),
             "content": cand.content.strip(),
@@ -99,8 +101,11 @@ def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryCo
             "source_resource_ids": resource_ids,
             "source_turn_ids": [t.external_id or f"{session_id}:{t.turn}" for t in sources],
             "supersedes_hint": cand.supersedes,
+            "subject": cand.subject,
+            "reported_by": cand.reported_by,
+            **read_fields(cand.content.strip(), kind, said_at, directive=cand.directive, remind_on=cand.remind_on),
             "content_hash": digest,
-            "created_at": max(t.content_at for t in sources),
+            "created_at": said_at,
             "prompt_version": prompt_version,
             "extractor": extractor,
         })

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import date
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,6 +116,12 @@ class _Fact(BaseModel):
     remember: bool = False
     action_required: bool = False
     supersedes: str | None = None
+    # Optional structure (prompts/extract_facts.md); what is left out is read from the
+    # wording once, in ``build_facts``.
+    subject: str | None = None
+    directive: str | None = None
+    reported_by: str | None = None
+    remind_on: list[date] | None = None
 
     @field_validator("content", mode="after")
     @classmethod

@@ -44,7 +44,7 @@ class OfflineExtractor:
     """
 
     name = "offline"
-    version = "rules-v8"
+    version = "rules-v9"
 
     def __init__(self, config: MemoryConfig):
         self.config = config
@@ -246,7 +246,8 @@ class OfflineExtractor:
             return None
         # A colon keeps the statement's own capitals: "Gina said: Rome wasn't built in a day."
         content = f"{voice.name} said: {said}"
-        return self._candidate(content, clause, sentence, turn, voice, "fact", False, strength="implied")
+        return dataclasses.replace(self._candidate(content, clause, sentence, turn, voice, "fact", False,
+                                                   strength="implied"), reported_by=voice.name)
 
     def _request(self, clause: str, cue: str, sentence: str, turn: Turn, voice: Voice,
                  remember: bool) -> Candidate | None | bool:
@@ -332,6 +333,8 @@ class OfflineExtractor:
             remember=remember,
             action_required=bool(C.ACTION.search(clause)),
             supersedes=supersedes_of(clause) if kind == "correction" or kind == "decision" and C.REPLACES.search(clause) else None,
+            # Whom it is about: the speaker, when the fact is said of them by name.
+            subject=voice.name if voice.name not in ("User", "the assistant") and content.startswith(voice.name) else None,
         )
 
     # An assistant statement the user confirmed.

@@ -205,9 +205,6 @@ BARE_IMPERATIVE = re.compile(
     r"do|don'?t|push|let|take|make|get|be|have|give|believe|follow|find|focus|think|treat|stick|hold|dream|"
     r"embrace|cherish|put|use|start|stop|feel|cheers|hats off|kudos|congrats|congratulations|good luck|"
     r"way to go|well done|can'?t wait|can'?t agree|couldn'?t agree|glad|happy|sounds|looks|love|loving)\b", _I)
-# What the offline extractor writes for a statement between two people with no "I" in it
-# ("John said: It was an intense season…"); the extraction eval reads the frame back.
-REPORTED_SPEECH = re.compile(r"^(?P<speaker>[A-Z][\w.' -]{0,40}?) said: (?P<said>.+)$")
 # A dependent clause cut off from its main clause says nothing on its own.
 # A prepositional phrase with no subject of its own: "with support at home and my own grit".
 PREPOSITION_START = re.compile(r"^(?:with|without|for|after|before|during|at|by|from|to|through|despite|thanks to)\b", _I)

@@ -14,6 +14,7 @@ from typing import Protocol
 import numpy as np
 import polars as pl
 
+from memory_assets.lib.extraction.fields import with_fields
 from memory_assets.lib.items import dedup, feedback, gate, supersession
 from retrieval.config import MemoryConfig
 from retrieval.schema import ITEM_SCHEMA
@@ -100,7 +101,7 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
         now: the run's clock.
         events: the feedback event log, replayed onto the items (``feedback.fold``).
     """
-    items = facts_to_items(facts, now)
+    items = facts_to_items(with_fields(facts), now)
     items, merges = dedup.exact_dedup(items)
     # A new item starts active, or as a candidate below the gate's usefulness bar.
     items = items.with_columns(status=gate.admitted(config))

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import polars as pl
 
+from memory_assets.lib.extraction.fields import read_fields
 from memory_assets.lib.items import dedup
 from memory_assets.lib import warehouse
 from memory_assets.lib.items.dedup import content_hash
@@ -138,6 +139,8 @@ def _replay(rows: dict[str, dict], alias: dict[str, str], events: pl.DataFrame, 
             elif kind in ("update", "correction") and payload.get("content"):
                 row["content"] = payload["content"]
                 row["content_hash"] = content_hash(payload["content"])
+                # The new wording's directive and days, read as the extraction reads them.
+                row.update(read_fields(payload["content"], row["kind"], row["created_at"]))
                 if payload.get("tags") is not None:
                     row["tags"] = list(payload["tags"])
                 row["provenance"] = "user_corrected"

@@ -1,0 +1,97 @@
+"""Structure before prose: extraction writes typed fields (``directive``, ``remind_on``,
+``subject``, ``reported_by``) and later stages read them, never the wording."""
+
+from __future__ import annotations
+
+import json
+from datetime import date, datetime, timezone
+
+import polars as pl
+
+from memory_assets.lib import lifecycle
+from memory_assets.lib.extraction.facts import build_facts
+from memory_assets.lib.extraction.fields import with_fields
+from memory_assets.lib.extraction.offline import OfflineExtractor
+from memory_assets.lib.items import feedback
+from memory_assets.lib.items.consolidation import facts_to_items
+from retrieval.config import load_config
+from retrieval.schema import FACT_SCHEMA, ITEM_SCHEMA, Candidate, Turn
+
+CONFIG = load_config()
+WEDNESDAY = datetime(2026, 9, 9, 14, 0, tzinfo=timezone.utc)
+
+
+def _turn(n: int, content: str, speaker: str = "Priya", role: str = "user") -> Turn:
+    return Turn(session_id="s1", turn=n, role=role, content=content, content_at=WEDNESDAY, speaker=speaker,
+                trust="trusted", external_id=None, resource_id=f"r{n}")
+
+
+def _facts(candidates: list[Candidate], turns: list[Turn]) -> pl.DataFrame:
+    return build_facts(candidates, turns, CONFIG, session_id="s1", extractor="test", prompt_version="t",
+                       now=WEDNESDAY).facts
+
+
+def _items(facts: pl.DataFrame) -> pl.DataFrame:
+    return facts_to_items(with_fields(facts), WEDNESDAY).select(list(ITEM_SCHEMA))
+
+
+def test_extraction_writes_the_directive_and_the_days_and_the_lifecycle_reads_them_not_the_wording():
+    turns = [_turn(1, "Always run make lint before committing. The physio is next Friday at 10:30.")]
+    facts = _facts(OfflineExtractor(CONFIG).extract(turns).candidates, turns)
+    by_kind = {r["kind"]: r for r in facts.iter_rows(named=True)}
+    rule = by_kind["procedure"]
+    assert rule["directive"] == "Always run make lint before committing" and rule["subject"] == "Priya"
+    dated = next(r for r in facts.iter_rows(named=True) if "physio" in r["content"])
+    assert dated["remind_on"] == [date(2026, 9, 18)] and dated["directive"] is None
+
+    # A directive and days that the wording does not say: the lifecycle follows the fields.
+    items = _items(facts.with_columns(
+        directive=pl.when(pl.col("kind") == "procedure").then(pl.lit("Never skip the linter"))
+        .otherwise(pl.col("directive")),
+        remind_on=pl.when(pl.col("content").str.contains("physio")).then(pl.lit([date(2026, 9, 25)]))
+        .otherwise(pl.col("remind_on"))))
+    assert lifecycle.lessons(items, CONFIG) == ["Never skip the linter"]
+    triggers = lifecycle.forward_triggers(items, WEDNESDAY)
+    assert triggers["trigger_date"].to_list() == [date(2026, 9, 25)]
+
+
+def test_reported_speech_names_its_speaker_in_a_field():
+    turns = [_turn(1, "Fitting into the new team's style of play was a challenge during pre-season.", "John"),
+             _turn(2, "That sounds tough, John.", "Gina")]
+    facts = _facts(OfflineExtractor(CONFIG).extract(turns).candidates, turns)
+    reported = facts.filter(pl.col("reported_by").is_not_null())
+    assert reported["reported_by"].to_list() == ["John"]
+    assert reported["content"][0].startswith("John said: ")
+
+
+def test_an_llm_fact_may_give_the_fields_and_what_it_leaves_out_is_read_once():
+    given = Candidate(content="Priya wants the assistant to squash merges.", category="process", kind="procedure",
+                      source_turns=[1], directive="Squash every merge", remind_on=[date(2026, 10, 1)])
+    left_out = Candidate(content="The billing release is planned for 2026-10-01.", category="work",
+                         source_turns=[1])
+    facts = _facts([given, left_out], [_turn(1, "…")])
+    rows = {r["content"]: r for r in facts.iter_rows(named=True)}
+    assert rows[given.content]["directive"] == "Squash every merge"
+    assert rows[given.content]["remind_on"] == [date(2026, 10, 1)]
+    assert rows[left_out.content]["remind_on"] == [date(2026, 10, 1)] and rows[left_out.content]["directive"] is None
+
+
+def test_facts_written_before_the_fields_get_them_read_and_an_update_rereads_them():
+    legacy = pl.DataFrame([{
+        "id": "f1", "content": "Priya wants the assistant to always rebase before pushing.", "category": "process",
+        "kind": "procedure", "tags": [], "entities": [], "source_resource_ids": ["r1"], "source_turn_ids": ["s1:1"],
+        "source_session": "s1", "created_at": WEDNESDAY, "importance": 0.8, "confidence": 0.9,
+        "status": "active", "source_trust": "trusted", "tier": "standard", "namespace": "default", "scope": "global",
+        "content_hash": "h", "strength": "explicit", "sentiment": "neutral",
+    }]).drop("status")
+    legacy = legacy.with_columns([pl.lit(None, dtype=t).alias(c) for c, t in FACT_SCHEMA.items()
+                                  if c not in legacy.columns and c not in ("directive", "remind_on")])
+    items = _items(legacy)  # no directive or remind_on column at all
+    assert items["directive"].to_list() == ["Always rebase before pushing"]
+    update = pl.DataFrame([{"id": "e1", "type": "update", "item_ids": ["f1"], "ts": WEDNESDAY, "session_id": None,
+                            "payload": json.dumps({"content": "Priya wants the assistant to never rebase; "
+                                                              "the freeze starts tomorrow."}),
+                            "source_file": None}], schema=feedback.EVENT_SCHEMA)
+    updated, _ = feedback.fold(items, update, CONFIG)
+    row = updated.row(0, named=True)
+    assert row["directive"].startswith("Never rebase") and row["remind_on"] == [date(2026, 9, 10)]
