@@ -281,6 +281,7 @@ def test_reported_speech_is_supported_by_what_its_speaker_said(matcher):
     )
     for f in run.facts:
         f["source_resource_ids"] = ["s1:2"]  # John's turn
+        f["reported_by"] = "John"  # the extractor's field: the eval never parses "X said:" back
     row = score(session(turns, []), run, matcher)
     assert row["junk_facts"] == ["John said: The team moved to a new stadium in Denver."]
 
