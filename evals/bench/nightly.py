@@ -156,9 +156,12 @@ def _sessions(rows: list[dict[str, Any]], first: int, start: datetime, end: date
 
 
 def _frames(facts: list[dict[str, Any]], resources: list[dict[str, Any]]) -> tuple[pl.DataFrame, pl.DataFrame]:
+    from memory_assets.lib.extraction.fields import with_fields
     from retrieval.schema import FACT_SCHEMA, RESOURCE_SCHEMA
 
-    return pl.DataFrame(facts, schema=FACT_SCHEMA), pl.DataFrame(resources, schema=RESOURCE_SCHEMA)
+    # The typed fields as extraction writes them (directive, remind_on), so the run never
+    # takes the facts for ones written before the fields existed.
+    return with_fields(pl.DataFrame(facts, schema=FACT_SCHEMA)), pl.DataFrame(resources, schema=RESOURCE_SCHEMA)
 
 
 def synthetic_batches(n_facts: int, *, new_share: float = 0.01, seed: int = 0,

@@ -245,6 +245,7 @@ def synthetic_items(n_items: int, *, seed: int = 0, config: MemoryConfig | None 
     from memory_assets.lib.extraction.facts import fact_id
     from memory_assets.lib.items.consolidation import facts_to_items
     from retrieval import scoring
+    from memory_assets.lib.extraction.fields import with_fields
     from retrieval.schema import FACT_SCHEMA, ITEM_SCHEMA
 
     config = config or load_config()
@@ -287,7 +288,7 @@ def synthetic_items(n_items: int, *, seed: int = 0, config: MemoryConfig | None 
             "created_at": BENCH_NOW - timedelta(days=rng.uniform(0, 730)),
             "prompt_version": "bench", "extractor": "synthetic",
         })
-    facts = pl.DataFrame(rows, schema=FACT_SCHEMA)
+    facts = with_fields(pl.DataFrame(rows, schema=FACT_SCHEMA))  # the typed fields, as extraction writes them
     items = facts_to_items(facts, BENCH_NOW).select(list(ITEM_SCHEMA))
     # Superseded: an item replaced by another, linked both ways as supersession links them.
     ids = items["id"].to_list()
