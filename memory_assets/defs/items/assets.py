@@ -7,32 +7,16 @@ import dagster as dg
 import polars as pl
 from dagster_duckdb import DuckDBResource
 
-from memory_assets.defs.resources import EmbedderResource, MemoryRoot
-from memory_assets.lib.items import feedback, publish, source_text
 from memory_assets.defs import freshness
-from memory_assets.lib import lifecycle
 from memory_assets.defs.clock import Clock
+from memory_assets.defs.resources import EmbedderResource, MemoryRoot
 from memory_assets.lib import warehouse
 from memory_assets.lib.faults import crash_point
-from memory_assets.lib.items.consolidation import consolidate, repair_links
+from memory_assets.lib.items import feedback, publish
+from memory_assets.lib.items.rebuild import rebuild_items
 from memory_assets.lib.lifecycle import sweeps
 from memory_assets.lib.quality import audit
-from retrieval import scoring
 from retrieval.store import ItemStore
-from retrieval.spans import spanned
-
-
-@spanned("preload due triggers")
-def preload_due_triggers(items: pl.DataFrame, config, now: datetime) -> pl.DataFrame:
-    """On a forward trigger's day, its items get today's boost, so they surface unasked."""
-    due = lifecycle.forward_triggers(items, now).filter(pl.col("trigger_date") == now.date())
-    ids = {i for group in due["item_ids"].to_list() for i in group}
-    if not ids:
-        return items
-    due_rows = items.filter(pl.col("id").is_in(list(ids))).select("id", "retrieval_priority")
-    boosted = {i: scoring.preload_boost(config, p or 0.0) for i, p in due_rows.iter_rows()}
-    return items.with_columns(retrieval_priority=pl.col("id").replace_strict(
-        boosted, default=pl.col("retrieval_priority"), return_dtype=items.schema["retrieval_priority"]))
 
 
 def _merge_log(merges, now: datetime) -> pl.DataFrame:
@@ -75,24 +59,15 @@ def memory_items(context: dg.AssetExecutionContext, config: Clock, memory: Memor
     now = config.resolve(context)
     store = ItemStore(paths)
     facts = warehouse.read_facts(paths)
-    previous = store.items()
     batch = feedback.read_events(paths)
     for error in batch.errors:
         context.log.warning(error)
     pending = sweeps.pending(paths)
-    refresh = any(s.refresh for s in pending)
     model = embedder.build(settings)
-    # The monthly refresh: every item is embedded again with the configured model.
-    known = {} if refresh else store.vectors_by_hash()
-    result = consolidate(facts, previous, known, model, settings, now, events=batch.events)
-    # Otherwise contradictions are looked for around new and reworded items only.
-    items, report = lifecycle.apply(result.items, result.vectors, settings, now,
-                                    changed=None if refresh else result.changed)
-    items, swept = sweeps.apply(items, pending, settings, now)
-    report.add(swept)
-    items = repair_links(preload_due_triggers(items, settings, now))
-    search = source_text.search_texts(items, source_text.turn_texts(warehouse.read_resources(paths, conform=False)))
-    written = publish.write_items(paths, items, result.vectors, now, search_text=search)
+    built = rebuild_items(facts, store.items(), batch.events, pending, store.vectors_by_hash, model,
+                          warehouse.read_resources(paths, conform=False), settings, now)
+    items, result, report = built.items, built.consolidated, built.report
+    written = publish.write_items(paths, items, built.vectors, now, search_text=built.search_text)
     written = publish.ItemsVersion(**{**written.__dict__, "event_files": [f.name for f in batch.files],
                                       "sweep_files": [s.file for s in pending]})
     crash_point("items_write")
