@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from evals.observation_curve import ObservationCurve
 from evals.scorers import (
     FactMatcher,
-    ObservationCurve,
     precision_recall_f1,
 )
 from retrieval.llm import Usage

@@ -16,15 +16,14 @@ import pytest
 
 from evals import extraction_eval as ev
 from evals import gold_sets as gs
+from evals.observation_curve import ObservationCurve, load_observation_pairs
 from evals.scorers import (
     CALIBRATION_PAIRS,
     THRESHOLD,
     FactMatcher,
-    ObservationCurve,
     calibration_table,
     compatible,
     leak_reason,
-    load_observation_pairs,
     negated,
     numbers,
     precision_recall_f1,
