@@ -11,16 +11,8 @@ from __future__ import annotations
 
 import re
 
-from retrieval.text import (  # noqa: F401  (NOT_AFTER_POSSESSIVE: read as R.NOT_AFTER_POSSESSIVE)
-    EXTRACTION_STOPWORDS,
-    MONTHS,
-    NEGATION,
-    NOT_AFTER_POSSESSIVE,
-    NOT_NAMES,
-    WEEKDAYS,
-)
-
 from memory_assets.lib.extraction.rules import IRREGULAR_PAST, phrases as _any
+from retrieval.text import EXTRACTION_STOPWORDS, MONTHS, NEGATION, NOT_NAMES, WEEKDAYS
 
 _I = re.IGNORECASE
 _WEEKDAYS = "|".join(WEEKDAYS)  # regex alternations of retrieval.text's calendar words

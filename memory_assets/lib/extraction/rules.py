@@ -10,18 +10,9 @@ from __future__ import annotations
 
 import re
 
-from retrieval.text import (  # noqa: F401  (NOT_AFTER_POSSESSIVE: read as R.NOT_AFTER_POSSESSIVE)
-    EXTRACTION_STOPWORDS,
-    MONTHS,
-    NEGATION,
-    NOT_AFTER_POSSESSIVE,
-    NOT_NAMES,
-    WEEKDAYS,
-)
+from retrieval.text import NOT_AFTER_POSSESSIVE  # noqa: F401  (read as R.NOT_AFTER_POSSESSIVE)
 
 _I = re.IGNORECASE
-_WEEKDAYS = "|".join(WEEKDAYS)  # regex alternations of retrieval.text's calendar words
-_MONTHS = "|".join(MONTHS)
 
 
 def phrases(*alternatives: str) -> re.Pattern[str]:
