@@ -121,7 +121,7 @@ def _hint(content: str, rng: random.Random) -> str | None:
 def _sessions(rows: list[dict[str, Any]], first: int, start: datetime, end: datetime, prefix: str,
               config: MemoryConfig) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Give ``rows`` (fact attributes) sessions, turns, timestamps, ids and resources."""
-    from memory_assets.defs.ingest.assets import resource_id
+    from memory_assets.lib.ingest.turns import resource_id
     from memory_assets.lib.extraction.facts import fact_id
 
     namespace = config.pipeline.namespace
