@@ -18,7 +18,7 @@ from retrieval.injection import Injection
 from retrieval.options import RetrievalOptions
 from retrieval.paths import DataRoot
 from retrieval.retrieve import Messages, Stores, View, block, rank, retrieve
-from retrieval.rewrite import keywords
+from retrieval.rewrite import CONTEXT_MESSAGES, keywords
 from retrieval.text import QUERY_STOPWORDS
 from retrieval.schema import ROLES
 from retrieval.search import Hit
@@ -29,13 +29,15 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 
 def _redacted_context(context: str | Messages, pii: tuple[str, ...]) -> str | Messages:
-    """``context`` with credentials and personal data redacted, as the agent handed it
-    over: the query, its rewrite and the ``injected`` event are all derived from it, so
-    a secret in the conversation never reaches a rewrite (which splits ``a_b`` into
-    ``a b``, past any rule), the LLM or the event log."""
+    """The part of ``context`` retrieval reads (the last ``CONTEXT_MESSAGES`` messages),
+    with credentials and personal data redacted, as the agent handed it over: the query,
+    its rewrite and the ``injected`` event are all derived from it, so a secret in the
+    conversation never reaches a rewrite (which splits ``a_b`` into ``a b``, past any
+    rule), the LLM or the event log."""
     if isinstance(context, str):
         return credentials.redact(context, pii=pii)
-    return [{**m, "content": credentials.redact(str(m.get("content", "")), pii=pii)} for m in context]
+    return [{**m, "content": credentials.redact(str(m.get("content", "")), pii=pii)}
+            for m in list(context)[-CONTEXT_MESSAGES:]]
 
 
 class MemoryClient:

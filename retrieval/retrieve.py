@@ -29,7 +29,7 @@ from retrieval.injection import Injection, build_block
 from retrieval.llm import llm_configured
 from retrieval.options import RetrievalOptions
 from retrieval.paths import DataRoot
-from retrieval.rewrite import LLMRewriter, SearchQuery, keywords, rewrite
+from retrieval.rewrite import CONTEXT_MESSAGES, LLMRewriter, SearchQuery, keywords, rewrite
 from retrieval.schema import ITEM_SCHEMA
 from retrieval.search import Hit, fts_list, fts_query, fuse, to_hit, vector_list, vectors_for
 from retrieval.store import ItemStore, PublishedRows
@@ -44,7 +44,7 @@ _ATTRIBUTES = list(ITEM_SCHEMA)
 _REOPEN_SECONDS = 5.0  # how stale the cached table may get before a new publish is picked up
 
 
-def context_text(context: str | Messages, last: int = 5) -> str:
+def context_text(context: str | Messages, last: int = CONTEXT_MESSAGES) -> str:
     """The text of the last ``last`` messages (or the plain text)."""
     if isinstance(context, str):
         return context

@@ -44,7 +44,11 @@ class SearchQuery:
     terms: str
 
 
-def _text(context: str | Sequence[Mapping[str, Any]], last: int = 5) -> list[str]:
+# How many of the latest messages a query is built from: retrieval reads no further back.
+CONTEXT_MESSAGES = 5
+
+
+def _text(context: str | Sequence[Mapping[str, Any]], last: int = CONTEXT_MESSAGES) -> list[str]:
     if isinstance(context, str):
         return [strip_injected(context)]
     return [strip_injected(str(m.get("content", ""))) for m in list(context)[-last:]]
