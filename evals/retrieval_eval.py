@@ -154,7 +154,7 @@ def ask_conversation(conv: Conversation, root: Path, *, options: RetrievalOption
 
     config = load_config()
     stores = Stores(DataRoot.resolve(root), config)
-    view = View(namespace=str(config.pipeline.namespace))  # what the agent of the conversation sees
+    view = View.of(config)  # what the agent of the conversation sees
 
     def inject(text: str):
         return block(retrieve(text, stores, config, options, conv.now, view=view, max_items=k), config, conv.now)

@@ -60,9 +60,8 @@ class MemoryClient:
         self.config: MemoryConfig = load_config(config_path)
         self.options = options or RetrievalOptions()
         self._pii = credentials.pii_from_config(self.config)
-        self.namespace = None if namespace == "*" else (namespace or str(self.config.pipeline.namespace))
-        self.scopes = tuple(scopes) if scopes else None
-        self.view = View(self.namespace, self.scopes)
+        self.view = View.of(self.config, namespace, scopes)
+        self.namespace, self.scopes = self.view.namespace, self.view.scopes
         self.stores = Stores(self.paths, self.config)
         self.store = self.stores.store
         self._rows = self.stores.rows

@@ -58,6 +58,13 @@ class View:
     namespace: str | None = None
     scopes: tuple[str, ...] | None = None
 
+    @classmethod
+    def of(cls, config: MemoryConfig, namespace: str | None = None, scopes: Sequence[str] | None = None) -> View:
+        """An agent's view: ``namespace`` (default ``[pipeline] namespace``, where sessions
+        handed over without a user go; ``"*"`` every one) and ``scopes`` (default all)."""
+        return cls(None if namespace == "*" else (namespace or str(config.pipeline.namespace)),
+                   tuple(scopes) if scopes else None)
+
     def visible(self, row: Mapping[str, Any], statuses: Sequence[str] = ("active",)) -> bool:
         """What ``where`` says, for a row in hand."""
         return (row.get("status") in statuses

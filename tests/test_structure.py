@@ -81,9 +81,9 @@ def test_facts_written_before_the_fields_get_them_read_and_an_update_rereads_the
         "id": "f1", "content": "Priya wants the assistant to always rebase before pushing.", "category": "process",
         "kind": "procedure", "tags": [], "entities": [], "source_resource_ids": ["r1"], "source_turn_ids": ["s1:1"],
         "source_session": "s1", "created_at": WEDNESDAY, "importance": 0.8, "confidence": 0.9,
-        "status": "active", "source_trust": "trusted", "tier": "standard", "namespace": "default", "scope": "global",
+        "source_trust": "trusted", "tier": "standard", "namespace": "default", "scope": "global",
         "content_hash": "h", "strength": "explicit", "sentiment": "neutral",
-    }]).drop("status")
+    }])
     legacy = legacy.with_columns([pl.lit(None, dtype=t).alias(c) for c, t in FACT_SCHEMA.items()
                                   if c not in legacy.columns and c not in ("directive", "remind_on")])
     items = _items(legacy)  # no directive or remind_on column at all

@@ -3,9 +3,9 @@
 import dagster as dg
 import polars as pl
 
-from memory_assets.defs.resources import MemoryRoot
 from memory_assets.defs import freshness
 from memory_assets.defs.clock import Clock
+from memory_assets.defs.resources import MemoryRoot
 from memory_assets.lib.lifecycle import sweeps
 from retrieval.store import ItemStore
 
@@ -14,9 +14,9 @@ def _sweep(context: dg.AssetExecutionContext, config: Clock, memory: MemoryRoot,
     paths = memory.paths
     now = config.resolve(context)
     items = ItemStore(paths).items()
-    ids = sweeps.decide(kind, items, memory.config, now) if items.height else []
+    ids = sweeps.decide(kind, items, memory.config, now)
     sweep = sweeps.write(paths, kind, ids, now)
-    contents = items.filter(pl.col("id").is_in(ids))["content"].head(10).to_list() if ids else []
+    contents = items.filter(pl.col("id").is_in(ids))["content"].head(10).to_list()
     return dg.MaterializeResult(metadata={
         "clock": now.isoformat(),
         "decided": len(ids),
