@@ -122,6 +122,23 @@ def test_one_month_and_weekday_table():
     assert _violations(lambda words, _: len(words & _MONTHS) >= 3 or len(words & _WEEKDAYS) >= 3) == []
 
 
+def test_one_date_reader():
+    """Reading a day from words ("next Friday", "October 12") happens in ``retrieval.text``
+    only: nobody else turns a month or weekday name into a number or does calendar
+    arithmetic with dateutil or dateparser."""
+    found = []
+    for name, tree in _modules():
+        if name == LEXICON:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and node.id in ("MONTH_NUMBERS", "WEEKDAY_NUMBERS"):
+                found.append(f"{name}:{node.lineno} {node.id}")
+            if isinstance(node, (ast.Import, ast.ImportFrom)) and any(
+                    n.split(".")[0] in ("dateutil", "dateparser") for n in _imported(node)):
+                found.append(f"{name}:{node.lineno} imports {', '.join(_imported(node))}")
+    assert found == []
+
+
 def test_one_negation_rule():
     assert _violations(lambda words, _: {"not", "never"} <= words and bool(words & {"nothing", "nobody", "none"})) == []
 

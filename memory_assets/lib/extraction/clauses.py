@@ -4,16 +4,14 @@ strength, entities, category). The word lists and cue patterns are in ``rules.py
 
 from __future__ import annotations
 
-from __future__ import annotations
-
 import re
 from datetime import datetime, timedelta
 
 from memory_assets.lib.extraction import cues as C
-
 from memory_assets.lib.extraction import rules as R
 from retrieval.config import MemoryConfig
 from retrieval.schema import Turn
+from retrieval.text import DATE, RELATIVE_DAYS
 
 
 _ABBREV = re.compile(r"\b(" + "|".join(a if "(" in a else re.escape(a) for a in R.ABBREVIATIONS) + r")\.", re.IGNORECASE)
@@ -163,7 +161,7 @@ def has_verb(text: str) -> bool:
 
 def is_specific(text: str) -> bool:
     """Concrete enough to stand without a speaker: a number, a date, a name, a code span."""
-    if C.QUANTITY.search(text) or C.DATE.search(text) or re.search(r"`[^`]+`|\d", text):
+    if C.QUANTITY.search(text) or DATE.search(text) or re.search(r"`[^`]+`|\d", text):
         return True
     return re.search(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-zA-Z0-9]+", text.strip()) is not None
 
@@ -173,7 +171,7 @@ def absolute_dates(text: str, when: datetime) -> str:
     means from the turn's timestamp: "…out of winter storage today" → "…on March 1"."""
     def dated(m: re.Match[str]) -> str:
         word = m.group(2).lower()
-        day = (when + timedelta(days=C.RELATIVE_DAYS[word])).date()
+        day = (when + timedelta(days=RELATIVE_DAYS[word])).date()
         return f" {m.group(1) or 'on'} {C.DAY_PART.get(word, '')}{day.strftime('%B')} {day.day}"
     return C.RELATIVE_DAY_ADVERB.sub(dated, text)
 
@@ -229,7 +227,7 @@ def entities_of(clause: str, names: tuple[str, ...], when: datetime) -> list[str
     found: list[str] = [n for n in names if n and n not in ("User", "the assistant")]
     found += [m.group(1) for m in re.finditer(r"`([^`]+)`", clause)]
     found += [m.group(0).strip() for m in C.QUANTITY.finditer(clause)]
-    found += [m.group(0).strip() for m in C.DATE.finditer(clause)]
+    found += [m.group(0).strip() for m in DATE.finditer(clause)]
     for m in re.finditer(r"\b[A-Z][A-Za-z0-9&'-]*(?:\s+(?:of\s+|the\s+|&\s+)?[A-Z][A-Za-z0-9&'-]*)*", clause):
         phrase = re.sub(r"'s$", "", m.group(0))
         if phrase.split()[0].lower() in C.NOT_ENTITIES or phrase.lower() in C.NOT_ENTITIES:
@@ -240,7 +238,7 @@ def entities_of(clause: str, names: tuple[str, ...], when: datetime) -> list[str
         if not any(phrase in other for other in found):
             found.append(phrase)
     lowered = clause.lower()
-    for word, offset in C.RELATIVE_DAYS.items():
+    for word, offset in RELATIVE_DAYS.items():
         if re.search(r"\b" + word + r"\b", lowered):
             found.append((when + timedelta(days=offset)).date().isoformat())
     return list(dict.fromkeys(found))

@@ -306,14 +306,6 @@ QUANTITY = re.compile(
     r"\b\d[\d,]*(?:\.\d+)?\s?(?:" + UNITS + r")\b",
     _I,
 )
-DATE = re.compile(
-    r"\b(?:(?:" + "|".join(MONTHS) + r")\.?\s+\d{1,2}(?:st|nd|rd|th)?(?:,?\s+\d{4})?|"
-    r"\d{1,2}(?:st|nd|rd|th)?\s+(?:" + "|".join(MONTHS) + r")(?:,?\s+\d{4})?|"
-    r"\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?|(?:19|20)\d{2})\b",
-    _I,
-)
-# Relative days are resolved against the turn's timestamp so "yesterday" stays findable.
-RELATIVE_DAYS = {"yesterday": -1, "today": 0, "tonight": 0, "this morning": 0, "last night": -1, "tomorrow": 1}
 # A relative day used as an adverb, written into the fact as its date ("got the bike out
 # of winter storage today" → "… on March 1"): a fact outlives the day it was said on.
 # Not a subject or a possessive ("today is my birthday", "today's standup"). Group 1: a

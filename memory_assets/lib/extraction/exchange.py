@@ -4,19 +4,17 @@ reply that confirms what the assistant said, whom a turn addresses."""
 
 from __future__ import annotations
 
-from __future__ import annotations
-
 import dataclasses
 import re
 
 from memory_assets.lib.extraction import cues as C
-
 from memory_assets.lib.extraction import rules as R
-from retrieval.config import MemoryConfig
-from retrieval.text import NEGATION
-from retrieval.schema import Candidate, Turn
-from memory_assets.lib.extraction.clauses import content_words, has_verb, is_chatter, is_question, is_specific, sentences, strip_filler
+from memory_assets.lib.extraction.clauses import (content_words, has_verb, is_chatter, is_question, is_specific,
+                                                  sentences, strip_filler)
 from memory_assets.lib.extraction.people import Voice
+from retrieval.config import MemoryConfig
+from retrieval.schema import Candidate, Turn
+from retrieval.text import NEGATION
 
 
 def token_set(text: str, names: tuple[str, ...] = ()) -> set[str]:

@@ -2,7 +2,7 @@
 
 An extractor may give them; what it leaves out is read here, once, from what was said:
 the ``directive`` of a rule-like fact (``directives``) and the future days it points to
-(``remind_on``, ``dates``). The same reading runs when the agent rewords an item
+(``remind_on``, ``retrieval.text.future_dates``). The same reading runs when the agent rewords an item
 (``update``), so the fields follow the words. Nothing later parses the wording back:
 lessons read ``directive``, forward triggers read ``remind_on``.
 """
@@ -14,9 +14,9 @@ from typing import Any
 
 import polars as pl
 
-from memory_assets.lib.extraction.dates import future_dates
 from memory_assets.lib.extraction.directives import directive_of
 from retrieval.schema import FACT_SCHEMA
+from retrieval.text import future_dates
 
 TYPED = ("subject", "directive", "reported_by", "remind_on")
 

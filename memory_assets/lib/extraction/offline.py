@@ -14,23 +14,26 @@ lists and cue patterns live in ``rules.py`` and ``cues.py``; this module is the 
 
 from __future__ import annotations
 
-from __future__ import annotations
-
 import dataclasses
 import re
 
 from memory_assets.lib.extraction import cues as C
-
 from memory_assets.lib.extraction import rules as R
 from memory_assets.lib.extraction.base import ExtractionResult
+from memory_assets.lib.extraction.clauses import (Categorizer, clauses, content_words, drop_tail_question, entities_of,
+                                                  finish, has_verb, is_chatter, is_question, is_specific, kind_of,
+                                                  sentences, speaker_name, split_caption, split_label, strength_of,
+                                                  strip_filler, supersedes_of)
+from memory_assets.lib.extraction.exchange import (addressee_of, answer_details, appositive, confirms, denial_of,
+                                                   informative, is_denied, lower_lead, recent_memo, settle_reversals,
+                                                   token_set, we_as_i)
+from memory_assets.lib.extraction.people import (Mention, Voice, antecedent_in, as_said, note_people, resolve_people,
+                                                 resolve_pronoun, rewrite_first_person)
 from memory_assets.lib.extraction.preprocess import Segment, segments
 from memory_assets.lib.items.gate import steers_agent
 from retrieval.config import MemoryConfig
-from retrieval.text import sentiment
 from retrieval.schema import Candidate, Turn
-from memory_assets.lib.extraction.clauses import Categorizer, clauses, content_words, drop_tail_question, entities_of, finish, has_verb, is_chatter, is_question, is_specific, kind_of, sentences, speaker_name, split_caption, split_label, strength_of, strip_filler, supersedes_of
-from memory_assets.lib.extraction.people import Mention, Voice, antecedent_in, as_said, note_people, resolve_people, resolve_pronoun, rewrite_first_person
-from memory_assets.lib.extraction.exchange import addressee_of, answer_details, appositive, confirms, denial_of, informative, is_denied, lower_lead, recent_memo, settle_reversals, token_set, we_as_i
+from retrieval.text import DATE, sentiment
 
 
 # --- The extractor ----------------------------------------------------------------
@@ -44,7 +47,7 @@ class OfflineExtractor:
     """
 
     name = "offline"
-    version = "rules-v9"
+    version = "rules-v10"  # v10: verbs agree through lemminflect ("John who takes", not "John whoes takes")
 
     def __init__(self, config: MemoryConfig):
         self.config = config
@@ -280,7 +283,7 @@ class OfflineExtractor:
             return self._candidate(content, clause, sentence, turn, voice, kind, remember)
         if C.REMIND_ME.match(clause):
             body = C.REMIND_ME.sub("", clause)
-            if C.DATE.match(body) or C.WEEKDAY.match(body):
+            if DATE.match(body) or C.WEEKDAY.match(body):
                 body = "on " + body  # "remind me October 1" → "a reminder on October 1"
             if not content_words(body, (n,)) and not is_specific(body):
                 return False  # "remind me" alone: the reminder is in the question it answers
@@ -356,7 +359,7 @@ class OfflineExtractor:
             question = C.ASSISTANT_HEDGE.sub("", split_label(said[-1].strip())[1], count=1).strip()
             if offer := C.ASSISTANT_OFFER.match(question):
                 body = rewrite_first_person(offer.group(1), voice)
-                dated = C.DATE.search(body) or C.WEEKDAY.search(body) or C.TIME_ANCHOR.search(body)
+                dated = DATE.search(body) or C.WEEKDAY.search(body) or C.TIME_ANCHOR.search(body)
                 if len(content_words(body)) < 2 or not (C.STANDING.search(body) or dated):
                     return []  # "Shall I add tests?" "Yes.": a task for now, not a memory
                 return [confirmed(finish(f"{user} wants the assistant to {body}"), question, said[-1], "decision")]

@@ -4,16 +4,14 @@ people named earlier in the session."""
 
 from __future__ import annotations
 
-from __future__ import annotations
-
 import re
 from dataclasses import dataclass
 
 from memory_assets.lib.extraction import cues as C
-
 from memory_assets.lib.extraction import rules as R
-from retrieval.schema import Turn
 from memory_assets.lib.extraction.clauses import absolute_dates, finish, strip_filler
+from retrieval.schema import Turn
+from retrieval.text import third_person
 
 
 _SUBJECT_I = re.compile(
@@ -47,16 +45,10 @@ def _third_person(verb: str) -> str:
         head, _, last = verb.rpartition("-")
         return f"{head}-{_third_person(last)}"
     low = verb.lower()
-    if low in R.THIRD_PERSON:
-        return R.THIRD_PERSON[low]
-    if (low in R.INVARIANT_AFTER_I or low in R.IRREGULAR_PAST or low.endswith("ed") and low not in R.BASE_ENDING_ED
-            or low.endswith("n't") or not low.isalpha()):
+    # A modal, or a form that reads as past and present alike ("I read", "I put"): as said.
+    if low in R.INVARIANT_AFTER_I or low in R.IRREGULAR_PAST:
         return verb
-    if re.search(r"(?:s|sh|ch|x|z|o)$", low):
-        return verb + "es"
-    if re.search(r"[^aeiou]y$", low):
-        return verb[:-1] + "ies"
-    return verb + "s"
+    return third_person(verb)
 
 
 def rewrite_first_person(text: str, voice: Voice) -> str:
