@@ -51,6 +51,7 @@ from memory_assets.lib.extraction.base import ExtractionFailed
 from retrieval.llm import llm_configured
 from memory_assets.lib.extraction.preprocess import segments
 from memory_assets.lib.extraction.facts import build_facts
+from memory_assets.lib.extraction.session import choose_extractor
 from memory_assets.lib.ingest.transcripts import TranscriptError
 from retrieval.config import MemoryConfig, load_config
 from retrieval.credentials import redact
@@ -81,15 +82,9 @@ class Run:
 
 
 def build_extractor(name: str, config: MemoryConfig) -> Any:
-    if name == "offline":
-        from memory_assets.lib.extraction.offline import OfflineExtractor
-
-        return OfflineExtractor(config)
-    if name == "llm":
-        from memory_assets.lib.extraction.llm_extractor import LLMExtractor
-
-        return LLMExtractor(config)
-    raise EvalError(f"unknown extractor {name!r}; use offline or llm")
+    if name not in ("offline", "llm"):
+        raise EvalError(f"unknown extractor {name!r}; use offline or llm")
+    return choose_extractor(name, config)
 
 
 def run_session(extractor: Any, turns: list[Turn], config: MemoryConfig) -> Run:

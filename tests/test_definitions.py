@@ -68,7 +68,7 @@ def test_a_prompt_edit_marks_every_session_stale_and_a_backfill_reextracts(tmp_p
     from dagster._core.definitions.data_version import CODE_VERSION_TAG, StaleStatus
     from dagster._utils.test.data_versions import get_stale_status_resolver
 
-    from memory_assets.defs.extraction.assets import extraction_code_version
+    from memory_assets.lib.extraction.session import code_version as extraction_code_version
     from retrieval import llm as prompts
     from memory_assets.lib.ingest.intake import ingest_paths
     from memory_assets.cli.runner import _definitions, materialize_pending

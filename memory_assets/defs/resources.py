@@ -35,14 +35,9 @@ class ExtractorResource(dg.ConfigurableResource):
     mode: str = "auto"
 
     def build(self, config: MemoryConfig) -> Extractor:
-        from memory_assets.lib.extraction.llm_extractor import LLMExtractor
-        from memory_assets.lib.extraction.offline import OfflineExtractor
+        from memory_assets.lib.extraction.session import choose_extractor
 
-        if self.mode == "llm" or (self.mode == "auto" and config.llm_enabled):
-            return LLMExtractor(config)
-        if self.mode not in ("auto", "offline", "llm"):
-            raise ValueError(f"extractor mode {self.mode!r}; use auto, offline or llm")
-        return OfflineExtractor(config)
+        return choose_extractor(self.mode, config)
 
 
 class EmbedderResource(dg.ConfigurableResource):

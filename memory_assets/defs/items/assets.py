@@ -1,7 +1,7 @@
 """The canonical memory: de-duplicated, scored items with vectors and a full-text index."""
 
 
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import dagster as dg
 import polars as pl
@@ -11,21 +11,10 @@ from memory_assets.defs import freshness
 from memory_assets.defs.clock import Clock
 from memory_assets.defs.resources import EmbedderResource, MemoryRoot
 from memory_assets.lib import warehouse
-from memory_assets.lib.faults import crash_point
-from memory_assets.lib.items import feedback, publish
-from memory_assets.lib.items.rebuild import rebuild_items
-from memory_assets.lib.lifecycle import sweeps
+from memory_assets.lib.items import publish
+from memory_assets.lib.items.staging import PublishRefused, publish_staged, stage_items
 from memory_assets.lib.quality import audit
 from retrieval.store import ItemStore
-
-
-def _merge_log(merges, now: datetime) -> pl.DataFrame:
-    return pl.DataFrame(
-        [{"kept_id": m.kept_id, "merged_id": m.merged_id, "similarity": m.similarity,
-          "kept_content": m.kept_content, "merged_content": m.merged_content, "merged_at": now} for m in merges],
-        schema={"kept_id": pl.String, "merged_id": pl.String, "similarity": pl.Float64,
-                "kept_content": pl.String, "merged_content": pl.String, "merged_at": pl.Datetime("us", "UTC")},
-    )
 
 
 @dg.asset(
@@ -57,24 +46,11 @@ def memory_items(context: dg.AssetExecutionContext, config: Clock, memory: Memor
     """
     paths, settings = memory.paths, memory.config
     now = config.resolve(context)
-    store = ItemStore(paths)
-    facts = warehouse.read_facts(paths)
-    batch = feedback.read_events(paths)
-    for error in batch.errors:
-        context.log.warning(error)
-    pending = sweeps.pending(paths)
     model = embedder.build(settings)
-    built = rebuild_items(facts, store.items(), batch.events, pending, store.vectors_by_hash, model,
-                          warehouse.read_resources(paths, conform=False), settings, now)
-    items, result, report = built.items, built.consolidated, built.report
-    written = publish.write_items(paths, items, built.vectors, now, search_text=built.search_text)
-    written = publish.ItemsVersion(**{**written.__dict__, "event_files": [f.name for f in batch.files],
-                                      "sweep_files": [s.file for s in pending]})
-    crash_point("items_write")
-    publish.stage(paths, written)
-    if result.merges:
-        warehouse.write_frame(paths.merges / f"merges-{warehouse.stamp(now)}.parquet", _merge_log(result.merges, now))
-
+    staged = stage_items(paths, model, settings, now)
+    for error in staged.bad_event_files:
+        context.log.warning(error)
+    items, result, report, written = staged.built.items, staged.built.consolidated, staged.built.report, staged.written
     warehouse.makedirs(paths.duckdb.parent)
     with duckdb.get_connection() as conn:
         by_category = conn.execute(
@@ -85,17 +61,16 @@ def memory_items(context: dg.AssetExecutionContext, config: Clock, memory: Memor
             "select status, count(*) from read_parquet(?) group by 1 order by 1", [str(written.parquet)]
         ).fetchall()
     active = items.filter(pl.col("status") == "active")
-    publish.write_report(paths, report.metadata())
     return dg.MaterializeResult(metadata={
         "items": items.height,
         "active_items": active.height,
-        "facts_in": facts.height,
+        "facts_in": staged.facts_in,
         "merged": len(result.merges),
         "superseded": len(result.superseded),
         "embedded": result.embedded,
         "vectors_reused": result.reused_vectors,
         "events_folded": dict(sorted(result.events_folded.items())),
-        "bad_event_files": len(batch.errors),
+        "bad_event_files": len(staged.bad_event_files),
         "untrusted_items": int((active["source_trust"] == "untrusted").sum()),
         "staged_version": written.version,
         "by_category": {k: int(v) for k, v in by_category},
@@ -103,7 +78,7 @@ def memory_items(context: dg.AssetExecutionContext, config: Clock, memory: Memor
         "embedding_model": model.model_id,
         "clock": now.isoformat(),
         "lifecycle": {k: v for k, v in report.counts.items() if v},
-        "sweeps_applied": [s.file for s in pending],
+        "sweeps_applied": staged.sweeps_applied,
         "sample": dg.MetadataValue.md("\n".join(f"- {c}" for c in active.sort("importance", descending=True)["content"].head(10).to_list()) or "none"),
     })
 
@@ -125,34 +100,27 @@ def published_items(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg
     ``memory rollback`` re-points to an earlier version.
     """
     paths = memory.paths
-    written = publish.staged(paths)
-    if written is None:
-        raise dg.Failure("nothing staged: materialize memory_items first")
-    if not audit.passed(paths, written.version):  # e.g. launched alone from the UI
-        raise dg.Failure(f"staged version {written.version} has not passed its blocking checks",
-                         metadata={"audit": str(audit.verdict(paths, written.version))})
-    previous = publish.current(paths)
-    hold = publish.held(paths)
-    if hold is not None:  # a rollback holds the agent on an earlier version until `memory publish`
-        context.log.warning(f"version {written.version} staged and audited, not published: a rollback holds "
-                            f"version {hold}; `memory publish` releases it")
+    try:
+        done = publish_staged(paths)
+    except PublishRefused as refused:
+        staged = publish.staged(paths)
+        raise dg.Failure(str(refused), metadata={
+            "audit": str(audit.verdict(paths, staged.version)) if staged else "nothing staged"}) from None
+    if done.held_at is not None:  # a rollback holds the agent on an earlier version until `memory publish`
+        staged = publish.staged(paths)
+        context.log.warning(f"version {staged.version} staged and audited, not published: a rollback holds "
+                            f"version {done.held_at}; `memory publish` releases it")
         return dg.MaterializeResult(metadata={
-            "published_version": previous.version if previous else -1, "staged_version": written.version,
-            "held": f"held at version {hold}; `memory publish` releases", "items": written.rows,
+            "published_version": done.version, "staged_version": staged.version,
+            "held": f"held at version {done.held_at}; `memory publish` releases", "items": done.rows,
         })
-    publish.publish(paths, written)
-    # Only once the new version is live do the folded event files move into the event log.
-    batch = feedback.read_events(paths)
-    batch.files = [f for f in batch.files if f.name in set(written.event_files)]
-    compacted = feedback.compact(paths, batch, warehouse.stamp(datetime.now(timezone.utc)))
-    settled = sweeps.settle(paths, written.sweep_files)
     return dg.MaterializeResult(metadata={
-        "published_version": written.version,
-        "previous_version": previous.version if previous else -1,
-        "items": written.rows,
+        "published_version": done.version,
+        "previous_version": done.previous if done.previous is not None else -1,
+        "items": done.rows,
         "parquet": dg.MetadataValue.path(str(paths.published_items)),
-        "event_files_compacted": compacted,
-        "sweeps_settled": settled,
+        "event_files_compacted": done.event_files_compacted,
+        "sweeps_settled": done.sweeps_settled,
     })
 
 

@@ -9,17 +9,12 @@ previous version stays published and the UI shows why.
 from collections.abc import Iterator
 
 import dagster as dg
-import polars as pl
 
 from memory_assets.defs.resources import MemoryRoot
-from memory_assets.lib.items import publish
-from memory_assets.lib import warehouse as inputs
-from memory_assets.lib.quality import ScanLedger, audit, embeddings_report, items_report, schema_report
+from memory_assets.lib.items.staging import STAGED_CHECKS, audit_staged
+from memory_assets.lib.quality import audit, embeddings_report
 from memory_assets.lib.quality.check_results import failed_result, to_check_result
-from retrieval.schema import ITEM_SCHEMA
 from retrieval.store import ItemStore
-
-STAGED_CHECKS = ("items_schema", "items_valid", "items_embeddings")
 
 
 @dg.multi_asset_check(
@@ -45,23 +40,13 @@ STAGED_CHECKS = ("items_schema", "items_valid", "items_embeddings")
 )
 def memory_items_checks(context: dg.AssetCheckExecutionContext, memory: MemoryRoot) -> Iterator[dg.AssetCheckResult]:
     """Audit the staged (not yet published) items version."""
-    paths, config = memory.paths, memory.config
-    written = publish.staged(paths)
-    if written is None:
+    audited = audit_staged(memory.paths, memory.config)
+    if audited is None:
         for check in STAGED_CHECKS:
             yield failed_result(asset="memory_items", check=check, reason="nothing staged: materialize memory_items first")
         return
-    subject = f"memory_items v{written.version} (staged)"
+    written, reports = audited
     staged = {"staged_version": written.version, "parquet": written.parquet.name}
-    schema = schema_report({written.parquet.name: dict(pl.read_parquet_schema(written.parquet))}, ITEM_SCHEMA,
-                           subject=f"{subject} schema")
-    ledger = ScanLedger.load(audit.quality_dir(paths))
-    items = items_report(pl.read_parquet(written.parquet), config, resource_ids=inputs.resource_ids(paths),
-                         ledger=ledger, subject=subject)
-    ledger.save()
-    embeddings = embeddings_report(publish.staged_table(paths, written), config, subject=subject)
-    reports = {"items_schema": schema, "items_valid": items, "items_embeddings": embeddings}
-    audit.record(paths, written.version, reports)
     for check, report in reports.items():
         yield to_check_result(report, asset="memory_items", check=check, metadata=staged)
 

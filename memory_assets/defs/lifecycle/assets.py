@@ -4,26 +4,10 @@ import dagster as dg
 import polars as pl
 
 from memory_assets.defs import freshness
-from memory_assets.defs.resources import MemoryRoot
-from memory_assets.lib import lifecycle as rules
-from memory_assets.lib.items import publish
 from memory_assets.defs.clock import Clock
-from memory_assets.lib.quality.citation_suite import lifecycle_report
-from memory_assets.lib import warehouse
-from retrieval.store import ItemStore
-from retrieval.spans import spanned
-
-
-@spanned("archive table")
-def _upsert_archive(paths, retired: pl.DataFrame) -> int:
-    """Purged, archived and cold items are copied into the archive table and kept forever."""
-    target = paths.archive / "items.parquet"
-    kept = warehouse.read_frame(target)
-    if kept is not None:
-        retired = pl.concat([kept.filter(~pl.col("id").is_in(retired["id"].implode())), retired],
-                            how="vertical_relaxed")
-    warehouse.write_frame(target, retired)
-    return retired.height
+from memory_assets.defs.resources import MemoryRoot
+from memory_assets.lib.items import publish
+from memory_assets.lib.lifecycle.housekeeping import HousekeepingRefused, publish_housekeeping
 
 
 @dg.asset(
@@ -41,30 +25,19 @@ def lifecycle(context: dg.AssetExecutionContext, config: Clock, memory: MemoryRo
     boosts, TTLs, purges and promotions themselves are applied to ``memory_items`` as of
     the run's clock; their counts are reported here.
     """
-    paths, settings = memory.paths, memory.config
     now = config.resolve(context)
-    items = ItemStore(paths).items()
-    active = items.filter(pl.col("status") == "active")
-    lessons = rules.lessons(active, settings)
-    triggers = rules.forward_triggers(active, now)
-    # Audit before publishing: a failed suite leaves the previous lessons and triggers.
-    audit = lifecycle_report(lessons, triggers, items["id"])
-    if not audit.passed:
-        raise dg.Failure(description=f"lessons/triggers failed their checks; the previous ones stay published: "
-                                     f"{audit.summary()}")
-    warehouse.write_json(paths.lessons, lessons, indent=1)
-    warehouse.write_frame(paths.triggers, triggers)
-    warehouse.write_text(paths.memory_md, rules.memory_md(items.filter(pl.col("promoted"))))
-    archived = _upsert_archive(paths, items.filter(pl.col("status").is_in(["purged", "archived", "cold"])))
-    report = publish.read_report(paths)
-    due_today = triggers.filter(pl.col("trigger_date") == now.date()).height
+    try:
+        done = publish_housekeeping(memory.paths, memory.config, now)
+    except HousekeepingRefused as refused:
+        raise dg.Failure(description=str(refused)) from None
+    report = publish.read_report(memory.paths)
     return dg.MaterializeResult(metadata={
         "clock": now.isoformat(),
-        "lessons": len(lessons),
-        "triggers": triggers.height,
-        "triggers_due_today": due_today,
-        "promoted": int(items["promoted"].sum()) if items.height else 0,
-        "archive_items": archived,
+        "lessons": len(done.lessons),
+        "triggers": done.triggers.height,
+        "triggers_due_today": done.triggers.filter(pl.col("trigger_date") == now.date()).height,
+        "promoted": done.promoted,
+        "archive_items": done.archive_items,
         "actions": report.get("counts", report),
-        "lessons_text": dg.MetadataValue.md("\n".join(f"- {x}" for x in lessons) or "none"),
+        "lessons_text": dg.MetadataValue.md("\n".join(f"- {x}" for x in done.lessons) or "none"),
     })

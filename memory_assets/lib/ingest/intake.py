@@ -1,17 +1,26 @@
-"""``memory ingest``: validate transcript files and drop each session into the inbox.
+"""A transcript's way in: ``memory ingest`` drops each session into the inbox
+(``ingest_paths``), and ``store_session`` turns a session's unread inbox files into
+stored turns (the ``resources`` asset, one Dagster partition per session, and the evals'
+in-process builds).
 
 A bad line is reported with its file and line and skipped; the rest of the file and
 the rest of the batch still go in. Nothing already stored is touched: the inbox only
-ever gains new, content-named files.
+ever gains new, content-named files, and a turn is stored once under its content hash.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 
+from memory_assets.lib import warehouse
+from memory_assets.lib.faults import crash_point
+from memory_assets.lib.ingest import inbox_scan
 from memory_assets.lib.ingest.transcripts import TranscriptError, parse_transcript
-from retrieval.config import load_config
+from memory_assets.lib.ingest.turns import new_turns
+from retrieval.config import MemoryConfig, load_config
+from retrieval.credentials import pii_from_config
 from retrieval.inbox import write_session
 from retrieval.paths import DataRoot
 
@@ -48,3 +57,32 @@ def ingest_paths(files: list[Path], data_root: str | Path | None = None, *, fmt:
             if write_session(paths.inbox, session_id, messages) is not None:
                 report.files_written += 1
     return report
+
+
+@dataclass
+class StoredTurns:
+    """What one session's unread inbox files added to the stored turns."""
+
+    new_turns: int
+    total_turns: int
+    files_read: int
+    errors: list[str]
+    credentials_redacted: int
+
+
+def store_session(paths: DataRoot, session_id: str, config: MemoryConfig, now: datetime) -> StoredTurns:
+    """Store the new turns of ``session_id``'s unread inbox files (credentials redacted),
+    log the lines that could not be read, and mark the files consumed."""
+    stored = warehouse.resource_ids(paths, [session_id]).to_list()
+    files = inbox_scan.pending_files(paths).get(session_id, [])
+    found = new_turns(files, session_id, stored, max_message_bytes=int(config.ingest.max_message_bytes),
+                      pii=pii_from_config(config), now=now)
+    if found.frame.height:
+        warehouse.write_frame(paths.resources / session_id / found.part_name, found.frame)
+        crash_point("ingest")
+    if found.errors:
+        warehouse.write_json(paths.ingest_errors / f"{session_id}-{warehouse.stamp(now)}.json", found.errors, indent=1)
+    for file in files:
+        inbox_scan.mark_consumed(paths, session_id, file)
+    return StoredTurns(found.frame.height, len(set(stored)) + found.frame.height, len(files), found.errors,
+                       int(found.redacted))

@@ -25,15 +25,13 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from memory_assets.lib import warehouse
 from memory_assets.lib.items.dedup import normalize
 from retrieval.citations import cited_ids, strip_citations, summary_lines
-from retrieval.config import MemoryConfig, load_config
+from retrieval.config import MemoryConfig
 from retrieval.llm import InvalidReply, LLMOutputFailed, Prompt, complete_validated, load_prompt
 from retrieval.llm import chat_client as llm_client
 from retrieval.text import QUERY_STOPWORDS as STOPWORDS
@@ -201,7 +199,8 @@ def _one_line(text: str) -> str:
     return " ".join(text.split()).replace("[", "(").replace("]", ")")
 
 
-def _stamp(now: datetime) -> str:
+def version_stamp(now: datetime) -> str:
+    """``now`` to the second, for a summary's version and its archived file's name."""
     return now.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
 
 
@@ -212,7 +211,7 @@ def _summary(category: str, text: str, config: MemoryConfig, now: datetime, **fi
         file_name=config.category(category).summary_file,
         text=text,
         item_ids=tuple(cited_ids(text)),
-        version=f"{_stamp(now)}-{digest}",
+        version=f"{version_stamp(now)}-{digest}",
         updated_at=now,
         **fields,
     )
@@ -397,81 +396,3 @@ def rebuild(items: pl.DataFrame, config: MemoryConfig, now: datetime, *, llm: An
         if any(_eligible(r, now) for r in rows.iter_rows(named=True)):
             out.append(summarize(category, None, rows, config, now, llm=llm))
     return out
-
-
-def archive_versions(folder: Path, summary: Summary, now: datetime, *,
-                     config: MemoryConfig | None = None) -> Path | None:
-    """Write ``<folder>/<summary_file>``, archiving the version it replaces.
-
-    The old file moves to ``<folder>/archive/<name>-<UTC stamp>.md``. Archived versions
-    are kept forever unless ``[summaries] max_versions_kept`` > 0, which keeps that many
-    of the newest. Writing the same text again changes nothing.
-
-    Returns:
-        the archived file, or None when there was nothing to archive.
-    """
-    config = config or load_config()
-    folder = Path(folder)
-    target = folder / summary.file_name
-    archived: Path | None = None
-    current = warehouse.read_text(target)
-    if current is not None:
-        if current == summary.text:
-            return None
-        archive = folder / "archive"
-        stem = Path(summary.file_name).stem
-        archived = archive / f"{stem}-{_stamp(now)}.md"
-        n = 1
-        while warehouse.exists(archived):
-            archived = archive / f"{stem}-{_stamp(now)}-{n}.md"
-            n += 1
-        warehouse.move(target, archived)
-        _prune(archive, stem, int(config.summaries.max_versions_kept))
-    warehouse.write_text(target, summary.text)
-    return archived
-
-
-def _prune(archive: Path, stem: str, keep: int) -> None:
-    if keep <= 0:  # 0 = keep every archived version
-        return
-    pattern = re.compile(rf"^{re.escape(stem)}-(\d{{8}}T\d{{6}}Z)(?:-(\d+))?\.md$")
-    versions = []
-    for path in warehouse.files(archive, "*.md"):
-        match = pattern.match(path.name)
-        if match:
-            versions.append(((match.group(1), int(match.group(2) or 0)), path))
-    for _, old in sorted(versions)[:-keep]:
-        warehouse.remove(old)
-
-
-# --- the LanceDB ``summaries`` table ------------------------------------------------
-
-SUMMARY_SCHEMA: dict[str, pl.DataType] = {
-    "category": pl.String(),
-    "file_name": pl.String(),
-    "content": pl.String(),      # citations stripped: what tier 1 embeds and quotes
-    "markdown": pl.String(),     # with [id] citations, as in the file
-    "item_ids": pl.List(pl.String()),
-    "version": pl.String(),
-    "summarizer": pl.String(),
-    "prompt_version": pl.String(),
-    "model": pl.String(),
-    "prompt_tokens": pl.Int64(),
-    "completion_tokens": pl.Int64(),
-    "cost_usd": pl.Float64(),
-    "updated_at": pl.Datetime("us", "UTC"),
-}
-
-
-def summaries_frame(summaries: list[Summary]) -> pl.DataFrame:
-    """One row per summary (``SUMMARY_SCHEMA``); add a ``vector`` of ``content`` for LanceDB."""
-    return pl.DataFrame(
-        [{
-            "category": s.category, "file_name": s.file_name, "content": s.content,
-            "markdown": s.text, "item_ids": list(s.item_ids), "version": s.version,
-            "summarizer": s.summarizer, "prompt_version": s.prompt_version, "model": s.model,
-            "prompt_tokens": s.prompt_tokens, "completion_tokens": s.completion_tokens,
-            "cost_usd": s.cost_usd, "updated_at": s.updated_at,
-        } for s in summaries],
-        schema=SUMMARY_SCHEMA,
-    )

@@ -1,0 +1,127 @@
+"""Write–audit–publish for the items, over a data root: build and stage a version, audit
+it, publish it.
+
+``memory_items``, its blocking checks and ``published_items`` are thin Dagster shells
+over these three calls, and the evals' in-process builds make the same calls in the same
+order, so a version reaches an agent one way: staged, audited, then published.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+import polars as pl
+
+from memory_assets.lib import warehouse
+from memory_assets.lib.faults import crash_point
+from memory_assets.lib.items import feedback, publish
+from memory_assets.lib.items.rebuild import Rebuilt, rebuild_items
+from memory_assets.lib.lifecycle import sweeps
+from memory_assets.lib.quality import ScanLedger, audit, embeddings_report, items_report, schema_report
+from memory_assets.lib.quality.suite_report import QualityReport
+from retrieval.config import MemoryConfig
+from memory_assets.lib.items.consolidation import TextEmbedder
+from retrieval.paths import DataRoot
+from retrieval.schema import ITEM_SCHEMA
+from retrieval.store import ItemStore
+
+STAGED_CHECKS = ("items_schema", "items_valid", "items_embeddings")
+
+
+class PublishRefused(RuntimeError):
+    """Nothing staged, or the staged version did not pass its blocking checks."""
+
+
+@dataclass
+class StagedItems:
+    """A new items version, written and staged for its checks."""
+
+    built: Rebuilt
+    written: publish.ItemsVersion
+    facts_in: int
+    bad_event_files: list[str]
+    sweeps_applied: list[str]
+
+
+@dataclass
+class Published:
+    """What ``publish_staged`` did: the version now live, or the rollback that held it back."""
+
+    version: int
+    previous: int | None
+    rows: int
+    held_at: int | None = None
+    event_files_compacted: int = 0
+    sweeps_settled: int = 0
+
+
+def _merge_log(merges, now: datetime) -> pl.DataFrame:
+    return pl.DataFrame(
+        [{"kept_id": m.kept_id, "merged_id": m.merged_id, "similarity": m.similarity,
+          "kept_content": m.kept_content, "merged_content": m.merged_content, "merged_at": now} for m in merges],
+        schema={"kept_id": pl.String, "merged_id": pl.String, "similarity": pl.Float64,
+                "kept_content": pl.String, "merged_content": pl.String, "merged_at": pl.Datetime("us", "UTC")},
+    )
+
+
+def stage_items(paths: DataRoot, model: TextEmbedder, config: MemoryConfig, now: datetime) -> StagedItems:
+    """Rebuild the items from every fact, the agents' feedback and the pending sweeps as of
+    ``now``, write them as a new Parquet and LanceDB version, and stage it."""
+    store = ItemStore(paths)
+    facts = warehouse.read_facts(paths)
+    batch = feedback.read_events(paths)
+    pending = sweeps.pending(paths)
+    built = rebuild_items(facts, store.items(), batch.events, pending, store.vectors_by_hash, model,
+                          warehouse.read_resources(paths, conform=False), config, now)
+    written = publish.write_items(paths, built.items, built.vectors, now, search_text=built.search_text)
+    written = publish.ItemsVersion(**{**written.__dict__, "event_files": [f.name for f in batch.files],
+                                      "sweep_files": [s.file for s in pending]})
+    crash_point("items_write")
+    publish.stage(paths, written)
+    if built.consolidated.merges:
+        warehouse.write_frame(paths.merges / f"merges-{warehouse.stamp(now)}.parquet",
+                              _merge_log(built.consolidated.merges, now))
+    publish.write_report(paths, built.report.metadata())
+    return StagedItems(built, written, facts.height, list(batch.errors), [s.file for s in pending])
+
+
+def audit_staged(paths: DataRoot, config: MemoryConfig) -> tuple[publish.ItemsVersion, dict[str, QualityReport]] | None:
+    """Run the blocking checks on the staged version and record the verdict
+    (``audit.passed`` then says whether it may be published); None when nothing is staged."""
+    written = publish.staged(paths)
+    if written is None:
+        return None
+    subject = f"memory_items v{written.version} (staged)"
+    schema = schema_report({written.parquet.name: dict(pl.read_parquet_schema(written.parquet))}, ITEM_SCHEMA,
+                           subject=f"{subject} schema")
+    ledger = ScanLedger.load(audit.quality_dir(paths))
+    items = items_report(pl.read_parquet(written.parquet), config, resource_ids=warehouse.resource_ids(paths),
+                         ledger=ledger, subject=subject)
+    ledger.save()
+    embeddings = embeddings_report(publish.staged_table(paths, written), config, subject=subject)
+    reports = {"items_schema": schema, "items_valid": items, "items_embeddings": embeddings}
+    audit.record(paths, written.version, reports)
+    return written, reports
+
+
+def publish_staged(paths: DataRoot) -> Published:
+    """Make the staged, audited version the one agents read — unless a rollback holds an
+    earlier one — then move the event files it folded into the event log and settle its sweeps."""
+    written = publish.staged(paths)
+    if written is None:
+        raise PublishRefused("nothing staged: materialize memory_items first")
+    if not audit.passed(paths, written.version):  # e.g. launched alone from the UI
+        raise PublishRefused(f"staged version {written.version} has not passed its blocking checks")
+    previous = publish.current(paths)
+    before = previous.version if previous else None
+    hold = publish.held(paths)
+    if hold is not None:
+        return Published(before if before is not None else -1, before, written.rows, held_at=hold)
+    publish.publish(paths, written)
+    # Only once the new version is live do the folded event files move into the event log.
+    batch = feedback.read_events(paths)
+    batch.files = [f for f in batch.files if f.name in set(written.event_files)]
+    compacted = feedback.compact(paths, batch, warehouse.stamp(datetime.now(timezone.utc)))
+    settled = sweeps.settle(paths, written.sweep_files)
+    return Published(written.version, before, written.rows, event_files_compacted=compacted, sweeps_settled=settled)

@@ -1,0 +1,170 @@
+"""Publishing the category summaries: the markdown pages (each earlier version archived)
+and the LanceDB ``summaries`` table tier 1 searches.
+
+``update_summaries`` is the nightly step over a data root (the ``category_summaries``
+asset and the evals' in-process builds call it): the categories whose items changed are
+rewritten (the weekly run rebuilds every one from active items only), audited, then
+published.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+
+from memory_assets.lib import warehouse
+from memory_assets.lib.items import publish
+from memory_assets.lib.summaries.writing import Summary, chat_client, missing_citations, rebuild, summarize, version_stamp
+from retrieval.config import MemoryConfig, load_config
+from retrieval.paths import DataRoot
+from retrieval.store import SUMMARIES_TABLE, ItemStore
+
+
+class SummariesRefused(RuntimeError):
+    """A summary cites an item that does not exist; the previous summaries stay published."""
+
+    def __init__(self, missing: dict[str, list[str]]):
+        super().__init__("summaries cite unknown items")
+        self.missing = missing
+
+
+@dataclass
+class SummariesUpdate:
+    fresh: list[Summary]
+    table: pl.DataFrame
+    versions_archived: int
+    lancedb_version: int | None
+
+
+def current_summaries(paths: DataRoot) -> pl.DataFrame:
+    """The published summaries' rows (``SUMMARY_SCHEMA``), empty before the first run."""
+    return warehouse.read_frame(paths.summaries / "summaries.parquet", SUMMARY_SCHEMA)
+
+
+def update_summaries(paths: DataRoot, embed: Callable[[Sequence[str]], np.ndarray], config: MemoryConfig,
+                     now: datetime, *, rebuild_all: bool = False) -> SummariesUpdate:
+    """Rewrite the summaries of the categories whose items changed since the last run (a
+    summary citing an item that merged away is rewritten from scratch), or every one when
+    ``rebuild_all``; audit their citations, archive the versions they replace, and publish
+    the table with ``embed``'s vectors."""
+    items = ItemStore(paths).items()
+    llm = chat_client(config)
+    current = current_summaries(paths)
+    stamp_file = paths.summaries / ".last_run"
+    if rebuild_all or current.is_empty():
+        fresh = rebuild(items, config, now, llm=llm)
+    else:
+        last = warehouse.read_text(stamp_file)
+        since = pl.Series([last.strip()]).str.to_datetime(time_zone="UTC")[0] if last else None
+        changed = items if since is None else items.filter(pl.col("updated_at") > since)
+        known_ids = set(items["id"].to_list())
+        stale = {r["category"] for r in current.iter_rows(named=True) if set(r["item_ids"]) - known_ids}
+        fresh = []
+        for category in sorted(set(changed["category"].to_list()) | stale):
+            old = current.filter(pl.col("category") == category)
+            if category in stale or not old.height:
+                fresh.append(summarize(category, None, items.filter(pl.col("category") == category), config, now, llm=llm))
+            else:
+                fresh.append(summarize(category, old["markdown"][0], changed, config, now, llm=llm))
+    known = set(items["id"].to_list())
+    broken = {s.category: missing_citations(s, known) for s in fresh}
+    broken = {k: v for k, v in broken.items() if v}
+    if broken:  # audit before publish: a summary never cites an item that does not exist
+        raise SummariesRefused(broken)
+    archived = [archive_versions(paths.summaries, s, now, config=config) for s in fresh]
+    if rebuild_all:
+        table = summaries_frame(fresh)
+    else:
+        updated = {s.category for s in fresh}
+        kept = current.filter(~pl.col("category").is_in(list(updated)))
+        table = pl.concat([kept, summaries_frame(fresh)], how="vertical_relaxed").sort("category")
+    version = None
+    if table.height:
+        version = publish.publish_table(paths, SUMMARIES_TABLE, table, embed(table["content"].to_list()))
+        warehouse.write_frame(paths.summaries / "summaries.parquet", table)
+    warehouse.write_text(stamp_file, now.isoformat())
+    return SummariesUpdate(fresh, table, sum(a is not None for a in archived), version)
+
+
+def archive_versions(folder: Path, summary: Summary, now: datetime, *,
+                     config: MemoryConfig | None = None) -> Path | None:
+    """Write ``<folder>/<summary_file>``, archiving the version it replaces.
+
+    The old file moves to ``<folder>/archive/<name>-<UTC stamp>.md``. Archived versions
+    are kept forever unless ``[summaries] max_versions_kept`` > 0, which keeps that many
+    of the newest. Writing the same text again changes nothing.
+
+    Returns:
+        the archived file, or None when there was nothing to archive.
+    """
+    config = config or load_config()
+    folder = Path(folder)
+    target = folder / summary.file_name
+    archived: Path | None = None
+    current = warehouse.read_text(target)
+    if current is not None:
+        if current == summary.text:
+            return None
+        archive = folder / "archive"
+        stem = Path(summary.file_name).stem
+        archived = archive / f"{stem}-{version_stamp(now)}.md"
+        n = 1
+        while warehouse.exists(archived):
+            archived = archive / f"{stem}-{version_stamp(now)}-{n}.md"
+            n += 1
+        warehouse.move(target, archived)
+        _prune(archive, stem, int(config.summaries.max_versions_kept))
+    warehouse.write_text(target, summary.text)
+    return archived
+
+
+def _prune(archive: Path, stem: str, keep: int) -> None:
+    if keep <= 0:  # 0 = keep every archived version
+        return
+    pattern = re.compile(rf"^{re.escape(stem)}-(\d{{8}}T\d{{6}}Z)(?:-(\d+))?\.md$")
+    versions = []
+    for path in warehouse.files(archive, "*.md"):
+        match = pattern.match(path.name)
+        if match:
+            versions.append(((match.group(1), int(match.group(2) or 0)), path))
+    for _, old in sorted(versions)[:-keep]:
+        warehouse.remove(old)
+
+
+# --- the LanceDB ``summaries`` table ------------------------------------------------
+
+SUMMARY_SCHEMA: dict[str, pl.DataType] = {
+    "category": pl.String(),
+    "file_name": pl.String(),
+    "content": pl.String(),      # citations stripped: what tier 1 embeds and quotes
+    "markdown": pl.String(),     # with [id] citations, as in the file
+    "item_ids": pl.List(pl.String()),
+    "version": pl.String(),
+    "summarizer": pl.String(),
+    "prompt_version": pl.String(),
+    "model": pl.String(),
+    "prompt_tokens": pl.Int64(),
+    "completion_tokens": pl.Int64(),
+    "cost_usd": pl.Float64(),
+    "updated_at": pl.Datetime("us", "UTC"),
+}
+
+
+def summaries_frame(summaries: list[Summary]) -> pl.DataFrame:
+    """One row per summary (``SUMMARY_SCHEMA``); add a ``vector`` of ``content`` for LanceDB."""
+    return pl.DataFrame(
+        [{
+            "category": s.category, "file_name": s.file_name, "content": s.content,
+            "markdown": s.text, "item_ids": list(s.item_ids), "version": s.version,
+            "summarizer": s.summarizer, "prompt_version": s.prompt_version, "model": s.model,
+            "prompt_tokens": s.prompt_tokens, "completion_tokens": s.completion_tokens,
+            "cost_usd": s.cost_usd, "updated_at": s.updated_at,
+        } for s in summaries],
+        schema=SUMMARY_SCHEMA,
+    )
