@@ -1,6 +1,13 @@
 """The retrieval eval's data roots: each LoCoMo conversation ingested and run through the
-pipeline as the product runs it, as of a day after its last session, built once per
-``build_key`` (dataset, extractor, code versions, config) and cached."""
+pipeline's own stage steps, in process (no Dagster run), as of a day after its last
+session, built once per ``build_key`` (dataset, extractor, the pipeline's code, config)
+and cached.
+
+The steps are the ones the assets call (``lib/<stage>``), in the order the asset graph
+runs them: store each session's turns, extract them, stage the items, audit them,
+publish them; then the nightly work as of the same clock (items again, the lifecycle's
+lessons and triggers, the category summaries tier 1 answers from).
+"""
 
 from __future__ import annotations
 
@@ -11,18 +18,25 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable
+from datetime import datetime
 from pathlib import Path
 
+import memory_assets.lib as pipeline
+import prompts as prompt_files
+import retrieval
 from evals.locomo import Conversation
-from retrieval.config import load_config
+from retrieval.config import MemoryConfig, load_config
+from retrieval.embeddings import Embedder
 from retrieval.paths import DataRoot
 
 
-# Bump when how the eval builds a data root changes (here: the nightly job runs after the
-# first build, so category summaries exist), so roots built the old way are not reused.
-BUILD_RECIPE = "3"
+# Bump when how the eval builds a data root changes, so roots built the old way are not
+# reused (4: built in process by the stage steps, keyed by the pipeline's source).
+BUILD_RECIPE = "4"
 # Config sections only retrieval reads; every other section can change what a build holds.
 QUERY_TIME_CONFIG = ("injection", "ranking", "source")
+# The code a built root depends on: any change to the pipeline's or the reader's source rebuilds it.
+CODE = tuple(Path(package.__file__).parent for package in (pipeline, retrieval, prompt_files))
 
 
 class EvalError(RuntimeError):
@@ -39,12 +53,19 @@ def default_extractor() -> str:
     return "llm" if os.environ.get("OPENAI_API_KEY") else "offline"
 
 
+def code_sha256() -> str:
+    """One hash of every source file the pipeline builds a data root with."""
+    digest = hashlib.sha256()
+    for folder in CODE:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file() and path.suffix in (".py", ".md", ".toml"):
+                digest.update(str(path.relative_to(folder.parent)).encode())
+                digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def build_key(conv: Conversation, extractor: str) -> dict[str, str]:
     """Everything a built data root depends on; a change to any part rebuilds it."""
-    from memory_assets.defs.extraction.assets import EXTRACTION_CODE_VERSION
-    from memory_assets.defs.items.assets import memory_items
-    from memory_assets.defs.summaries.assets import category_summaries
-
     config = load_config().model_dump(mode="json", exclude={"source"})
     # Read at question time, not build time: tuning them reuses the build.
     for section in QUERY_TIME_CONFIG:
@@ -55,9 +76,7 @@ def build_key(conv: Conversation, extractor: str) -> dict[str, str]:
         "build_recipe": BUILD_RECIPE,
         "dataset_sha256": conv.sha256,
         "extractor": extractor,
-        "extraction_code_version": EXTRACTION_CODE_VERSION,
-        "items_code_version": str(memory_items.code_versions_by_key[memory_items.key]),
-        "summaries_code_version": str(category_summaries.code_versions_by_key[category_summaries.key]),
+        "code_sha256": code_sha256(),
         "config_sha256": hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest(),
     }
     if extractor == "llm":
@@ -72,11 +91,6 @@ def build_root(conv: Conversation, *, extractor: str, cache_dir: Path, rebuild: 
     The root is built under a temporary name and renamed into place, so an interrupted
     build never leaves a half-built root that looks cached.
     """
-    import dagster as dg
-
-    from memory_assets.lib.ingest.intake import ingest_paths
-    from memory_assets.cli.runner import materialize_pending, run_job
-
     key = build_key(conv, extractor)
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     final = cache_dir / f"{conv.sample_id}-{extractor}-{digest}"
@@ -88,24 +102,9 @@ def build_root(conv: Conversation, *, extractor: str, cache_dir: Path, rebuild: 
         if progress:
             progress(f"building {conv.sample_id} ({extractor} extractor)")
         started = time.perf_counter()
-        report = ingest_paths([conv.path], building)
-        if not report.messages:
-            raise EvalError(f"{conv.path}: nothing ingested ({'; '.join(report.errors) or 'no turns'})")
-        # An ephemeral instance: the eval's runs do not belong in anyone's run history. The
-        # lifecycle runs as of the questions' clock: against the wall clock a 2023
-        # conversation would have decayed, expired and been purged long ago.
-        # Then the nightly job, as the product runs it: items again (a no-op at the same
-        # clock), the lifecycle and the category summaries that tier 1 answers from.
-        with dg.DagsterInstance.ephemeral(settings={"telemetry": {"enabled": False}}) as instance:
-            paths = DataRoot.resolve(building)
-            summary = materialize_pending(paths, extractor=extractor, instance=instance, now=conv.now)
-            if summary.failed or not summary.items_materialized:
-                raise EvalError(f"{conv.path}: the pipeline failed for {', '.join(summary.failed) or 'memory_items'}")
-            if not run_job(paths, "nightly", now=conv.now, extractor=extractor, instance=instance):
-                raise EvalError(f"{conv.path}: the nightly job failed (memory_items, lifecycle or category_summaries)")
+        built = build(conv, building, extractor)
         (building / "eval_build.json").write_text(json.dumps({
-            **key, "sessions": len(report.sessions), "turns": report.messages,
-            "quarantined": summary.quarantined, "build_seconds": round(time.perf_counter() - started, 1),
+            **key, **built, "build_seconds": round(time.perf_counter() - started, 1),
         }, indent=2))
         if final.exists():
             shutil.rmtree(final)
@@ -114,3 +113,45 @@ def build_root(conv: Conversation, *, extractor: str, cache_dir: Path, rebuild: 
         if building.exists():
             shutil.rmtree(building, ignore_errors=True)
     return final
+
+
+def build(conv: Conversation, root: Path, extractor: str) -> dict[str, int]:
+    """Run ``conv`` through the pipeline's stage steps into ``root``, as of ``conv.now``.
+
+    The lifecycle runs as of the questions' clock: against the wall clock a 2023
+    conversation would have decayed, expired and been purged long ago.
+    """
+    from memory_assets.lib.extraction.session import choose_extractor, extract_session
+    from memory_assets.lib.ingest.intake import ingest_paths, store_session
+    from memory_assets.lib.lifecycle.housekeeping import publish_housekeeping
+    from memory_assets.lib.summaries import update_summaries
+
+    report = ingest_paths([conv.path], root)
+    if not report.messages:
+        raise EvalError(f"{conv.path}: nothing ingested ({'; '.join(report.errors) or 'no turns'})")
+    paths, config, now = DataRoot.resolve(root), load_config(), conv.now
+    impl = choose_extractor(extractor, config)
+    quarantined = 0
+    for session_id in report.sessions:
+        store_session(paths, session_id, config, now)
+        quarantined += extract_session(paths, session_id, impl, config, now).failed is not None
+    model = Embedder(config)
+    # The nightly job after the sessions' own run: items again (a no-op at the same clock),
+    # then the lifecycle's outputs and the category summaries.
+    for _ in ("after the sessions", "nightly"):
+        _publish_items(paths, model, config, now, conv)
+    publish_housekeeping(paths, config, now)
+    update_summaries(paths, model.embed, config, now)
+    return {"sessions": len(report.sessions), "turns": report.messages, "quarantined": quarantined}
+
+
+def _publish_items(paths: DataRoot, model: Embedder, config: MemoryConfig, now: datetime, conv: Conversation) -> None:
+    """Stage, audit and publish the items, as ``memory_items``, its checks and ``published_items`` do."""
+    from memory_assets.lib.items.staging import PublishRefused, audit_staged, publish_staged, stage_items
+
+    stage_items(paths, model, config, now)
+    audit_staged(paths, config)
+    try:
+        publish_staged(paths)
+    except PublishRefused as refused:
+        raise EvalError(f"{conv.path}: the items were not published: {refused}") from None

@@ -71,7 +71,7 @@ def test_a_prompt_edit_marks_every_session_stale_and_a_backfill_reextracts(tmp_p
     from memory_assets.lib.extraction.session import code_version as extraction_code_version
     from retrieval import llm as prompts
     from memory_assets.lib.ingest.intake import ingest_paths
-    from memory_assets.cli.runner import _definitions, materialize_pending
+    from memory_assets.cli.runner import bound_definitions, materialize_pending
     from retrieval.paths import DataRoot
     from tests.conftest import SAMPLES
 
@@ -82,7 +82,7 @@ def test_a_prompt_edit_marks_every_session_stale_and_a_backfill_reextracts(tmp_p
         ingest_paths([SAMPLES / "coding-agent.jsonl", SAMPLES / "support-chat.json"], root)
         materialize_pending(paths, extractor="offline", instance=instance)
         sessions = instance.get_dynamic_partitions("sessions")
-        assets, resources = _definitions(str(root), "offline")
+        assets, resources = bound_definitions(str(root), "offline")
         resolver = get_stale_status_resolver(instance, assets)
         assert sessions and all(resolver.get_status(key, s) == StaleStatus.FRESH for s in sessions)
 

@@ -274,3 +274,28 @@ def test_lib_is_pipeline_logic_and_dagster_objects_live_in_defs():
 
 def _imported(node: ast.Import | ast.ImportFrom) -> list[str]:
     return [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+
+
+# --- evals and benches apart -------------------------------------------------------------
+
+
+def test_evals_build_with_the_stage_steps_not_with_dagster():
+    """``evals/`` builds its data roots with the pipeline's stage steps in process: it never
+    imports Dagster, the definitions (``memory_assets.defs``) or the CLI's back-ends, and no
+    module under ``evals/`` (benches included) imports another module's private name.
+    Benchmarks (``evals/bench/``) time the real scheduled jobs, so they may run Dagster."""
+    found = []
+    for name, tree in _modules():
+        if not name.startswith("evals/"):
+            continue
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                continue
+            modules = _imported(node)
+            if not name.startswith("evals/bench/") and any(
+                    m.split(".")[0] == "dagster" or m.startswith(("memory_assets.defs", "memory_assets.cli"))
+                    for m in modules):
+                found.append(f"{name}:{node.lineno} imports {', '.join(modules)}")
+            if isinstance(node, ast.ImportFrom) and any(a.name.startswith("_") for a in node.names):
+                found.append(f"{name}:{node.lineno} imports a private name from {node.module}")
+    assert found == []

@@ -66,7 +66,7 @@ import polars as pl
 
 from evals import stderr_progress
 from evals.bench.retrieval import (
-    BENCH_NOW, MANIFEST, BenchError, _items_arg, default_cache_dir, machine, synthetic_items,
+    BENCH_NOW, MANIFEST, BenchError, items_arg, default_cache_dir, machine, synthetic_items,
 )
 from retrieval.config import MemoryConfig, load_config
 from retrieval.paths import DataRoot
@@ -433,9 +433,9 @@ def _first_build(paths: DataRoot, instance: Any) -> tuple[bool, str]:
     import dagster as dg
 
     from memory_assets.defs.scheduled_jobs import SELECTIONS, run_config
-    from memory_assets.cli.runner import QUIET, _definitions
+    from memory_assets.cli.runner import QUIET, bound_definitions
 
-    assets, resources = _definitions(str(paths.root), "offline")
+    assets, resources = bound_definitions(str(paths.root), "offline")
     config = run_config("nightly", BENCH_NOW)
     result = dg.materialize(assets, selection=SELECTIONS["nightly"], instance=instance, resources=resources,
                             raise_on_error=False, run_config={**QUIET, **config},
@@ -600,7 +600,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     reports = []
     try:
-        sizes = _items_arg(args.items)
+        sizes = items_arg(args.items)
         if args.root and len(sizes) > 1:
             raise BenchError("--root takes one --items size")
         for n in sizes:

@@ -755,7 +755,7 @@ def index_study(n_items: int, *, queries: int = 100, seed: int = 0, embed: str =
 
 # --- the shell --------------------------------------------------------------------------
 
-def _items_arg(values: Sequence[str]) -> list[int]:
+def items_arg(values: Sequence[str]) -> list[int]:
     out = []
     for value in values:
         for part in value.split(","):
@@ -819,7 +819,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress = stderr_progress("bench retrieval")
 
     try:
-        sizes = _items_arg(args.items)
+        sizes = items_arg(args.items)
         reports = []
         for n in sizes:
             report = run_bench(n, queries=args.queries, warmup=args.warmup, seed=args.seed, embed=args.embed,

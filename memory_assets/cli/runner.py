@@ -71,7 +71,7 @@ def items_stale(paths: DataRoot) -> str | None:
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
-def _definitions(data_root: str, extractor: str | None) -> tuple[list, dict]:
+def bound_definitions(data_root: str, extractor: str | None) -> tuple[list, dict]:
     """Every asset and check of the code location, and resources bound to this data root
     and the chosen extractor (benches and tests materialize selections of them)."""
     from memory_assets.defs.resources import ExtractorResource, default_resources
@@ -91,7 +91,7 @@ def _job(data_root: str, extractor: str | None, name: str) -> dg.JobDefinition:
     assets, so a failed blocking check stops the run before publish."""
     from memory_assets.definitions import defs
 
-    assets, resources = _definitions(data_root, extractor)
+    assets, resources = bound_definitions(data_root, extractor)
     jobs = [j for j in defs().jobs or [] if j.name == name]
     bound = dg.Definitions(assets=[a for a in assets if isinstance(a, dg.AssetsDefinition)],
                            asset_checks=[c for c in assets if not isinstance(c, dg.AssetsDefinition)],
