@@ -21,7 +21,7 @@ from retrieval.store import ItemStore
 RUN_KEYS = {"success", "seconds", "cpu_seconds", "steps", "steps_failed", "outside_steps_seconds", "parts",
             "items", "active_items", "facts_in", "merged", "superseded", "embedded", "vectors_reused",
             "events_folded", "lifecycle", "summaries_updated", "published_version", "run_id"}
-NIGHTLY_STEPS = {"memory_items", "memory_items_checks", "published_items", "lifecycle", "category_summaries"}
+NIGHTLY_STEPS = {"memory_items", "memory_items_checks", "published_items", "lessons_and_triggers", "category_summaries"}
 
 
 @pytest.fixture(scope="module")

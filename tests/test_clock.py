@@ -22,10 +22,10 @@ def test_every_asset_of_a_run_reads_the_same_now(tmp_path, samples):
     before = datetime.now(timezone.utc)
     with dg.instance_for_test() as instance:
         assert run_job(paths, "nightly", extractor="offline", instance=instance)
-        clocks = {asset: _clock(instance, asset) for asset in ("memory_items", "lifecycle", "category_summaries")}
+        clocks = {asset: _clock(instance, asset) for asset in ("memory_items", "lessons_and_triggers", "category_summaries")}
     assert len({run for run, _ in clocks.values()}) == 1  # one nightly run…
     assert len({now for _, now in clocks.values()}) == 1  # …one clock, though its steps ran seconds apart
-    assert before <= parse(clocks["lifecycle"][1]) <= datetime.now(timezone.utc)
+    assert before <= parse(clocks["lessons_and_triggers"][1]) <= datetime.now(timezone.utc)
 
 
 def test_a_scheduled_run_reads_its_tick_and_an_explicit_now_wins():

@@ -532,7 +532,7 @@ def test_every_asset_retrieval_reads_has_a_check():
     """MemoryClient reads published items (LanceDB + Parquet), summaries (tier 1),
     archive insights, and the lifecycle's lessons and triggers."""
     checked = {spec.asset_key.to_user_string() for d in defs().asset_checks for spec in d.check_specs}
-    assert {"published_items", "category_summaries", "archive_clusters", "lifecycle"} <= checked
+    assert {"published_items", "category_summaries", "archive_clusters", "lessons_and_triggers"} <= checked
 
 
 def test_the_benchmark_reports_seconds_per_100k_items(tmp_path, capsys):

@@ -5,7 +5,7 @@ facts spread over sessions of 20 (``warehouse/extracted_facts/<session>.parquet`
 rows that read like real ones, from ``bench_retrieval``'s generator) with the turns they
 cite (``warehouse/resources/<session>/part-*.parquet``), about 2% of them a fact restated in
 a later session and 1% carrying a ``supersedes`` hint — then times two real Dagster runs
-of the nightly selection (``memory_items → checks → published_items → lifecycle →
+of the nightly selection (``memory_items → checks → published_items → lessons_and_triggers →
 category_summaries``):
 
 * **first build** — every fact consolidated, embedded, checked and published from scratch
@@ -551,7 +551,7 @@ def run_bench(n_items: int, *, embed: str = "random", seed: int = 0, new_share: 
 # --- the shell --------------------------------------------------------------------------
 
 STEP_ORDER = ("memory_items", "memory_items_checks", "published_items", "published_items_checks",
-              "lifecycle", "category_summaries", "category_summaries_summaries_cite_existing_items")
+              "lessons_and_triggers", "category_summaries", "category_summaries_summaries_cite_existing_items")
 
 
 def format_report(report: dict[str, Any]) -> str:

@@ -13,10 +13,10 @@ COVERS = {"nightly": ("nightly",), "weekly": ("weekly", "nightly"), "monthly": (
 CRONS = {"nightly": "0 2 * * *", "weekly": "0 1 * * 0", "monthly": "0 3 1 * *"}
 
 SELECTIONS: dict[str, list[str]] = {
-    "nightly": ["memory_items", "published_items", "lifecycle", "category_summaries"],
-    "weekly": ["archive_sweep", "memory_items", "published_items", "lifecycle", "category_summaries",
+    "nightly": ["memory_items", "published_items", "lessons_and_triggers", "category_summaries"],
+    "weekly": ["archive_sweep", "memory_items", "published_items", "lessons_and_triggers", "category_summaries",
                "archive_clusters"],
-    "monthly": ["cold_sweep", "memory_items", "published_items", "items_index", "lifecycle", "category_summaries",
+    "monthly": ["cold_sweep", "memory_items", "published_items", "items_index", "lessons_and_triggers", "category_summaries",
                 "health_report"],
 }
 
@@ -28,7 +28,7 @@ def run_config(job: str, now: datetime | None = None) -> dict[str, Any]:
         "archive_sweep": {"config": {"now": clock}},
         "cold_sweep": {"config": {"now": clock}},
         "memory_items": {"config": {"now": clock}},
-        "lifecycle": {"config": {"now": clock}},
+        "lessons_and_triggers": {"config": {"now": clock}},
         "category_summaries": {"config": {"now": clock, "rebuild": job in ("weekly", "monthly")}},
         "health_report": {"config": {"now": clock}},
     }

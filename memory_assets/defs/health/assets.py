@@ -11,7 +11,7 @@ from retrieval.store import ItemStore
 
 
 @dg.asset(
-    deps=["published_items", "lifecycle"],
+    deps=["published_items", "lessons_and_triggers"],
     group_name="health",
     kinds={"python", "markdown", "matplotlib"},
     code_version="health-v1",

@@ -17,13 +17,13 @@ from memory_assets.lib.lifecycle.housekeeping import HousekeepingRefused, publis
     code_version="lifecycle-v1",
     freshness_policy=freshness.NIGHTLY,
 )
-def lifecycle(context: dg.AssetExecutionContext, config: Clock, memory: MemoryRoot) -> dg.MaterializeResult:
-    """The memory's nightly housekeeping, as the agent sees it: the lessons learned from
-    corrections (``MemoryClient.lessons()``), forward triggers due on a date
+def lessons_and_triggers(context: dg.AssetExecutionContext, config: Clock, memory: MemoryRoot) -> dg.MaterializeResult:
+    """What the nightly "sleep" leaves the agent besides its items: the lessons learned
+    from corrections (``MemoryClient.lessons()``), forward triggers due on a date
     (``MemoryClient.due_triggers()``), ``MEMORY.md`` with the promoted memories, and the
-    archive of purged, archived and cold items (kept forever, never deleted). The decay,
-    boosts, TTLs, purges and promotions themselves are applied to ``memory_items`` as of
-    the run's clock; their counts are reported here.
+    archive of purged, archived and cold items (kept forever, never deleted). The
+    lifecycle itself (decay, boosts, TTLs, purges, promotions) is applied to
+    ``memory_items`` as of the run's clock; its counts are reported here.
     """
     now = config.resolve(context)
     try:
