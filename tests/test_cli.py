@@ -75,7 +75,9 @@ def test_memory_run_date_replays_that_days_scheduled_run_with_its_clock(tmp_path
         assert memory(["--data-root", str(root), "run", "weekly", "--date", "2026-09-13"]) == 0
         clocks = {a: instance.get_latest_materialization_event(dg.AssetKey(a)).asset_materialization.metadata["clock"]
                   for a in ("archive_sweep", "memory_items", "lessons_and_triggers")}
+        (weekly,) = instance.get_runs(filters=dg.RunsFilter(job_name="weekly"))
     assert {c.value for c in clocks.values()} == {"2026-09-13T01:00:00+00:00"}  # Sunday's 01:00 tick
+    assert weekly.tags["dagster/partition"] == "2026-09-13"  # a backfill of that night's partition
     with pytest.raises(SystemExit):
         memory(["--data-root", str(root), "run", "nightly", "--date", "2026-09-13", "--now", "2026-09-13T02:00"])
 

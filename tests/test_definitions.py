@@ -27,7 +27,8 @@ def _spec_snapshot() -> dict:
             "group": node.group_name,
             "kinds": sorted(node.kinds),
             "deps": sorted(k.to_user_string() for k in node.parent_keys),
-            "partitions": getattr(node.partitions_def, "name", None) if node.partitions_def else None,
+            "partitions": (getattr(node.partitions_def, "name", None) or str(node.partitions_def))
+            if node.partitions_def else None,
             "automation": node.automation_condition.get_label() if node.automation_condition else None,
             "has_code_version": node.code_version is not None,
             "pool": node.pools and sorted(node.pools) or None,

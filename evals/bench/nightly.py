@@ -438,6 +438,7 @@ def _first_build(paths: DataRoot, instance: Any) -> tuple[bool, str]:
     assets, resources = bound_definitions(str(paths.root), "offline")
     config = run_config("nightly", BENCH_NOW)
     result = dg.materialize(assets, selection=SELECTIONS["nightly"], instance=instance, resources=resources,
+                            partition_key=BENCH_NOW.date().isoformat(),
                             raise_on_error=False, run_config={**QUIET, **config},
                             tags={"memory/trigger": "bench", "memory/job": "first-build"})
     return result.success, result.run_id

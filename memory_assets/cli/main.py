@@ -110,10 +110,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     from datetime import datetime, timezone
 
     from memory_assets.cli.runner import run_job
-    from memory_assets.defs.scheduled_jobs import tick
     from retrieval.paths import DataRoot
 
-    now = tick(args.job, args.date) if args.date else None
+    now = None
     if args.now:
         now = datetime.fromisoformat(args.now.replace("Z", "+00:00"))
         now = now if now.tzinfo else now.replace(tzinfo=timezone.utc)
@@ -121,7 +120,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from retrieval.store import ItemStore
 
     paths = DataRoot.resolve(args.data_root)
-    ok = run_job(paths, args.job, now=now, extractor=args.extractor)
+    ok = run_job(paths, args.job, now=now, night=args.date, extractor=args.extractor)
     items = ItemStore(paths).items()
     by_status = dict(items["status"].value_counts().iter_rows()) if items.height else {}
     report = read_report(paths)
@@ -251,7 +250,8 @@ def build_parser() -> argparse.ArgumentParser:
     when = p.add_mutually_exclusive_group()
     when.add_argument("--now", default=None, help="the clock, ISO-8601 (default: now)")
     when.add_argument("--date", default=None, type=date.fromisoformat,
-                      help="replay the run scheduled on this day (YYYY-MM-DD), at its schedule's time")
+                      help="replay the run scheduled on this day (YYYY-MM-DD): its nights partition, whose "
+                           "clock is the schedule's time that day")
     p.add_argument("--extractor", choices=["offline", "llm"], default=None)
     p.set_defaults(func=cmd_run)
 

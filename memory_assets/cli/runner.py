@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 
 import dagster as dg
 
@@ -19,9 +19,9 @@ from memory_assets.lib.items import publish
 from memory_assets.lib.extraction import quarantine
 from memory_assets.cli import recovery
 from memory_assets.lib.lifecycle.job_runs import record_success
-from memory_assets.defs.scheduled_jobs import COVERS, JOBS, run_config
+from memory_assets.defs.scheduled_jobs import COVERS, JOBS, run_config, tick
 from memory_assets.cli.instance import local_instance
-from memory_assets.defs.partitions import sessions
+from memory_assets.defs.partitions import NIGHTS_START, nights, sessions
 from retrieval import jobs
 from retrieval.paths import DataRoot
 
@@ -171,24 +171,37 @@ def materialize_pending(paths: DataRoot, *, extractor: str | None = None, instan
     return summary
 
 
-def run_job(paths: DataRoot, job: str, *, now: datetime | None = None, extractor: str | None = None,
-            instance: dg.DagsterInstance | None = None, pending: bool = True) -> bool:
-    """``memory run nightly|weekly|monthly``: the scheduled job, in-process, as of ``now``.
+def run_job(paths: DataRoot, job: str, *, now: datetime | None = None, night: date | None = None,
+            extractor: str | None = None, instance: dg.DagsterInstance | None = None, pending: bool = True) -> bool:
+    """``memory run nightly|weekly|monthly``: the scheduled job, in-process, for one night.
 
-    Pending sessions (unread inbox files, resources without facts, quarantine) are
-    extracted first, as the nightly rule says; a success is recorded for the cron fallback.
+    ``night`` replays that day's scheduled run: its ``nights`` partition, whose key is the
+    clock (the schedule's tick that day). Otherwise the run is the partition of ``now``'s
+    day, as of ``now`` (default: the wall clock). Pending sessions (unread inbox files,
+    resources without facts, quarantine) are extracted first, as the nightly rule says; a
+    success is recorded for the cron fallback.
     """
     if job not in JOBS:
         raise ValueError(f"unknown job {job!r}; expected one of {', '.join(JOBS)}")
+    if night is not None and now is not None:
+        raise ValueError("give the night to replay or the clock, not both")
+    last = nights.get_last_partition_key()
+    if night is not None and (last is None or night.isoformat() > last or night.isoformat() < NIGHTS_START):
+        raise ValueError(f"there is no night {night.isoformat()} yet: nights run from {NIGHTS_START} to {last}")
+    clock = tick(job, night) if night is not None else now or datetime.now(timezone.utc)
     instance = instance or local_instance(paths)
     if pending:
         # Its items are built by the job itself, once.
-        materialize_pending(paths, extractor=extractor, instance=instance, now=now, run_requested=False,
+        materialize_pending(paths, extractor=extractor, instance=instance, now=clock, run_requested=False,
                             build_items=False)
     recovery.wait_for_pool(instance, _slot_wait())
-    ok = _run(_job(str(paths.root), extractor, job), instance, run_config=run_config(job, now),
-              tags={"memory/job": job})
+    # A replayed night reads its clock from the partition key; any other run is pinned to
+    # ``clock`` and files under its day's night — or, for a clock past the last night there
+    # is (a simulation of the future: tests), under the last one.
+    key = min(clock.date().isoformat(), last or clock.date().isoformat())
+    ok = _run(_job(str(paths.root), extractor, job), instance, run_config=run_config(job, None if night else clock),
+              tags={"memory/job": job}, partition_key=key)
     if ok:
         for covered in COVERS[job]:
-            record_success(paths, covered, now or datetime.now(timezone.utc))
+            record_success(paths, covered, clock)
     return ok

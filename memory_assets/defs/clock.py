@@ -1,16 +1,21 @@
 """The run's clock: one ``now`` per run, taken once. Every time-based rule takes ``now``.
 
-A run may set it (``--now``, tests, replays). Otherwise it is the run's own time: the
-tick a schedule fired for (``dagster/scheduled_execution_time``), else when the run was
-created. Every asset of one run therefore reads the same ``now``, however long the run
-takes, and a re-executed run sees the time it was first asked for.
+A run may set it (``--now``, tests). Otherwise it is the run's own time: for a scheduled
+job's run of a ``nights`` partition, that night's tick (the partition key is the clock:
+``memory run nightly --date 2026-09-10`` and a UI backfill of that day run as of
+2026-09-10 02:00); else the tick a schedule fired for (``dagster/scheduled_execution_time``);
+else when the run was created. Every asset of one run therefore reads the same ``now``,
+however long the run takes, and a re-executed run sees the time it was first asked for.
 """
 
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 
 import dagster as dg
 
+from memory_assets.defs.scheduled_jobs import JOBS, tick
+
 SCHEDULED_TAG = "dagster/scheduled_execution_time"
+PARTITION_TAG = "dagster/partition"
 
 
 def _aware(moment: datetime) -> datetime:
@@ -23,12 +28,16 @@ def parse(value: str) -> datetime:
 
 
 def run_now(context: dg.OpExecutionContext | None) -> datetime:
-    """The run's time: its schedule tick, else its creation; the wall clock outside a run."""
+    """The run's time: its night's tick, else its schedule tick, else its creation; the wall
+    clock outside a run."""
     if context is None:
         return datetime.now(timezone.utc)
-    tick = context.run.tags.get(SCHEDULED_TAG)
-    if tick:
-        return parse(tick)
+    night = context.run.tags.get(PARTITION_TAG) if context.job_name in JOBS else None
+    if night:
+        return tick(context.job_name, date.fromisoformat(night))
+    scheduled = context.run.tags.get(SCHEDULED_TAG)
+    if scheduled:
+        return parse(scheduled)
     record = context.instance.get_run_record_by_id(context.run_id)
     return _aware(record.create_timestamp) if record is not None else datetime.now(timezone.utc)
 

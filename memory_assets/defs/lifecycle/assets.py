@@ -5,6 +5,7 @@ import polars as pl
 
 from memory_assets.defs import freshness
 from memory_assets.defs.clock import Clock
+from memory_assets.defs.partitions import nights
 from memory_assets.defs.resources import MemoryRoot
 from memory_assets.lib.items import publish
 from memory_assets.lib.lifecycle.housekeeping import HousekeepingRefused, publish_housekeeping
@@ -12,6 +13,9 @@ from memory_assets.lib.lifecycle.housekeeping import HousekeepingRefused, publis
 
 @dg.asset(
     deps=["published_items"],
+    # One partition per night: the scheduled jobs run it for the day they fire on, and the
+    # partition key is their clock (defs/clock.py).
+    partitions_def=nights,
     group_name="lifecycle",
     kinds={"python", "parquet", "markdown"},
     code_version="lifecycle-v1",
@@ -21,9 +25,10 @@ def lessons_and_triggers(context: dg.AssetExecutionContext, config: Clock, memor
     """What the nightly "sleep" leaves the agent besides its items: the lessons learned
     from corrections (``MemoryClient.lessons()``), forward triggers due on a date
     (``MemoryClient.due_triggers()``), ``MEMORY.md`` with the promoted memories, and the
-    archive of purged, archived and cold items (kept forever, never deleted). The
-    lifecycle itself (decay, boosts, TTLs, purges, promotions) is applied to
-    ``memory_items`` as of the run's clock; its counts are reported here.
+    archive of purged, archived and cold items (kept forever, never deleted), as of the
+    night its partition names (each night replaces the last). The lifecycle itself
+    (decay, boosts, TTLs, purges, promotions) is applied to ``memory_items`` as of the
+    run's clock; its counts are reported here.
     """
     now = config.resolve(context)
     try:

@@ -1,4 +1,8 @@
-"""The memory's sleep: nightly, weekly and monthly jobs on cron, with a fallback sensor."""
+"""The memory's sleep: nightly, weekly and monthly jobs on cron, each run one ``nights``
+partition (the day it fires on), with a fallback sensor."""
+
+from datetime import timezone
+from typing import Any
 
 import dagster as dg
 
@@ -20,15 +24,21 @@ monthly_job = dg.define_asset_job(
                 "to cold, and write the health report.",
 )
 
-nightly_schedule = dg.ScheduleDefinition(
-    name="nightly_0200", job=nightly_job, cron_schedule=CRONS["nightly"],
-    default_status=dg.DefaultScheduleStatus.RUNNING,
-)
-weekly_schedule = dg.ScheduleDefinition(
-    name="weekly_sunday_0100", job=weekly_job, cron_schedule=CRONS["weekly"],
-    default_status=dg.DefaultScheduleStatus.RUNNING,
-)
-monthly_schedule = dg.ScheduleDefinition(
-    name="monthly_first_0300", job=monthly_job, cron_schedule=CRONS["monthly"],
-    default_status=dg.DefaultScheduleStatus.RUNNING,
-)
+
+
+def _nightly_partition(job: Any, name: str) -> dg.ScheduleDefinition:  # an unresolved asset job
+    """``job`` on its cron, each tick running the ``nights`` partition of the day it fires on
+    (so the partition key is the run's clock)."""
+
+    @dg.schedule(name=name, job=job, cron_schedule=CRONS[job.name], execution_timezone="UTC",
+                 default_status=dg.DefaultScheduleStatus.RUNNING)
+    def _schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
+        night = context.scheduled_execution_time.astimezone(timezone.utc).date().isoformat()
+        return dg.RunRequest(run_key=f"{job.name}:{night}", partition_key=night)
+
+    return _schedule
+
+
+nightly_schedule = _nightly_partition(nightly_job, "nightly_0200")
+weekly_schedule = _nightly_partition(weekly_job, "weekly_sunday_0100")
+monthly_schedule = _nightly_partition(monthly_job, "monthly_first_0300")

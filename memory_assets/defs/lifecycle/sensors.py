@@ -9,7 +9,8 @@ import polars as pl
 from memory_assets.defs.lifecycle.schedules import monthly_job, nightly_job, weekly_job
 from memory_assets.defs.resources import MemoryRoot
 from memory_assets.lib.lifecycle.job_runs import record_success
-from memory_assets.defs.scheduled_jobs import COVERS
+from memory_assets.defs.scheduled_jobs import COVERS, JOBS
+from memory_assets.lib import warehouse
 from memory_assets.defs.items.sensors import materialize_items_job
 from retrieval.jobs import mark_done, overdue, pending_requests
 
@@ -24,11 +25,14 @@ def overdue_jobs_sensor(context: dg.SensorEvaluationContext, memory: MemoryRoot)
     now = datetime.now(timezone.utc)
     late = overdue(memory.paths, memory.config, now)
     requests = pending_requests(memory.paths)
-    runs = [dg.RunRequest(job_name=job, run_key=f"overdue:{job}:{now.date().isoformat()}",
+    # A scheduled job runs tonight's ``nights`` partition: the night it makes up for.
+    tonight = now.date().isoformat()
+    runs = [dg.RunRequest(job_name=job, run_key=f"overdue:{job}:{tonight}", partition_key=tonight,
                           tags={"memory/trigger": "overdue"}) for job in late]
     for request in requests:
         job = "materialize_items" if request["job"] == "materialize" else request["job"]
         runs.append(dg.RunRequest(job_name=job, run_key=f"requested:{Path(request['file']).name}",
+                                  partition_key=tonight if job in JOBS else None,
                                   tags={"memory/trigger": "agent-request"}))
         mark_done(memory.paths, request)
     if not runs:
@@ -54,11 +58,12 @@ def job_success_sensor(context: dg.RunStatusSensorContext) -> None:
 def triggers_sensor(context: dg.SensorEvaluationContext, memory: MemoryRoot) -> dg.RunRequest | dg.SkipReason:
     """On the day a forward trigger is due ("next Friday", "in 6 months"), rebuilds the items
     once that morning so the trigger's memories are preloaded (boosted) for the agent."""
-    path = memory.paths.triggers
     today = datetime.now(timezone.utc).date()
-    if not path.exists():
+    triggers = warehouse.read_frame(memory.paths.triggers)
+    if triggers is None:
         return dg.SkipReason("no forward triggers yet")
-    due = pl.read_parquet(path).filter(pl.col("trigger_date") == today)
+    due = triggers.filter(pl.col("trigger_date") == today)
     if due.is_empty():
         return dg.SkipReason(f"no trigger due on {today}")
-    return dg.RunRequest(run_key=f"triggers:{today.isoformat()}", tags={"memory/trigger": "forward-trigger"})
+    return dg.RunRequest(run_key=f"triggers:{today.isoformat()}", partition_key=today.isoformat(),
+                         tags={"memory/trigger": "forward-trigger"})
