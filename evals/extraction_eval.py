@@ -47,9 +47,8 @@ from evals.scorers import (
     leak_reason,
     supersedes_overlap,
 )
-from memory_assets.lib.extraction.base import ExtractionFailed
+from memory_assets.lib.extraction.base import ExtractionFailed, segments
 from retrieval.llm import llm_configured
-from memory_assets.lib.extraction.preprocess import segments
 from memory_assets.lib.extraction.facts import build_facts
 from memory_assets.lib.extraction.session import choose_extractor
 from memory_assets.lib.ingest.transcripts import TranscriptError

@@ -1,7 +1,7 @@
 """kill -9 at any stage: the next `memory materialize` completes, with the same items.
 
 A real ``memory materialize`` process is killed with SIGKILL (``MEMORY_CRASH_AT``,
-``memory_assets/lib/faults.py``) after ingest wrote a session's turns, after extraction
+``warehouse.crash_point``) after ingest wrote a session's turns, after extraction
 wrote its facts, after the items were written to LanceDB, and while publishing (the tag
 moved, the snapshot not yet). Each time the agent keeps reading a published version,
 the next ``memory materialize`` recovers (the dead run failed, its ``duckdb`` slot

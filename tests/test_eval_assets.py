@@ -9,7 +9,7 @@ import dagster as dg
 
 from memory_assets.defs.evals.assets import extraction_eval, extraction_regression_gate
 from memory_assets.defs.resources import default_resources
-from memory_assets.lib import eval_history
+from evals import history as eval_history
 from retrieval.paths import DataRoot
 from tests.conftest import REPO
 

@@ -521,7 +521,7 @@ def test_memory_md_lists_active_promoted_items_by_category():
         status=pl.when(pl.col("id") == "old").then(pl.lit("superseded")).otherwise(pl.col("status")),
     )
     assert lifecycle.memory_md(items) == "\n".join([
-        "# MEMORY", "", lifecycle.promotion.INTRO, "",
+        "# MEMORY", "", lifecycle.housekeeping.INTRO, "",
         "## Health", "", "- Aaron is allergic to penicillin", "",
         "## Vehicle", "", "- Aaron's WRX has winter tires", "- Aaron's WRX oil change is due at 11,799 miles",
         "- Aaron's warranty renewal is $499 [untrusted]", "",

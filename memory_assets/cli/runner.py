@@ -14,12 +14,11 @@ from datetime import date, datetime, timezone
 
 import dagster as dg
 
-from memory_assets.lib.ingest import inbox_scan
+from memory_assets.lib.ingest import intake
 from memory_assets.lib.items import publish
 from memory_assets.lib.extraction import quarantine
 from memory_assets.cli import recovery
-from memory_assets.lib.lifecycle.job_runs import record_success
-from memory_assets.defs.scheduled_jobs import COVERS, JOBS, run_config, tick
+from memory_assets.defs.scheduled_jobs import COVERS, JOBS, record_success, run_config, tick
 from memory_assets.cli.instance import local_instance
 from memory_assets.defs.partitions import NIGHTS_START, nights, sessions
 from retrieval import jobs
@@ -39,7 +38,7 @@ class RunSummary:
 
 def pending_sessions(paths: DataRoot) -> tuple[list[str], list[str]]:
     """(sessions with unread inbox files, sessions only needing re-extraction)."""
-    unread = sorted(inbox_scan.pending_files(paths))
+    unread = sorted(intake.pending_files(paths))
     retry = set(quarantine.quarantined_sessions(paths))
     if paths.resources.exists():
         extracted = {p.stem for p in paths.extracted_facts.glob("*.parquet")} if paths.extracted_facts.exists() else set()

@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 
-from memory_assets.lib.ingest import inbox_scan
+from memory_assets.lib.ingest import intake
 from memory_assets.lib.extraction import quarantine
 from retrieval.paths import DataRoot
 from retrieval.store import ItemStore
@@ -27,8 +27,8 @@ def collect_stats(data_root: str | Path | None = None) -> dict[str, Any]:
                   if paths.rejections.exists() and any(paths.rejections.glob("*.parquet")) else None)
     return {
         "data_root": str(paths.root),
-        "sessions": len(inbox_scan.inbox_files(paths)),
-        "pending_sessions": len(inbox_scan.pending_files(paths)),
+        "sessions": len(intake.inbox_files(paths)),
+        "pending_sessions": len(intake.pending_files(paths)),
         "resources": _count_rows(paths.resources, "*/part-*.parquet"),
         "extracted_facts": _count_rows(paths.extracted_facts, "*.parquet"),
         "items": items.height,

@@ -1,9 +1,14 @@
-"""The scheduled jobs' selections and run configs, shared by schedules, sensors and ``memory run``."""
+"""The scheduled jobs' selections, run configs and crons, shared by schedules, sensors and
+``memory run``, and the record of when each last succeeded (read by ``retrieval.jobs``)."""
 
 from __future__ import annotations
 
 from datetime import date, datetime, time, timezone
 from typing import Any
+
+from memory_assets.lib import warehouse
+from retrieval.jobs import last_success
+from retrieval.paths import DataRoot
 
 JOBS = ("nightly", "weekly", "monthly")
 # A weekly or monthly run does the nightly work too, so its success counts for both.
@@ -40,3 +45,13 @@ def tick(job: str, day: date) -> datetime:
     is that night's run, replayed with the clock it would have had."""
     minute, hour = (int(f) for f in CRONS[job].split()[:2])
     return datetime.combine(day, time(hour, minute), tzinfo=timezone.utc)
+
+
+def record_success(paths: DataRoot, job: str, at: datetime) -> None:
+    """Record that ``job`` succeeded at ``at`` (``job_success_sensor`` for daemon runs,
+    ``memory run`` in process); the cron fallback and ``MemoryClient.overdue_jobs`` read it."""
+    runs = last_success(paths)
+    if job in runs and datetime.fromisoformat(runs[job]) >= at:
+        return
+    runs[job] = at.isoformat()
+    warehouse.write_json(paths.job_runs, runs, indent=1, sort_keys=True)

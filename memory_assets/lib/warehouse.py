@@ -12,6 +12,11 @@ here too, so storage rules hold everywhere at once:
   not a local disk is a matter of configuration (running the whole pipeline on one is
   the object-storage issue's work).
 - **One timestamp format** in file names: ``stamp(now)``, UTC, ``20260901T093000123456Z``.
+- **Crash points** for the recovery tests: ``MEMORY_CRASH_AT=<name>`` SIGKILLs the process
+  at that point between writes (``crash_point``); unset, nothing happens. The pipeline's
+  crash safety (nothing lost or duplicated, agents keep reading the last published
+  version, the next run completes) is specified by killing a real ``memory materialize``
+  at each one (``tests/test_crash_recovery.py``).
 
 ``tests/test_one_home.py`` fails when another pipeline module writes a file itself
 (``os.replace``, ``open(…, "w")``, ``write_parquet``, ``write_text``, ``write_bytes``).
@@ -22,6 +27,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import signal
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -49,6 +55,15 @@ def _local(path: PathLike) -> Path:
 def filesystem(path: PathLike) -> tuple[fsspec.AbstractFileSystem, str]:
     """The fsspec filesystem for ``path`` and the path within it."""
     return fsspec.core.url_to_fs(str(path))
+
+
+CRASH_POINTS = ("ingest", "extraction", "items_write", "publish")
+
+
+def crash_point(name: str) -> None:
+    """SIGKILL this process when ``MEMORY_CRASH_AT`` names this point (tests only)."""
+    if os.environ.get("MEMORY_CRASH_AT") == name:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def stamp(now: datetime) -> str:

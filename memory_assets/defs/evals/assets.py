@@ -7,7 +7,7 @@ from dagster_duckdb import DuckDBResource
 
 from memory_assets.defs.extraction.assets import EXTRACTION_CODE_VERSION
 from memory_assets.defs.resources import MemoryRoot
-from memory_assets.lib import eval_history
+from evals import history as eval_history
 from retrieval.llm import load_prompt
 
 # An F1 more than this below the best recorded run of the same extractor fails the gate.

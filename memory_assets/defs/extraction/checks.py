@@ -7,7 +7,7 @@ import dagster as dg
 from memory_assets.defs.resources import MemoryRoot
 from memory_assets.lib import warehouse as inputs
 from memory_assets.lib.quality import facts_report, schema_report
-from memory_assets.lib.quality.check_results import sessions_in_scope, to_check_result
+from memory_assets.defs.check_results import sessions_in_scope, to_check_result
 from retrieval.schema import FACT_SCHEMA
 
 

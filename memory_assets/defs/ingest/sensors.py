@@ -6,7 +6,7 @@ import hashlib
 import dagster as dg
 
 from memory_assets.defs.resources import MemoryRoot
-from memory_assets.lib.ingest import inbox_scan
+from memory_assets.lib.ingest import intake
 from memory_assets.defs.partitions import sessions
 
 ingest_session_job = dg.define_asset_job(
@@ -20,7 +20,7 @@ ingest_session_job = dg.define_asset_job(
 @dg.sensor(job=ingest_session_job, minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING)
 def inbox_sensor(context: dg.SensorEvaluationContext, memory: MemoryRoot) -> dg.SensorResult | dg.SkipReason:
     """Adds a ``sessions`` partition per new session and requests a run for every session with unread files."""
-    pending = inbox_scan.pending_files(memory.paths)
+    pending = intake.pending_files(memory.paths)
     if not pending:
         return dg.SkipReason("no unread transcripts in the inbox")
     known = set(context.instance.get_dynamic_partitions(sessions.name))

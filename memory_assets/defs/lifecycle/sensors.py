@@ -8,8 +8,7 @@ import polars as pl
 
 from memory_assets.defs.lifecycle.schedules import monthly_job, nightly_job, weekly_job
 from memory_assets.defs.resources import MemoryRoot
-from memory_assets.lib.lifecycle.job_runs import record_success
-from memory_assets.defs.scheduled_jobs import COVERS, JOBS
+from memory_assets.defs.scheduled_jobs import COVERS, JOBS, record_success
 from memory_assets.lib import warehouse
 from memory_assets.defs.items.sensors import materialize_items_job
 from retrieval.jobs import mark_done, overdue, pending_requests

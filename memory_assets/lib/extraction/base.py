@@ -1,12 +1,27 @@
-"""What every extractor promises: turns of one session in, candidate facts out."""
+"""What every extractor promises: turns of one session in, candidate facts out; and what
+it may look at (``segments``).
+
+What an extractor may look at: the transcript minus injected memory, split by trust.
+
+Both extractors call ``segments()`` so the rules below hold for both:
+- system messages are never a source of facts (restated system prompts are junk);
+- an injected memory block is removed before extraction (DESIGN principle 7);
+- tool output and text inside [UNTRUSTED DATA]…[/UNTRUSTED DATA] are untrusted;
+- what the user says about memory itself is never a fact: a turn withheld at ingest
+  ("don't remember this") and a request to forget ("forget what I told you about my
+  passport": ``memory_assets.lib.extraction.forgetting`` acts on it) are skipped.
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Protocol
 
 from retrieval.llm import LLMOutputFailed
-from retrieval.schema import Candidate, Turn
+from retrieval.privacy import WITHHELD, forget_request
+from retrieval.schema import UNTRUSTED_END, UNTRUSTED_START, Candidate, Turn
+from retrieval.text import strip_injected
 
 
 @dataclass
@@ -27,3 +42,43 @@ class Extractor(Protocol):
     version: str   # rule-set version or prompt hash; recorded on every fact
 
     def extract(self, turns: list[Turn]) -> ExtractionResult: ...
+
+
+# --- what an extractor may look at ---------------------------------------------------------
+
+_UNTRUSTED = re.compile(
+    re.escape(UNTRUSTED_START) + r"(.*?)(?:" + re.escape(UNTRUSTED_END) + r"|\Z)", re.DOTALL
+)
+
+
+@dataclass(frozen=True)
+class Segment:
+    turn: Turn
+    text: str
+    trusted: bool
+
+
+def segments(turns: list[Turn], header: str | None = None) -> list[Segment]:
+    """Split each turn into trusted and untrusted segments, injected memory removed
+    (``header``: the block's header line, default ``[injection] header``)."""
+    out: list[Segment] = []
+    for turn in turns:
+        if turn.role == "system" or turn.content.strip() == WITHHELD:
+            continue
+        if turn.role == "user" and turn.trust == "trusted" and forget_request(turn.content):
+            continue
+        text = strip_injected(turn.content, header)
+        whole_untrusted = turn.role == "tool" or turn.trust == "untrusted"
+        pos = 0
+        for match in _UNTRUSTED.finditer(text):
+            before = text[pos:match.start()].strip()
+            if before:
+                out.append(Segment(turn, before, not whole_untrusted))
+            inner = match.group(1).strip()
+            if inner:
+                out.append(Segment(turn, inner, False))
+            pos = match.end()
+        rest = text[pos:].strip()
+        if rest:
+            out.append(Segment(turn, rest, not whole_untrusted))
+    return out

@@ -24,8 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, field_validator
 
-from memory_assets.lib.extraction.base import ExtractionFailed, ExtractionResult
-from memory_assets.lib.extraction.preprocess import Segment, segments
+from memory_assets.lib.extraction.base import ExtractionFailed, ExtractionResult, Segment, segments
 from retrieval.config import MemoryConfig
 from retrieval.llm import (
     InvalidReply,

@@ -19,7 +19,7 @@ import re
 
 from memory_assets.lib.extraction import cues as C
 from memory_assets.lib.extraction import rules as R
-from memory_assets.lib.extraction.base import ExtractionResult
+from memory_assets.lib.extraction.base import ExtractionResult, Segment, segments
 from memory_assets.lib.extraction.clauses import (Categorizer, clauses, content_words, drop_tail_question, entities_of,
                                                   finish, has_verb, is_chatter, is_question, is_specific, kind_of,
                                                   sentences, speaker_name, split_caption, split_label, strength_of,
@@ -29,7 +29,6 @@ from memory_assets.lib.extraction.exchange import (addressee_of, answer_details,
                                                    token_set, we_as_i)
 from memory_assets.lib.extraction.people import (Mention, Voice, antecedent_in, as_said, note_people, resolve_people,
                                                  resolve_pronoun, rewrite_first_person)
-from memory_assets.lib.extraction.preprocess import Segment, segments
 from memory_assets.lib.items.gate import steers_agent
 from retrieval.config import MemoryConfig
 from retrieval.schema import Candidate, Turn

@@ -19,7 +19,6 @@ from memory_assets.lib.extraction import forgetting, quarantine
 from memory_assets.lib.extraction.base import ExtractionFailed, ExtractionResult, Extractor
 from memory_assets.lib.extraction.facts import GatedFacts, build_facts
 from memory_assets.lib.extraction.offline import OfflineExtractor
-from memory_assets.lib.faults import crash_point
 from retrieval import events
 from retrieval.config import MemoryConfig
 from retrieval.llm import Prompt, Usage, load_prompt
@@ -98,7 +97,7 @@ def extract_session(paths: DataRoot, session_id: str, extractor: Extractor, conf
     retired = _retire_what_was_asked(paths, asked, gated.namespace, session_id, now)
     warehouse.write_frame(warehouse.fact_file(paths, session_id), gated.facts)
     warehouse.write_frame(paths.rejections / f"{session_id}.parquet", gated.rejections)
-    crash_point("extraction")
+    warehouse.crash_point("extraction")
     resolved = quarantine.resolve(paths, session_id) if failed is None else False
     cost = Usage(0, result.prompt_tokens, result.completion_tokens).cost_usd(config)
     # One row per run, so the health report can show extraction cost over time.

@@ -15,8 +15,6 @@ from datetime import datetime
 from pathlib import Path
 
 from memory_assets.lib import warehouse
-from memory_assets.lib.faults import crash_point
-from memory_assets.lib.ingest import inbox_scan
 from memory_assets.lib.ingest.transcripts import TranscriptError, parse_transcript
 from memory_assets.lib.ingest.turns import new_turns
 from retrieval.config import MemoryConfig, load_config
@@ -59,6 +57,48 @@ def ingest_paths(files: list[Path], data_root: str | Path | None = None, *, fmt:
     return report
 
 
+# --- which inbox files are unread ----------------------------------------------------------
+#
+# Inbox files are immutable and content-named; ``store_session`` leaves a marker in the
+# ingest ledger for each file it has read, so "pending" is a set difference that the
+# sensor, the CLI and the evals compute the same way.
+
+def inbox_files(paths: DataRoot) -> dict[str, list[Path]]:
+    """session id → its inbox files, oldest first (temporary files are skipped)."""
+    out: dict[str, list[Path]] = {}
+    if not paths.inbox.exists():
+        return out
+    for session_dir in sorted(p for p in paths.inbox.iterdir() if p.is_dir()):
+        files = [f for f in session_dir.glob("*.jsonl") if not f.name.startswith(".")]
+        if files:
+            out[session_dir.name] = sorted(files, key=lambda f: (f.stat().st_mtime_ns, f.name))
+    return out
+
+
+def _marker(paths: DataRoot, session_id: str, file: Path) -> Path:
+    return paths.ingest_ledger / session_id / f"{file.name}.done"
+
+
+def is_consumed(paths: DataRoot, session_id: str, file: Path) -> bool:
+    return warehouse.exists(_marker(paths, session_id, file))
+
+
+def mark_consumed(paths: DataRoot, session_id: str, file: Path) -> None:
+    warehouse.write_bytes(_marker(paths, session_id, file), b"", durable=False)
+
+
+def pending_files(paths: DataRoot) -> dict[str, list[Path]]:
+    """session id → inbox files not yet read into ``resources``."""
+    pending: dict[str, list[Path]] = {}
+    for session_id, files in inbox_files(paths).items():
+        todo = [f for f in files if not is_consumed(paths, session_id, f)]
+        if todo:
+            pending[session_id] = todo
+    return pending
+
+
+# --- storing a session's turns --------------------------------------------------------------
+
 @dataclass
 class StoredTurns:
     """What one session's unread inbox files added to the stored turns."""
@@ -74,15 +114,15 @@ def store_session(paths: DataRoot, session_id: str, config: MemoryConfig, now: d
     """Store the new turns of ``session_id``'s unread inbox files (credentials redacted),
     log the lines that could not be read, and mark the files consumed."""
     stored = warehouse.resource_ids(paths, [session_id]).to_list()
-    files = inbox_scan.pending_files(paths).get(session_id, [])
+    files = pending_files(paths).get(session_id, [])
     found = new_turns(files, session_id, stored, max_message_bytes=int(config.ingest.max_message_bytes),
                       pii=pii_from_config(config), now=now)
     if found.frame.height:
         warehouse.write_frame(paths.resources / session_id / found.part_name, found.frame)
-        crash_point("ingest")
+        warehouse.crash_point("ingest")
     if found.errors:
         warehouse.write_json(paths.ingest_errors / f"{session_id}-{warehouse.stamp(now)}.json", found.errors, indent=1)
     for file in files:
-        inbox_scan.mark_consumed(paths, session_id, file)
+        mark_consumed(paths, session_id, file)
     return StoredTurns(found.frame.height, len(set(stored)) + found.frame.height, len(files), found.errors,
                        int(found.redacted))

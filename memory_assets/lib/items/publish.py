@@ -18,7 +18,6 @@ import numpy as np
 import polars as pl
 
 from memory_assets.lib import warehouse
-from memory_assets.lib.faults import crash_point
 from retrieval.paths import DataRoot
 from retrieval.store import ITEMS_TABLE, PUBLISHED_TAG, ItemStore
 from retrieval.spans import spanned, timed
@@ -150,7 +149,7 @@ def publish(paths: DataRoot, written: ItemsVersion, *, record: bool = True) -> N
         table.tags.update(PUBLISHED_TAG, written.version)
     else:
         table.tags.create(PUBLISHED_TAG, written.version)
-    crash_point("publish")  # the tag moved, the snapshot not yet
+    warehouse.crash_point("publish")  # the tag moved, the snapshot not yet
     warehouse.copy(written.parquet, paths.published_items)
     if record:
         entries = [v.to_json() for v in history(paths) if v.version != written.version] + [written.to_json()]

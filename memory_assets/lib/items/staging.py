@@ -14,7 +14,6 @@ from datetime import datetime, timezone
 import polars as pl
 
 from memory_assets.lib import warehouse
-from memory_assets.lib.faults import crash_point
 from memory_assets.lib.items import feedback, publish
 from memory_assets.lib.items.rebuild import Rebuilt, rebuild_items
 from memory_assets.lib.lifecycle import sweeps
@@ -77,7 +76,7 @@ def stage_items(paths: DataRoot, model: TextEmbedder, config: MemoryConfig, now:
     written = publish.write_items(paths, built.items, built.vectors, now, search_text=built.search_text)
     written = publish.ItemsVersion(**{**written.__dict__, "event_files": [f.name for f in batch.files],
                                       "sweep_files": [s.file for s in pending]})
-    crash_point("items_write")
+    warehouse.crash_point("items_write")
     publish.stage(paths, written)
     if built.consolidated.merges:
         warehouse.write_frame(paths.merges / f"merges-{warehouse.stamp(now)}.parquet",

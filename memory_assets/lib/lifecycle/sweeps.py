@@ -19,8 +19,7 @@ from datetime import datetime
 import polars as pl
 
 from memory_assets.lib import warehouse
-from memory_assets.lib.lifecycle.lifecycle_report import LifecycleReport
-from memory_assets.lib.lifecycle.policy import archive_unaccessed, to_cold
+from memory_assets.lib.lifecycle.policy import LifecycleReport, archive_unaccessed, to_cold
 from retrieval.config import MemoryConfig
 from retrieval.paths import DataRoot
 

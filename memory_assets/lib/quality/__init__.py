@@ -2,7 +2,7 @@
 
 Each suite is a plain function over polars frames (or an arrow table) that returns a
 ``QualityReport``; Dagster asset checks in ``defs/<area>/checks.py`` are thin shells
-over them (``check_results.to_check_result``). The expectations are Great Expectations
+over them (``defs/check_results.py``: ``to_check_result``). The expectations are Great Expectations
 1.x rules, run by ``validation.validate`` against one cached ephemeral context.
 
 | suite | module | guards |

@@ -17,7 +17,7 @@ import polars as pl
 from retrieval.paths import DataRoot
 from memory_assets.lib import warehouse
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 
 def git_revision() -> str:
