@@ -55,6 +55,19 @@ def test_extraction_writes_the_directive_and_the_days_and_the_lifecycle_reads_th
     assert triggers["trigger_date"].to_list() == [date(2026, 9, 25)]
 
 
+def test_a_rule_for_the_assistant_carries_its_directive_from_the_request_not_from_its_sentence():
+    """The offline extractor makes the rule's imperative from the request's own words and
+    renders the sentence from the same words; a later sentence's details extend both."""
+    said = ("Please don't force-push to main.", "Always use pnpm, not npm.")
+    candidates = [c for text in said for c in OfflineExtractor(CONFIG).extract([_turn(1, text)]).candidates]
+    rules = {c.content: c.directive for c in candidates if c.directive is not None}
+    assert rules == {"Priya wants the assistant not to force-push to main.": "Don't force-push to main",
+                     "Priya wants the assistant to always use pnpm, not npm.": "Always use pnpm, not npm"}
+    # What stays a plain fact carries no directive, however it is worded.
+    plain = [_turn(1, "My sister wants the assistant to stop calling her Mel.")]
+    assert all(c.directive is None for c in OfflineExtractor(CONFIG).extract(plain).candidates)
+
+
 def test_reported_speech_names_its_speaker_in_a_field():
     turns = [_turn(1, "Fitting into the new team's style of play was a challenge during pre-season.", "John"),
              _turn(2, "That sounds tough, John.", "Gina")]

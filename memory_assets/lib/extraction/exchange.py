@@ -82,7 +82,7 @@ def denial_of(cand: Candidate, claims: list[tuple[int, str]], names: tuple[str, 
     """A user's denial of what the assistant or a page said earlier ("Hannah does not work
     at Mozilla" after the assistant's "you're a senior engineer at Mozilla") is a
     correction, and names the claim it replaces."""
-    if (cand.source_trust != "trusted" or cand.supersedes is not None or " wants the assistant " in cand.content
+    if (cand.source_trust != "trusted" or cand.supersedes is not None or cand.directive is not None
             or not NEGATION.search(cand.content)):
         return cand  # "never disable verification" is a standing rule, not a denial
     mine = token_set(cand.content, names)

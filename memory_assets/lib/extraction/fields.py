@@ -57,6 +57,28 @@ def _imperative(body: str) -> str:
     return _capital(body)
 
 
+def _request_text(text: str) -> str:
+    """A request's words as they read at the end of a fact: one space, no closing punctuation."""
+    text = re.sub(r"\s+", " ", text).strip()
+    return re.sub(r"[.!?]*$", "", text).rstrip(" ,;:-").rstrip(".!;: ")
+
+
+def assistant_directive(person: str, request: str) -> str:
+    """What ``person`` asks of the assistant, as the imperative it follows, made from the
+    request's own words when the fact is made (never read back from the fact's sentence):
+    "to always run make lint" → "Always run make lint", "not to push" → "Don't push",
+    "to switch from black to ruff" → "Priya prefers ruff over black"."""
+    body = _request_text(request)
+    if s := _SWITCH.match(body):
+        return f"{_capital(person)} prefers {s['new']} over {s['old']}"
+    return _imperative(body)
+
+
+def extended_directive(directive: str, details: str) -> str:
+    """A directive with the details a later sentence or reply added ("…, Sundays at 4pm")."""
+    return _request_text(f"{directive}, {details}")
+
+
 def lesson_text(content: str) -> str:
     """A fact's wording as a lesson (the wording itself when no rewrite applies)."""
     text = content.strip().rstrip(".!;: ")
@@ -90,9 +112,10 @@ def directive_of(content: str, kind: str) -> str | None:
 
 def read_fields(content: str, kind: str, said_at: datetime, *, directive: str | None = None,
                 remind_on: list[date] | None = None) -> dict[str, Any]:
-    """``directive`` and ``remind_on`` for a fact, the given ones first."""
+    """``directive`` and ``remind_on`` for a fact, the given ones first. Only the kinds that
+    make lessons (``LESSON_KINDS``) carry a directive."""
     return {
-        "directive": directive if directive is not None else directive_of(content, kind),
+        "directive": directive_of(content, kind) if directive is None else directive if kind in LESSON_KINDS else None,
         "remind_on": list(remind_on) if remind_on is not None else future_dates(content, said_at),
     }
 

@@ -27,6 +27,7 @@ from memory_assets.lib.extraction.clauses import (Categorizer, clauses, content_
 from memory_assets.lib.extraction.exchange import (addressee_of, answer_details, appositive, confirms, denial_of,
                                                    informative, is_denied, lower_lead, recent_memo, settle_reversals,
                                                    token_set, we_as_i)
+from memory_assets.lib.extraction.fields import assistant_directive, extended_directive
 from memory_assets.lib.extraction.people import (Mention, Voice, antecedent_in, as_said, note_people, resolve_people,
                                                  resolve_pronoun, rewrite_first_person)
 from memory_assets.lib.items.gate import steers_agent
@@ -88,7 +89,8 @@ class OfflineExtractor:
                             said = rewrite_first_person(details, Voice(speaker_name(reply), "the assistant"))
                             last = confirmed[-1]
                             confirmed[-1] = dataclasses.replace(
-                                last, content=finish(f"{last.content.rstrip('.')}, {lower_lead(said)}"))
+                                last, content=finish(f"{last.content.rstrip('.')}, {lower_lead(said)}"),
+                                directive=last.directive and extended_directive(last.directive, lower_lead(said)))
                             absorbed[reply.turn] = finish(said).lower()
                         found += confirmed
                 elif turn.role == "user":
@@ -126,7 +128,9 @@ class OfflineExtractor:
             # "I finally bought a kiln! A used Skutt KM-818, 600 dollars from a retiring
             # teacher.": a verbless sentence right after a fact describes that fact.
             if previous is not None and (tail := appositive(sentence, all_names)):
-                merged = dataclasses.replace(previous, content=finish(f"{previous.content.rstrip('.')}, {tail}"))
+                merged = dataclasses.replace(
+                    previous, content=finish(f"{previous.content.rstrip('.')}, {tail}"),
+                    directive=previous.directive and extended_directive(previous.directive, tail))
                 found[found.index(previous)] = merged
                 previous = None
                 continue
@@ -278,8 +282,12 @@ class OfflineExtractor:
             # "No, never." / "Yes, always.": an answer, with the rule itself in the question.
             if not content_words(re.sub(r"^(?:not to|to)\s+(?:always|never)?", "", body, flags=re.IGNORECASE), (n,)):
                 return False
-            content = finish(f"{n} wants the assistant {rewrite_first_person(body, voice)}")
-            return self._candidate(content, clause, sentence, turn, voice, kind, remember)
+            # Structure first: the rule's imperative is made from the request itself, and
+            # the sentence is rendered from the same words.
+            request = rewrite_first_person(body, voice)
+            content = finish(f"{n} wants the assistant {request}")
+            return self._candidate(content, clause, sentence, turn, voice, kind, remember,
+                                   directive=assistant_directive(n, request))
         if C.REMIND_ME.match(clause):
             body = C.REMIND_ME.sub("", clause)
             if DATE.match(body) or C.WEEKDAY.match(body):
@@ -305,10 +313,11 @@ class OfflineExtractor:
 
     def _candidate(self, content: str, clause: str, sentence: str, turn: Turn, voice: Voice, kind: str,
                    remember: bool, *, strength: str | None = None, provenance: str = "user_stated",
-                   trust: str = "trusted", turns: list[int] | None = None, extra: tuple[str, ...] = ()) -> Candidate:
+                   trust: str = "trusted", turns: list[int] | None = None, extra: tuple[str, ...] = (),
+                   directive: str | None = None) -> Candidate:
         if trust == "untrusted":
             default = C.UNTRUSTED_DEFAULT_CATEGORY
-        elif content.startswith(f"{voice.name} wants the assistant"):
+        elif directive is not None:  # a standing rule for the assistant
             default = C.STANDING_DECISION_CATEGORY if self.config.tier_for(kind) == "permanent" else C.RULE_DEFAULT_CATEGORY
         elif R.FIRST_PERSON.search(clause) or voice.name in content:
             default = C.LIFE_DEFAULT_CATEGORY
@@ -337,6 +346,7 @@ class OfflineExtractor:
             supersedes=supersedes_of(clause) if kind == "correction" or kind == "decision" and C.REPLACES.search(clause) else None,
             # Whom it is about: the speaker, when the fact is said of them by name.
             subject=voice.name if voice.name not in ("User", "the assistant") and content.startswith(voice.name) else None,
+            directive=directive,
         )
 
     # An assistant statement the user confirmed.
@@ -348,9 +358,9 @@ class OfflineExtractor:
         voice = Voice("the assistant", user)
         sources = sorted({seg.turn.turn, reply.turn})
 
-        def confirmed(content: str, clause: str, sentence: str, kind: str) -> Candidate:
+        def confirmed(content: str, clause: str, sentence: str, kind: str, directive: str | None = None) -> Candidate:
             return self._candidate(content, clause, sentence, seg.turn, Voice(user, None), kind, False,
-                                   strength="implied", provenance="observed", turns=sources)
+                                   strength="implied", provenance="observed", turns=sources, directive=directive)
 
         said = sentences(seg.text)
         if said and said[-1].rstrip().endswith("?"):
@@ -361,7 +371,8 @@ class OfflineExtractor:
                 dated = DATE.search(body) or C.WEEKDAY.search(body) or C.TIME_ANCHOR.search(body)
                 if len(content_words(body)) < 2 or not (C.STANDING.search(body) or dated):
                     return []  # "Shall I add tests?" "Yes.": a task for now, not a memory
-                return [confirmed(finish(f"{user} wants the assistant to {body}"), question, said[-1], "decision")]
+                return [confirmed(finish(f"{user} wants the assistant to {body}"), question, said[-1], "decision",
+                                  directive=assistant_directive(user, f"to {body}"))]
             for pattern, lead in C.ASSISTANT_QUESTIONS:
                 if asked := pattern.match(question):
                     content = finish(rewrite_first_person(lead + asked.group(1), voice))
