@@ -138,7 +138,7 @@ def test_an_agent_request_is_run_by_the_next_materialize(tmp_path, instance):
 
 def test_the_sensor_honours_an_agent_request(tmp_path, instance):
     from memory_assets.defs.lifecycle.sensors import overdue_jobs_sensor
-    from memory_assets.defs.resources import MemoryRoot
+    from memory_assets.defs.runtime import MemoryRoot
     from memory_assets.defs.scheduled_jobs import record_success
 
     paths = DataRoot.resolve(tmp_path / "data")

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import dagster as dg
 
 from memory_assets.defs.evals.assets import extraction_eval, extraction_regression_gate
-from memory_assets.defs.resources import default_resources
+from memory_assets.defs.runtime import default_resources
 from evals import history as eval_history
 from retrieval.paths import DataRoot
 from tests.conftest import REPO

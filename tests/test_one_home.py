@@ -257,6 +257,8 @@ def test_no_module_name_means_two_things():
             if path.name != "__init__.py":
                 names.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
     assert {name: paths for name, paths in names.items() if len(paths) > 1} == {}
+    # "resources" are the stored turns (the asset): Dagster's resources live in defs/runtime.py.
+    assert sorted(str(p.relative_to(ROOT)) for p in (ROOT / "memory_assets").rglob("resources.py")) == []
 
 
 def test_lib_is_pipeline_logic_and_dagster_objects_live_in_defs():

@@ -18,7 +18,7 @@ import polars as pl
 import pyarrow as pa
 import pytest
 
-from memory_assets.defs.resources import default_resources
+from memory_assets.defs.runtime import default_resources
 from memory_assets.definitions import defs
 from memory_assets.lib.items import publish
 from memory_assets.lib.items.dedup import content_hash

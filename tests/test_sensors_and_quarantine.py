@@ -9,7 +9,7 @@ import polars as pl
 
 from memory_assets.defs.extraction.sensors import quarantine_retry_sensor
 from memory_assets.defs.ingest.sensors import inbox_sensor
-from memory_assets.defs.resources import MemoryRoot
+from memory_assets.defs.runtime import MemoryRoot
 from memory_assets.lib.extraction import quarantine
 from memory_assets.lib.ingest.intake import ingest_paths
 from memory_assets.cli.runner import materialize_pending

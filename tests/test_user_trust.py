@@ -261,7 +261,7 @@ def test_an_overdue_trigger_is_returned_once(tmp_path):
 
 def test_the_daemon_extracts_a_stored_session_that_has_no_facts(tmp_path, instance):
     from memory_assets.defs.extraction.sensors import unextracted_sessions_sensor
-    from memory_assets.defs.resources import MemoryRoot
+    from memory_assets.defs.runtime import MemoryRoot
 
     paths = DataRoot.resolve(tmp_path / "data")
     (paths.resources / "s-lost").mkdir(parents=True)
@@ -382,7 +382,7 @@ def test_the_automation_sensor_runs_by_default():
 
 
 def test_an_api_key_alone_does_not_switch_to_the_paid_llm(monkeypatch):
-    from memory_assets.defs.resources import ExtractorResource
+    from memory_assets.defs.runtime import ExtractorResource
 
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key-000000000000")
     assert ExtractorResource(mode="auto").build(CONFIG).name == "offline"

@@ -73,7 +73,7 @@ QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 def bound_definitions(data_root: str, extractor: str | None) -> tuple[list, dict]:
     """Every asset and check of the code location, and resources bound to this data root
     and the chosen extractor (benches and tests materialize selections of them)."""
-    from memory_assets.defs.resources import ExtractorResource, default_resources
+    from memory_assets.defs.runtime import ExtractorResource, default_resources
     from memory_assets.definitions import defs
 
     loaded = defs()

@@ -6,7 +6,7 @@ import polars as pl
 
 from memory_assets.lib import warehouse
 from memory_assets.defs import freshness
-from memory_assets.defs.resources import EmbedderResource, MemoryRoot
+from memory_assets.defs.runtime import EmbedderResource, MemoryRoot
 from memory_assets.lib import archive, summaries
 from memory_assets.lib.items import publish
 from retrieval.llm import load_prompt

@@ -6,7 +6,7 @@ import dagster as dg
 from dagster_duckdb import DuckDBResource
 
 from memory_assets.defs.extraction.assets import EXTRACTION_CODE_VERSION
-from memory_assets.defs.resources import MemoryRoot
+from memory_assets.defs.runtime import MemoryRoot
 from evals import history as eval_history
 from retrieval.llm import load_prompt
 

@@ -4,7 +4,7 @@ import dagster as dg
 
 from memory_assets.defs.clock import run_now
 from memory_assets.defs.partitions import sessions
-from memory_assets.defs.resources import ExtractorResource, MemoryRoot
+from memory_assets.defs.runtime import ExtractorResource, MemoryRoot
 from memory_assets.lib.extraction.session import code_version, extract_session
 from retrieval.llm import load_prompt
 

@@ -3,7 +3,7 @@
 
 import dagster as dg
 
-from memory_assets.defs.resources import MemoryRoot
+from memory_assets.defs.runtime import MemoryRoot
 from memory_assets.lib.extraction import quarantine
 
 extract_session_job = dg.define_asset_job(

@@ -4,7 +4,7 @@ import dagster as dg
 import polars as pl
 
 from memory_assets.defs import freshness
-from memory_assets.defs.resources import MemoryRoot
+from memory_assets.defs.runtime import MemoryRoot
 from memory_assets.lib import health, warehouse
 from memory_assets.defs.clock import Clock
 from retrieval.store import ItemStore

@@ -5,7 +5,7 @@ import dagster as dg
 
 from memory_assets.defs.clock import run_now
 from memory_assets.defs.partitions import sessions
-from memory_assets.defs.resources import MemoryRoot
+from memory_assets.defs.runtime import MemoryRoot
 from memory_assets.lib.ingest.intake import store_session
 
 

@@ -4,7 +4,7 @@ from collections.abc import Iterator
 
 import dagster as dg
 
-from memory_assets.defs.resources import MemoryRoot
+from memory_assets.defs.runtime import MemoryRoot
 from memory_assets.lib import warehouse as inputs
 from memory_assets.lib.quality import resources_report, schema_report
 from memory_assets.defs.check_results import sessions_in_scope, to_check_result

@@ -5,7 +5,7 @@ import hashlib
 
 import dagster as dg
 
-from memory_assets.defs.resources import MemoryRoot
+from memory_assets.defs.runtime import MemoryRoot
 from memory_assets.lib.ingest import intake
 from memory_assets.defs.partitions import sessions
 

@@ -9,7 +9,7 @@ from dagster_duckdb import DuckDBResource
 
 from memory_assets.defs import freshness
 from memory_assets.defs.clock import Clock
-from memory_assets.defs.resources import EmbedderResource, MemoryRoot
+from memory_assets.defs.runtime import EmbedderResource, MemoryRoot
 from memory_assets.lib import warehouse
 from memory_assets.lib.items import publish
 from memory_assets.lib.items.staging import PublishRefused, publish_staged, stage_items

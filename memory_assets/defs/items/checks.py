@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import dagster as dg
 
-from memory_assets.defs.resources import MemoryRoot
+from memory_assets.defs.runtime import MemoryRoot
 from memory_assets.lib.items.staging import STAGED_CHECKS, audit_staged
 from memory_assets.lib.quality import audit, embeddings_report
 from memory_assets.defs.check_results import failed_result, to_check_result

@@ -4,7 +4,7 @@ import hashlib
 
 import dagster as dg
 
-from memory_assets.defs.resources import MemoryRoot
+from memory_assets.defs.runtime import MemoryRoot
 
 fold_feedback_job = dg.define_asset_job(
     "fold_feedback",

@@ -5,7 +5,7 @@ import polars as pl
 
 from memory_assets.defs import freshness
 from memory_assets.defs.clock import Clock
-from memory_assets.defs.resources import MemoryRoot
+from memory_assets.defs.runtime import MemoryRoot
 from memory_assets.lib.lifecycle import sweeps
 from retrieval.store import ItemStore
 

@@ -6,7 +6,7 @@ import polars as pl
 from memory_assets.defs import freshness
 from memory_assets.defs.clock import Clock
 from memory_assets.defs.partitions import nights
-from memory_assets.defs.resources import MemoryRoot
+from memory_assets.defs.runtime import MemoryRoot
 from memory_assets.lib.items import publish
 from memory_assets.lib.lifecycle.housekeeping import HousekeepingRefused, publish_housekeeping
 

@@ -2,7 +2,7 @@
 
 import dagster as dg
 
-from memory_assets.defs.resources import MemoryRoot
+from memory_assets.defs.runtime import MemoryRoot
 from memory_assets.lib import warehouse
 from memory_assets.defs.check_results import failed_result, to_check_result
 from memory_assets.lib.quality.citation_suite import lifecycle_report

@@ -7,7 +7,7 @@ import dagster as dg
 import polars as pl
 
 from memory_assets.defs.lifecycle.schedules import monthly_job, nightly_job, weekly_job
-from memory_assets.defs.resources import MemoryRoot
+from memory_assets.defs.runtime import MemoryRoot
 from memory_assets.defs.scheduled_jobs import COVERS, JOBS, record_success
 from memory_assets.lib import warehouse
 from memory_assets.defs.items.sensors import materialize_items_job
@@ -43,7 +43,7 @@ def overdue_jobs_sensor(context: dg.SensorEvaluationContext, memory: MemoryRoot)
                       default_status=dg.DefaultSensorStatus.RUNNING)
 def job_success_sensor(context: dg.RunStatusSensorContext) -> None:
     """Records each scheduled job's success where the agent and the fallback can read it."""
-    from memory_assets.defs.resources import default_resources
+    from memory_assets.defs.runtime import default_resources
 
     memory = default_resources()["memory"]
     finished = context.dagster_run

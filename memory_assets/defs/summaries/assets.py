@@ -4,7 +4,7 @@ import dagster as dg
 
 from memory_assets.defs import freshness
 from memory_assets.defs.clock import Clock
-from memory_assets.defs.resources import EmbedderResource, MemoryRoot
+from memory_assets.defs.runtime import EmbedderResource, MemoryRoot
 from memory_assets.lib.summaries import SummariesRefused, update_summaries
 from retrieval.llm import load_prompt
 

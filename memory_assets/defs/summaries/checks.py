@@ -3,7 +3,7 @@
 import dagster as dg
 import polars as pl
 
-from memory_assets.defs.resources import MemoryRoot
+from memory_assets.defs.runtime import MemoryRoot
 from memory_assets.defs.check_results import failed_result, to_check_result
 from memory_assets.lib.quality.citation_suite import citations_report
 from retrieval.store import ItemStore

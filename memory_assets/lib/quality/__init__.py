@@ -7,11 +7,11 @@ over them (``defs/check_results.py``: ``to_check_result``). The expectations are
 
 | suite | module | guards |
 |---|---|---|
-| ``schema_report`` | ``schema`` | Parquet columns and types against ``retrieval.schema`` |
-| ``resources_report`` | ``resources`` | stored turns |
-| ``facts_report``, ``items_report`` | ``items`` | extracted facts, memory items |
-| ``embeddings_report`` | ``embeddings`` | LanceDB vectors and the full-text index |
-| ``citations_report`` | ``citations`` | summaries, insights, the health report: documents citing items |
+| ``schema_report`` | ``schema_suite`` | Parquet columns and types against ``retrieval.schema`` |
+| ``resources_report`` | ``resources_suite`` | stored turns |
+| ``facts_report``, ``items_report`` | ``items_suite`` | extracted facts, memory items |
+| ``embeddings_report`` | ``embeddings_suite`` | LanceDB vectors and the full-text index |
+| ``citations_report`` | ``citation_suite`` | summaries, insights, the health report: documents citing items |
 
 A new suite is one function: derive any referential column in polars (the cited item
 ids that do not exist, as ``citations`` does), list ``Rule``s, and call ``validate``.
@@ -22,7 +22,7 @@ from memory_assets.lib.quality.credential_scan import ScanLedger
 from memory_assets.lib.quality.embeddings_suite import MODEL_DIMENSIONS, embeddings_report, index_report, vectors_report
 from memory_assets.lib.quality.items_suite import facts_report, items_report
 from memory_assets.lib.quality.suite_report import Finding, QualityReport
-from memory_assets.lib.quality.resources import resources_report
+from memory_assets.lib.quality.resources_suite import resources_report
 from memory_assets.lib.quality.schema_suite import schema_report
 
 __all__ = [

@@ -1,4 +1,5 @@
-"""The pipeline's resources: where the data root is, which extractor and embedder to use."""
+"""What every asset is given at run time (Dagster resources): the data root and config, the
+extractor and embedder to use, and DuckDB."""
 
 
 import os
