@@ -36,7 +36,6 @@ from datetime import date, datetime, time
 
 from dateutil.relativedelta import MO, SA, relativedelta, weekdays
 from dateutil.rrule import MONTHLY, rrule
-from lemminflect import getAllLemmas, getInflection, getLemma
 
 from retrieval.schema import INJECTION_END, INJECTION_START
 
@@ -404,6 +403,9 @@ def third_person(verb: str) -> str:
     "do" → "does", "don't" → "doesn't", "am" → "is". A form that is not the base ("went",
     "used", "rebased") is returned as it is: it already agrees. Unknown verbs ("rebase",
     "ssh") are inflected by lemminflect's rules for words outside its lexicon."""
+    # Imported here: agents import this module, and only extraction rewrites verbs (62 ms).
+    from lemminflect import getAllLemmas, getInflection, getLemma
+
     low = verb.lower()
     if low in _BE:
         return _cased(verb, _BE[low])
