@@ -12,11 +12,12 @@ import pytest
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
+from evals.locomo import default_dir as default_locomo_dir  # noqa: E402
 from tests.fake_openai import fake_openai  # noqa: E402,F401  (fixture)
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "data" / "samples"
-LOCOMO = REPO.parent / "shared" / "datasets" / "locomo"
+LOCOMO = default_locomo_dir()  # the shared folder beside or above the clone, or MEMORY_LOCOMO_DIR
 
 
 @pytest.fixture(autouse=True)

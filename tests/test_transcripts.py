@@ -35,6 +35,7 @@ def test_openai_chat_file_is_one_session_named_after_the_file():
     assert [m["turn"] for m in parsed.messages] == list(range(1, len(parsed.messages) + 1))
 
 
+@pytest.mark.skipif(not (LOCOMO / "conv-26.json").exists(), reason="LoCoMo dataset not present")
 def test_locomo_sessions_keep_dates_and_dia_ids():
     parsed = parse_transcript(LOCOMO / "conv-26.json")
     assert parsed.format == "locomo" and not parsed.errors
