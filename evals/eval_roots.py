@@ -5,12 +5,13 @@ and cached.
 
 The steps are the ones the assets call (``lib/<stage>``), in the order the asset graph
 runs them: store each session's turns, extract them, stage the items, audit them,
-publish them; then the nightly work as of the same clock (items again, the lifecycle's
-lessons and triggers, the category summaries tier 1 answers from).
+publish them; then the nightly work as of the same clock (the lessons and triggers, the
+category summaries tier 1 answers from).
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -31,8 +32,9 @@ from retrieval.paths import DataRoot
 
 
 # Bump when how the eval builds a data root changes, so roots built the old way are not
-# reused (4: built in process by the stage steps, keyed by the pipeline's source).
-BUILD_RECIPE = "4"
+# reused (4: built in process by the stage steps, keyed by the pipeline's source;
+# 5: the items built once).
+BUILD_RECIPE = "5"
 # Config sections only retrieval reads; every other section can change what a build holds.
 QUERY_TIME_CONFIG = ("injection", "ranking", "source")
 # The code a built root depends on: any change to the pipeline's or the reader's source rebuilds it.
@@ -53,8 +55,9 @@ def default_extractor() -> str:
     return "llm" if os.environ.get("OPENAI_API_KEY") else "offline"
 
 
+@functools.cache
 def code_sha256() -> str:
-    """One hash of every source file the pipeline builds a data root with."""
+    """One hash of every source file the pipeline builds a data root with (read once per process)."""
     digest = hashlib.sha256()
     for folder in CODE:
         for path in sorted(folder.rglob("*")):
@@ -136,10 +139,9 @@ def build(conv: Conversation, root: Path, extractor: str) -> dict[str, int]:
         store_session(paths, session_id, config, now)
         quarantined += extract_session(paths, session_id, impl, config, now).failed is not None
     model = Embedder(config)
-    # The nightly job after the sessions' own run: items again (a no-op at the same clock),
-    # then the lifecycle's outputs and the category summaries.
-    for _ in ("after the sessions", "nightly"):
-        _publish_items(paths, model, config, now, conv)
+    # The items once (the nightly job would build them again at the same clock, to the same
+    # version), then the nightly's lessons and triggers and the category summaries.
+    _publish_items(paths, model, config, now, conv)
     publish_housekeeping(paths, config, now)
     update_summaries(paths, model.embed, config, now)
     return {"sessions": len(report.sessions), "turns": report.messages, "quarantined": quarantined}
@@ -152,6 +154,6 @@ def _publish_items(paths: DataRoot, model: Embedder, config: MemoryConfig, now: 
     stage_items(paths, model, config, now)
     audit_staged(paths, config)
     try:
-        publish_staged(paths)
+        publish_staged(paths, now)
     except PublishRefused as refused:
         raise EvalError(f"{conv.path}: the items were not published: {refused}") from None

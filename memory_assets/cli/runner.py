@@ -185,8 +185,8 @@ def run_job(paths: DataRoot, job: str, *, now: datetime | None = None, night: da
     if night is not None and now is not None:
         raise ValueError("give the night to replay or the clock, not both")
     last = nights.get_last_partition_key()
-    if night is not None and (last is None or night.isoformat() > last or night.isoformat() < NIGHTS_START):
-        raise ValueError(f"there is no night {night.isoformat()} yet: nights run from {NIGHTS_START} to {last}")
+    if night is not None and not nights.has_partition_key(night.isoformat()):
+        raise ValueError(f"there is no night {night.isoformat()}: nights run from {NIGHTS_START} to {last}")
     clock = tick(job, night) if night is not None else now or datetime.now(timezone.utc)
     instance = instance or local_instance(paths)
     if pending:

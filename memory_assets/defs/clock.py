@@ -15,7 +15,6 @@ import dagster as dg
 from memory_assets.defs.scheduled_jobs import JOBS, tick
 
 SCHEDULED_TAG = "dagster/scheduled_execution_time"
-PARTITION_TAG = "dagster/partition"
 
 
 def _aware(moment: datetime) -> datetime:
@@ -32,9 +31,8 @@ def run_now(context: dg.OpExecutionContext | None) -> datetime:
     clock outside a run."""
     if context is None:
         return datetime.now(timezone.utc)
-    night = context.run.tags.get(PARTITION_TAG) if context.job_name in JOBS else None
-    if night:
-        return tick(context.job_name, date.fromisoformat(night))
+    if context.job_name in JOBS and context.has_partition_key:  # a scheduled job's night
+        return tick(context.job_name, date.fromisoformat(context.partition_key))
     scheduled = context.run.tags.get(SCHEDULED_TAG)
     if scheduled:
         return parse(scheduled)

@@ -8,7 +8,7 @@ import polars as pl
 from dagster_duckdb import DuckDBResource
 
 from memory_assets.defs import freshness
-from memory_assets.defs.clock import Clock
+from memory_assets.defs.clock import Clock, run_now
 from memory_assets.defs.runtime import EmbedderResource, MemoryRoot
 from memory_assets.lib import warehouse
 from memory_assets.lib.items import publish
@@ -48,7 +48,7 @@ def memory_items(context: dg.AssetExecutionContext, config: Clock, memory: Memor
     now = config.resolve(context)
     model = embedder.build(settings)
     staged = stage_items(paths, model, settings, now)
-    for error in staged.bad_event_files:
+    for error in staged.event_errors:
         context.log.warning(error)
     items, result, report, written = staged.built.items, staged.built.consolidated, staged.built.report, staged.written
     warehouse.makedirs(paths.duckdb.parent)
@@ -70,7 +70,7 @@ def memory_items(context: dg.AssetExecutionContext, config: Clock, memory: Memor
         "embedded": result.embedded,
         "vectors_reused": result.reused_vectors,
         "events_folded": dict(sorted(result.events_folded.items())),
-        "bad_event_files": len(staged.bad_event_files),
+        "bad_event_files": len(staged.event_errors),
         "untrusted_items": int((active["source_trust"] == "untrusted").sum()),
         "staged_version": written.version,
         "by_category": {k: int(v) for k, v in by_category},
@@ -101,21 +101,18 @@ def published_items(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg
     """
     paths = memory.paths
     try:
-        done = publish_staged(paths)
+        done = publish_staged(paths, run_now(context))
     except PublishRefused as refused:
-        staged = publish.staged(paths)
-        raise dg.Failure(str(refused), metadata={
-            "audit": str(audit.verdict(paths, staged.version)) if staged else "nothing staged"}) from None
+        raise dg.Failure(str(refused), metadata={"audit": str(refused.verdict)}) from None
     if done.held_at is not None:  # a rollback holds the agent on an earlier version until `memory publish`
-        staged = publish.staged(paths)
-        context.log.warning(f"version {staged.version} staged and audited, not published: a rollback holds "
+        context.log.warning(f"version {done.staged} staged and audited, not published: a rollback holds "
                             f"version {done.held_at}; `memory publish` releases it")
         return dg.MaterializeResult(metadata={
-            "published_version": done.version, "staged_version": staged.version,
+            "published_version": done.previous if done.previous is not None else -1, "staged_version": done.staged,
             "held": f"held at version {done.held_at}; `memory publish` releases", "items": done.rows,
         })
     return dg.MaterializeResult(metadata={
-        "published_version": done.version,
+        "published_version": done.staged,
         "previous_version": done.previous if done.previous is not None else -1,
         "items": done.rows,
         "parquet": dg.MetadataValue.path(str(paths.published_items)),

@@ -26,7 +26,7 @@ monthly_job = dg.define_asset_job(
 
 
 
-def _nightly_partition(job: Any, name: str) -> dg.ScheduleDefinition:  # an unresolved asset job
+def _night_schedule(job: Any, name: str) -> dg.ScheduleDefinition:  # an unresolved asset job
     """``job`` on its cron, each tick running the ``nights`` partition of the day it fires on
     (so the partition key is the run's clock)."""
 
@@ -39,6 +39,6 @@ def _nightly_partition(job: Any, name: str) -> dg.ScheduleDefinition:  # an unre
     return _schedule
 
 
-nightly_schedule = _nightly_partition(nightly_job, "nightly_0200")
-weekly_schedule = _nightly_partition(weekly_job, "weekly_sunday_0100")
-monthly_schedule = _nightly_partition(monthly_job, "monthly_first_0300")
+nightly_schedule = _night_schedule(nightly_job, "nightly_0200")
+weekly_schedule = _night_schedule(weekly_job, "weekly_sunday_0100")
+monthly_schedule = _night_schedule(monthly_job, "monthly_first_0300")

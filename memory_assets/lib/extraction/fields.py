@@ -99,14 +99,6 @@ def lesson_text(content: str) -> str:
     return _capital(_DOES_NOT.sub(lambda neg: f"{neg[1]}n't", text))
 
 
-
-
-def directive_of(content: str, kind: str) -> str | None:
-    """The directive a fact of ``kind`` carries: its lesson text for the kinds that make
-    lessons (``LESSON_KINDS``), else None."""
-    return lesson_text(content) if kind in LESSON_KINDS else None
-
-
 # --- reading the fields ---------------------------------------------------------------------
 
 
@@ -114,8 +106,12 @@ def read_fields(content: str, kind: str, said_at: datetime, *, directive: str | 
                 remind_on: list[date] | None = None) -> dict[str, Any]:
     """``directive`` and ``remind_on`` for a fact, the given ones first. Only the kinds that
     make lessons (``LESSON_KINDS``) carry a directive."""
+    if kind not in LESSON_KINDS:
+        directive = None
+    elif directive is None:
+        directive = lesson_text(content)
     return {
-        "directive": directive_of(content, kind) if directive is None else directive if kind in LESSON_KINDS else None,
+        "directive": directive,
         "remind_on": list(remind_on) if remind_on is not None else future_dates(content, said_at),
     }
 

@@ -114,6 +114,8 @@ def _retire_what_was_asked(paths: DataRoot, asked: list[forgetting.ForgetRequest
                            session_id: str, now: datetime) -> int:
     """One ``forget`` event per request for the stored items it names (audited like any
     forget, folded by the next ``memory_items`` run)."""
+    if not asked:  # most sessions: no need to read the published items
+        return 0
     matches = forgetting.stored_matches(ItemStore(paths).items(), asked, namespace)
     by_turn = {r.turn.resource_id: r for r in asked}
     for resource_id, ids in matches.items():

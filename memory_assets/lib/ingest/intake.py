@@ -63,15 +63,20 @@ def ingest_paths(files: list[Path], data_root: str | Path | None = None, *, fmt:
 # ingest ledger for each file it has read, so "pending" is a set difference that the
 # sensor, the CLI and the evals compute the same way.
 
+def _session_files(session_dir: Path) -> list[Path]:
+    """One session's inbox files, oldest first (temporary files are skipped)."""
+    files = [f for f in session_dir.glob("*.jsonl") if not f.name.startswith(".")]
+    return sorted(files, key=lambda f: (f.stat().st_mtime_ns, f.name))
+
+
 def inbox_files(paths: DataRoot) -> dict[str, list[Path]]:
-    """session id → its inbox files, oldest first (temporary files are skipped)."""
+    """session id → its inbox files, oldest first."""
     out: dict[str, list[Path]] = {}
     if not paths.inbox.exists():
         return out
     for session_dir in sorted(p for p in paths.inbox.iterdir() if p.is_dir()):
-        files = [f for f in session_dir.glob("*.jsonl") if not f.name.startswith(".")]
-        if files:
-            out[session_dir.name] = sorted(files, key=lambda f: (f.stat().st_mtime_ns, f.name))
+        if files := _session_files(session_dir):
+            out[session_dir.name] = files
     return out
 
 
@@ -91,10 +96,13 @@ def pending_files(paths: DataRoot) -> dict[str, list[Path]]:
     """session id → inbox files not yet read into ``resources``."""
     pending: dict[str, list[Path]] = {}
     for session_id, files in inbox_files(paths).items():
-        todo = [f for f in files if not is_consumed(paths, session_id, f)]
-        if todo:
+        if todo := _unread(paths, session_id, files):
             pending[session_id] = todo
     return pending
+
+
+def _unread(paths: DataRoot, session_id: str, files: list[Path]) -> list[Path]:
+    return [f for f in files if not is_consumed(paths, session_id, f)]
 
 
 # --- storing a session's turns --------------------------------------------------------------
@@ -114,7 +122,9 @@ def store_session(paths: DataRoot, session_id: str, config: MemoryConfig, now: d
     """Store the new turns of ``session_id``'s unread inbox files (credentials redacted),
     log the lines that could not be read, and mark the files consumed."""
     stored = warehouse.resource_ids(paths, [session_id]).to_list()
-    files = pending_files(paths).get(session_id, [])
+    # This session's folder only: a run per session must not scan every session's inbox.
+    folder = paths.inbox / session_id
+    files = _unread(paths, session_id, _session_files(folder)) if folder.is_dir() else []
     found = new_turns(files, session_id, stored, max_message_bytes=int(config.ingest.max_message_bytes),
                       pii=pii_from_config(config), now=now)
     if found.frame.height:

@@ -9,7 +9,7 @@ order, so a version reaches an agent one way: staged, audited, then published.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 
 import polars as pl
 
@@ -29,7 +29,12 @@ STAGED_CHECKS = ("items_schema", "items_valid", "items_embeddings")
 
 
 class PublishRefused(RuntimeError):
-    """Nothing staged, or the staged version did not pass its blocking checks."""
+    """Nothing staged, or the staged version did not pass its blocking checks (its recorded
+    ``verdict``, or None when it was never audited)."""
+
+    def __init__(self, message: str, verdict: dict | None = None):
+        super().__init__(message)
+        self.verdict = verdict
 
 
 @dataclass
@@ -39,18 +44,18 @@ class StagedItems:
     built: Rebuilt
     written: publish.ItemsVersion
     facts_in: int
-    bad_event_files: list[str]
+    event_errors: list[str]  # event files that could not be read, each named with its line
     sweeps_applied: list[str]
 
 
 @dataclass
 class Published:
-    """What ``publish_staged`` did: the version now live, or the rollback that held it back."""
+    """What ``publish_staged`` did: the staged version made live, or held back by a rollback."""
 
-    version: int
-    previous: int | None
+    staged: int
+    previous: int | None  # the version live before
     rows: int
-    held_at: int | None = None
+    held_at: int | None = None  # the version a rollback holds agents on; ``staged`` is not live
     event_files_compacted: int = 0
     sweeps_settled: int = 0
 
@@ -104,23 +109,25 @@ def audit_staged(paths: DataRoot, config: MemoryConfig) -> tuple[publish.ItemsVe
     return written, reports
 
 
-def publish_staged(paths: DataRoot) -> Published:
+def publish_staged(paths: DataRoot, now: datetime) -> Published:
     """Make the staged, audited version the one agents read — unless a rollback holds an
-    earlier one — then move the event files it folded into the event log and settle its sweeps."""
+    earlier one — then move the event files it folded into the event log (stamped ``now``)
+    and settle its sweeps."""
     written = publish.staged(paths)
     if written is None:
         raise PublishRefused("nothing staged: materialize memory_items first")
     if not audit.passed(paths, written.version):  # e.g. launched alone from the UI
-        raise PublishRefused(f"staged version {written.version} has not passed its blocking checks")
+        raise PublishRefused(f"staged version {written.version} has not passed its blocking checks",
+                             audit.verdict(paths, written.version))
     previous = publish.current(paths)
     before = previous.version if previous else None
     hold = publish.held(paths)
     if hold is not None:
-        return Published(before if before is not None else -1, before, written.rows, held_at=hold)
+        return Published(written.version, before, written.rows, held_at=hold)
     publish.publish(paths, written)
     # Only once the new version is live do the folded event files move into the event log.
     batch = feedback.read_events(paths)
     batch.files = [f for f in batch.files if f.name in set(written.event_files)]
-    compacted = feedback.compact(paths, batch, warehouse.stamp(datetime.now(timezone.utc)))
+    compacted = feedback.compact(paths, batch, warehouse.stamp(now))
     settled = sweeps.settle(paths, written.sweep_files)
     return Published(written.version, before, written.rows, event_files_compacted=compacted, sweeps_settled=settled)

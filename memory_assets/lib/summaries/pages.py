@@ -56,6 +56,7 @@ def update_summaries(paths: DataRoot, embed: Callable[[Sequence[str]], np.ndarra
     items = ItemStore(paths).items()
     llm = chat_client(config)
     current = current_summaries(paths)
+    known = set(items["id"].to_list())
     stamp_file = paths.summaries / ".last_run"
     if rebuild_all or current.is_empty():
         fresh = rebuild(items, config, now, llm=llm)
@@ -63,8 +64,7 @@ def update_summaries(paths: DataRoot, embed: Callable[[Sequence[str]], np.ndarra
         last = warehouse.read_text(stamp_file)
         since = pl.Series([last.strip()]).str.to_datetime(time_zone="UTC")[0] if last else None
         changed = items if since is None else items.filter(pl.col("updated_at") > since)
-        known_ids = set(items["id"].to_list())
-        stale = {r["category"] for r in current.iter_rows(named=True) if set(r["item_ids"]) - known_ids}
+        stale = {r["category"] for r in current.iter_rows(named=True) if set(r["item_ids"]) - known}
         fresh = []
         for category in sorted(set(changed["category"].to_list()) | stale):
             old = current.filter(pl.col("category") == category)
@@ -72,7 +72,6 @@ def update_summaries(paths: DataRoot, embed: Callable[[Sequence[str]], np.ndarra
                 fresh.append(summarize(category, None, items.filter(pl.col("category") == category), config, now, llm=llm))
             else:
                 fresh.append(summarize(category, old["markdown"][0], changed, config, now, llm=llm))
-    known = set(items["id"].to_list())
     broken = {s.category: missing_citations(s, known) for s in fresh}
     broken = {k: v for k, v in broken.items() if v}
     if broken:  # audit before publish: a summary never cites an item that does not exist
