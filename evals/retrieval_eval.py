@@ -51,6 +51,8 @@ ABLATIONS: dict[str, RetrievalOptions] = {
     "full": RetrievalOptions(),
     "no rewrite": RetrievalOptions(rewrite=False),
     "no tiers": RetrievalOptions(tiers=False),
+    "no graph": RetrievalOptions(graph=False),
+    "graph only": RetrievalOptions(fusion="graph"),
     "vector only": RetrievalOptions(fusion="vector"),
     "fts only": RetrievalOptions(fusion="fts"),
     "no scoring": RetrievalOptions(scoring=False),

@@ -73,7 +73,8 @@ class MemoryClient:
     def embedder(self) -> Embedder:
         return self.stores.embedder
 
-    def search(self, query: str, k: int = 10, *, now: datetime | None = None) -> list[Hit]:
+    def search(self, query: str, k: int = 10, *, now: datetime | None = None,
+               as_of: datetime | None = None) -> list[Hit]:
         """The ``k`` best items for ``query`` above the relevance floor: vector +
         full-text, fused and scored; active items first, then archived and cold ones
         while fewer than ``k`` were found (their ``status`` says which).
@@ -82,12 +83,15 @@ class MemoryClient:
             query: what to look for (searched as given; ``inject`` rewrites first).
             k: how many items.
             now: the clock for decay (default: now).
+            as_of: what was true on that day: items valid then, including those a later
+                fact has superseded since (default: what is true now).
         """
-        return rank(self.stores, self.view, self.config, self.options, query, k, now or datetime.now(timezone.utc))[0]
+        return rank(self.stores, self.view.at(as_of), self.config, self.options, query, k,
+                    now or datetime.now(timezone.utc))[0]
 
     def inject(self, context: str | Messages, *, max_items: int | None = None, token_budget: int | None = None,
                now: datetime | None = None, budget_aware: bool | None = None, session_id: str | None = None,
-               record: bool = True) -> Injection:
+               record: bool = True, as_of: datetime | None = None) -> Injection:
         """The memory block for the agent's next prompt.
 
         Args:
@@ -99,12 +103,13 @@ class MemoryClient:
             budget_aware: at most 5 items and no costly paths (LLM rewrite, tier 1).
             session_id: recorded on the ``injected`` event.
             record: write the ``injected`` event (evals turn it off).
+            as_of: inject what was true on that day (tier 2 only: summaries are of today).
         Returns:
             the block text, the items in it, the tier that answered and the tokens used.
         """
         now = now or datetime.now(timezone.utc)
         context = _redacted_context(context, self._pii)
-        found = retrieve(context, self.stores, self.config, self.options, now, view=self.view,
+        found = retrieve(context, self.stores, self.config, self.options, now, view=self.view.at(as_of),
                          max_items=max_items, budget_aware=budget_aware)
         injection = block(found, self.config, now, token_budget=token_budget)
         self.last_tier = injection.tier

@@ -202,6 +202,27 @@ class Privacy(_Section):
         return tuple(dict.fromkeys(value))
 
 
+class Graph(_Section):
+    relations: dict[str, str]
+    single_valued: tuple[str, ...]
+    attributes: dict[str, str]
+    possessed_is_single: bool
+    schedule_relations: tuple[str, ...]
+    place_relations: tuple[str, ...]
+    change_min_similarity: float = Field(ge=0.0, le=1.0)
+    alias_min_similarity: float = Field(ge=0.0, le=1.0)
+    expansion_depth: int = Field(ge=0, le=3)
+    hop_decay: float = Field(gt=0.0, le=1.0)
+    weight: float = Field(ge=0.0)
+    max_seed_degree: int = Field(gt=0)
+    edge_decay_per_night: float = Field(gt=0.0, le=1.0)
+    edge_floor: float = Field(ge=0.0, le=1.0)
+    reinforce_step: float = Field(ge=0.0, le=1.0)
+    co_recall_confidence: float = Field(ge=0.0, le=1.0)
+    profile_min_facts: int = Field(ge=1)
+    profile_max_facts: int = Field(ge=1)
+
+
 class MemoryConfig(_Section):
     categories: dict[str, Category]
     importance: Importance
@@ -222,6 +243,7 @@ class MemoryConfig(_Section):
     archive: Archive
     feedback: Feedback
     privacy: Privacy
+    graph: Graph
     source: tuple[str, ...] = ()
 
     @property

@@ -13,7 +13,9 @@ class RetrievalOptions:
         rewrite: turn the last messages into a search query (LLM when configured,
             else keywords and entities); off = the raw text is searched.
         tiers: try category summaries (tier 1) before items (tier 2).
-        fusion: ``hybrid`` (vector + BM25, rank-fused), ``vector`` or ``fts``.
+        fusion: ``hybrid`` (vector + BM25 + the graph walk, fused), ``vector``, ``fts`` or
+            ``graph`` (the walk from the query's entities alone).
+        graph: add the graph walk to ``hybrid`` (dual search, ADR-0077); off = vector + BM25.
         scoring: re-rank by importance, decay, confidence, reinforcement and trust;
             off = relevance only.
         budget_aware: at most 5 items, and skip the costly paths (LLM rewrite, tier 1).
@@ -24,6 +26,7 @@ class RetrievalOptions:
     rewrite: bool = True
     tiers: bool = True
     fusion: str = "hybrid"
+    graph: bool = True
     scoring: bool = True
     budget_aware: bool = False
     relevance_floor: bool = True

@@ -79,6 +79,21 @@ class DataRoot:
         return self.items_dir / "items.parquet"
 
     @property
+    def graph_dir(self) -> Path:
+        """The entities and edges (``lib/items/graph.py``), versioned with the items."""
+        return self.warehouse / "graph"
+
+    @property
+    def published_entities(self) -> Path:
+        """The entities of the published items version (swapped in with them)."""
+        return self.graph_dir / "entities.parquet"
+
+    @property
+    def published_edges(self) -> Path:
+        """The edges of the published items version (swapped in with them)."""
+        return self.graph_dir / "edges.parquet"
+
+    @property
     def merges(self) -> Path:
         return self.warehouse / "merges"
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
@@ -25,6 +25,7 @@ from retrieval import scoring, sufficiency, trust
 from retrieval.citations import summary_lines
 from retrieval.config import MemoryConfig
 from retrieval.embeddings import Embedder
+from retrieval.graph import GraphIndex
 from retrieval.injection import Injection, build_block
 from retrieval.llm import llm_configured
 from retrieval.options import RetrievalOptions
@@ -33,6 +34,7 @@ from retrieval.rewrite import CONTEXT_MESSAGES, LLMRewriter, SearchQuery, keywor
 from retrieval.schema import ITEM_SCHEMA
 from retrieval.search import Hit, fts_list, fts_query, fuse, to_hit, vector_list, vectors_for
 from retrieval.store import ItemStore, PublishedRows
+from retrieval.text import asks_about_before
 from retrieval.text import sentiment as sentiment_of
 
 Messages = Sequence[Mapping[str, Any]]
@@ -44,6 +46,10 @@ _ATTRIBUTES = list(ITEM_SCHEMA)
 _REOPEN_SECONDS = 5.0  # how stale the cached table may get before a new publish is picked up
 
 
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
 def context_text(context: str | Messages, last: int = CONTEXT_MESSAGES) -> str:
     """The text of the last ``last`` messages (or the plain text)."""
     if isinstance(context, str):
@@ -53,27 +59,46 @@ def context_text(context: str | Messages, last: int = CONTEXT_MESSAGES) -> str:
 
 @dataclass(frozen=True)
 class View:
-    """Whose memory a reader sees: one namespace (None: every one) and scopes (None: all)."""
+    """Whose memory a reader sees, and when: one namespace (None: every one), scopes
+    (None: all) and ``as_of`` (None: now). As of a past day, an item is seen when it was
+    true then (``valid_from`` ≤ day < ``invalid_at``), superseded since or not."""
 
     namespace: str | None = None
     scopes: tuple[str, ...] | None = None
+    as_of: datetime | None = None
 
     @classmethod
-    def of(cls, config: MemoryConfig, namespace: str | None = None, scopes: Sequence[str] | None = None) -> View:
+    def of(cls, config: MemoryConfig, namespace: str | None = None, scopes: Sequence[str] | None = None,
+           as_of: datetime | None = None) -> View:
         """An agent's view: ``namespace`` (default ``[pipeline] namespace``, where sessions
         handed over without a user go; ``"*"`` every one) and ``scopes`` (default all)."""
         return cls(None if namespace == "*" else (namespace or str(config.pipeline.namespace)),
-                   tuple(scopes) if scopes else None)
+                   tuple(scopes) if scopes else None, as_of)
+
+    def at(self, as_of: datetime | None) -> View:
+        return self if as_of is None else View(self.namespace, self.scopes, _aware(as_of))
+
+    def statuses(self, statuses: Sequence[str]) -> tuple[str, ...]:
+        """As of a past day, a superseded item may have been the one that held."""
+        return (*statuses, "superseded") if self.as_of is not None and "superseded" not in statuses else tuple(statuses)
+
+    def held(self, row: Mapping[str, Any]) -> bool:
+        """True then: valid from on or before ``as_of``, not yet replaced (always, without ``as_of``)."""
+        if self.as_of is None:
+            return True
+        start, end = row.get("valid_from") or row.get("created_at"), row.get("invalid_at")
+        return (start is None or _aware(start) <= self.as_of) and (end is None or _aware(end) > self.as_of)
 
     def visible(self, row: Mapping[str, Any], statuses: Sequence[str] = ("active",)) -> bool:
         """What ``where`` says, for a row in hand."""
-        return (row.get("status") in statuses
+        return (row.get("status") in self.statuses(statuses)
                 and (not self.namespace or row.get("namespace") == self.namespace)
-                and (not self.scopes or row.get("scope") in self.scopes))
+                and (not self.scopes or row.get("scope") in self.scopes)
+                and self.held(row))
 
     def where(self, statuses: Sequence[str] = ("active",)) -> str:
-        """The same filter as a LanceDB predicate."""
-        clauses = ["status IN (" + ", ".join(f"'{s}'" for s in statuses) + ")"]
+        """The same filter as a LanceDB predicate (``as_of`` is applied to the rows after)."""
+        clauses = ["status IN (" + ", ".join(f"'{s}'" for s in self.statuses(statuses)) + ")"]
         if self.namespace:
             clauses.append(f"namespace = '{self.namespace.replace(chr(39), chr(39) * 2)}'")
         if self.scopes:
@@ -91,6 +116,7 @@ class Stores:
         self.paths, self.config = paths, config
         self.store = ItemStore(paths)
         self.rows = PublishedRows(paths.published_items)
+        self.graph = GraphIndex(paths.published_entities, paths.published_edges)
         self.rewriter: LLMRewriter | None = None
         self._embedder: Embedder | None = None
         self._tables: dict[str, tuple[float, Any]] = {}
@@ -165,35 +191,45 @@ def candidates(stores: Stores, view: View, options: RetrievalOptions, query: str
     table = stores.table()
     fetch = 2 * limit
     terms = query if terms is None else terms
+    recallable = recallable_for(terms or query)
     fts = None
     if options.fusion in ("hybrid", "fts") and fts_query(terms):
         fts = stores.in_background(fts_list, table, terms, limit=fetch, where=None)
     lists: dict[str, list[dict[str, Any]]] = {}
     if options.fusion in ("hybrid", "vector"):
         lists["vector"] = vector_list(table, stores.embed(query), limit=fetch, where=None)
+    if options.graph and options.fusion in ("hybrid", "graph") and stores.config.graph.weight > 0:
+        lists["graph"] = stores.graph.search(terms, view.namespace, stores.config, fetch)
     if fts is not None:
         lists["fts"] = fts.result()
     attributes = _attributes(stores, table, lists)
     out: dict[str, list[dict[str, Any]]] = {}
     for name, rows in lists.items():
         visible = [{**attributes[r["id"]], **r} for r in rows
-                   if r["id"] in attributes and view.visible(attributes[r["id"]], RECALLABLE)]
-        if len(visible) < limit and len(rows) == fetch:
+                   if r["id"] in attributes and view.visible(attributes[r["id"]], recallable)]
+        if len(visible) < limit and len(rows) == fetch and name != "graph":
             # The filter dropped too many: let LanceDB filter before it ranks.
-            where = view.where(RECALLABLE)
+            where = view.where(recallable)
             again = (vector_list(table, stores.embed(query), limit=limit, where=where)
                      if name == "vector" else fts_list(table, terms, limit=limit, where=where))
             attributes.update(_attributes(stores, table, {name: again}))
-            visible = [{**attributes[r["id"]], **r} for r in again if r["id"] in attributes]
+            visible = [{**attributes[r["id"]], **r} for r in again
+                       if r["id"] in attributes and view.held(attributes[r["id"]])]
         out[name] = visible[:limit]
     return out
+
+
+def recallable_for(query: str) -> tuple[str, ...]:
+    """The statuses a query may find: a question about what held before ("what did I use
+    before Neovim?") finds superseded items too, ranked below active ones."""
+    return (*RECALLABLE, "superseded") if asks_about_before(query) else RECALLABLE
 
 
 def _attributes(stores: Stores, table: Any, lists: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
     """id → item row for every id in ``lists``: the snapshot, else LanceDB."""
     ids = list(dict.fromkeys(r["id"] for rows in lists.values() for r in rows))
     attributes = stores.rows.rows(ids)
-    missing = [r["_rowid"] for rows in lists.values() for r in rows if r["id"] not in attributes]
+    missing = [r["_rowid"] for rows in lists.values() for r in rows if r["id"] not in attributes and "_rowid" in r]
     if missing:
         fetched = table.take_row_ids(list(dict.fromkeys(missing))).select(_ATTRIBUTES).to_list()
         attributes.update({row["id"]: row for row in fetched})
@@ -210,7 +246,8 @@ def _relevant(config: MemoryConfig, options: RetrievalOptions,
         return lambda item_id: True
     floor = float(config.injection.min_similarity)
     close = {r["id"] for r in lists.get("vector", []) if 1.0 - float(r.get("_distance", 1.0)) >= floor}
-    matched = {r["id"] for r in lists.get("fts", [])}
+    # An item the graph reached is about an entity the query names.
+    matched = {r["id"] for r in lists.get("fts", [])} | {r["id"] for r in lists.get("graph", [])}
     return lambda item_id: item_id in close or item_id in matched
 
 
@@ -226,7 +263,7 @@ def rank(stores: Stores, view: View, config: MemoryConfig, options: RetrievalOpt
     if table is None or not query.strip():
         return [], None
     lists = candidates(stores, view, options, query, max(int(config.ranking.candidates), k), terms)
-    fused = fuse(lists)
+    fused = fuse(lists, {"graph": float(config.graph.weight)})
     if not fused:
         return [], None
     relevant = _relevant(config, options, lists)
@@ -241,6 +278,10 @@ def rank(stores: Stores, view: View, config: MemoryConfig, options: RetrievalOpt
             continue
         relevance = rrf / top
         status = row.get("status") or "active"
+        if status == "superseded":
+            # Seen only as of a day it held (``View.held``), or when the query asks about
+            # what was before ("what did I use before Neovim?"): ranked like an archived item.
+            status = "active" if view.as_of is not None else "archived"
         if options.scoring:
             # An archived item is scored as it was when active, then ranked below.
             memory = scoring.memory_score(config, {**row, "status": "active"}, now)
@@ -372,7 +413,7 @@ def retrieve(context: str | Messages, stores: Stores, config: MemoryConfig, opti
         cap = min(cap, int(cfg.budget_max_items))
     query = stores.query(context, options, frugal)
     tier, hits, vectors = "items", None, None
-    if options.tiers and not frugal:
+    if options.tiers and not frugal and view.as_of is None:
         hits = tier1(stores, view, config, query.text, query.terms, context_text(context, last=1))
         tier = "summaries" if hits else "items"
     if not hits:

@@ -85,6 +85,17 @@ class Candidate:
     directive: str | None = None        # a standing rule for the assistant, as an imperative
     reported_by: str | None = None      # reported speech: who said it ("John said: …")
     remind_on: list[date] | None = None  # future days it points to (forward triggers)
+    # What the sentence says as data (``lib/extraction/structure.py`` reads what is not given):
+    relation: str | None = None         # normalised predicate: "lives_in", "uses", "scheduled_at"
+    value: str | None = None            # "Denver", "Neovim", "9:30"
+    valid_from: date | None = None      # the day it became true, when the text states one
+    # For a procedure: its ordered steps, what must hold first, and what to watch out for.
+    steps: list[str] = field(default_factory=list)
+    prerequisites: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    # For a negative memory ("never commit .env files"): words or globs in the context that
+    # surface it whatever the query is about (".env", "git commit").
+    trigger_patterns: list[str] = field(default_factory=list)
 
 
 RESOURCE_SCHEMA: dict[str, pl.DataType] = {
@@ -130,6 +141,21 @@ FACT_SCHEMA: dict[str, pl.DataType] = {
     "directive": pl.String(),
     "reported_by": pl.String(),
     "remind_on": pl.List(pl.Date()),
+    # What the fact says as data (structure first; ``lib/extraction/structure.py``):
+    # ``subject_key`` matches subjects ("aaron standup"), ``relation`` is normalised through
+    # ``[graph] relations``, ``states_change`` is true when the wording says the value
+    # changed ("switched to", "now", "no longer") and ``tentative`` when the change is only
+    # considered, asked or temporary. ``valid_from``: when it became true (bi-temporal model).
+    "subject_key": pl.String(),
+    "relation": pl.String(),
+    "value": pl.String(),
+    "states_change": pl.Boolean(),
+    "tentative": pl.Boolean(),
+    "valid_from": pl.Datetime("us", "UTC"),
+    "steps": pl.List(pl.String()),
+    "prerequisites": pl.List(pl.String()),
+    "warnings": pl.List(pl.String()),
+    "trigger_patterns": pl.List(pl.String()),
     "content_hash": pl.String(),
     "created_at": pl.Datetime("us", "UTC"),
     "prompt_version": pl.String(),
@@ -150,6 +176,9 @@ ITEM_SCHEMA: dict[str, pl.DataType] = {
     "status": pl.String(),
     "supersedes": pl.String(),
     "superseded_by": pl.String(),
+    # When a later fact replaced this one (bi-temporal: ``valid_from`` ≤ t < ``invalid_at``
+    # is when it was true); null while it holds. Nothing is deleted: ``as_of`` reads it.
+    "invalid_at": pl.Datetime("us", "UTC"),
     "contradicts": pl.List(pl.String()),
     "promoted": pl.Boolean(),
     "expires_at": pl.Datetime("us", "UTC"),
@@ -158,6 +187,32 @@ ITEM_SCHEMA: dict[str, pl.DataType] = {
     # When the pipeline first stored the item; a backfilled transcript from 2023 is
     # new to the memory today, so its decay and TTLs count from today.
     "first_seen_at": pl.Datetime("us", "UTC"),
+}
+
+# The graph published with the items (``lib/items/graph.py``): entities are the people,
+# places, things and concepts facts mention; edges join items and entities.
+EDGE_KINDS = ("mentions", "relation", "relates_to", "supersedes", "contradicts", "derived_from")
+ENTITY_SCHEMA: dict[str, pl.DataType] = {
+    "id": pl.String(),
+    "name": pl.String(),                 # the canonical name ("Melanie")
+    "aliases": pl.List(pl.String()),     # other names merged into it ("Mel"), logged when merged
+    "kind": pl.String(),                 # "name" (a proper name) or "concept" (a noun: "turtle")
+    "namespace": pl.String(),
+    "facts": pl.Int64(),                 # active items that mention it
+    "status": pl.String(),               # active: some active item mentions it; archived otherwise
+    "first_seen_at": pl.Datetime("us", "UTC"),
+    "updated_at": pl.Datetime("us", "UTC"),
+}
+EDGE_SCHEMA: dict[str, pl.DataType] = {
+    "source": pl.String(),               # an item or entity id
+    "target": pl.String(),               # an item, entity or resource id
+    "kind": pl.String(),                 # EDGE_KINDS
+    "relation": pl.String(),             # for a relation edge: "lives_in", "prefers", …
+    "namespace": pl.String(),
+    "weight": pl.Float64(),              # how many observations support it
+    "confidence": pl.Float64(),          # as of the build: reinforced when seen again, decayed nightly
+    "created_at": pl.Datetime("us", "UTC"),
+    "last_reinforced_at": pl.Datetime("us", "UTC"),
 }
 
 REJECTION_SCHEMA: dict[str, pl.DataType] = {

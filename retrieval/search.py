@@ -83,6 +83,8 @@ def vectors_for(table: Any, row_ids: Sequence[int], ids: Sequence[str]) -> np.nd
 def _raw_score(name: str, row: dict[str, Any]) -> float:
     if name == "vector":
         return 1.0 - float(row.get("_distance", 1.0))  # cosine distance -> similarity
+    if name == "graph":
+        return float(row.get("_graph", 0.0))  # the walk's score (retrieval.graph)
     return float(row.get("_score", 0.0))
 
 

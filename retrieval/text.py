@@ -144,6 +144,65 @@ def denies_or_ends(text: str) -> bool:
     return negated(text) or CESSATION.search(text) is not None
 
 
+# --- change ---------------------------------------------------------------------------
+#
+# Words by which a statement says a value changed, as lemmas the parse gives (the
+# structure step, ``lib/extraction/structure.py``, reads them on the dependency tree):
+# "switched to", "moved from A to B", "now", "no longer", "from now on", "instead of".
+
+# Verbs whose meaning is a change of value: "Aaron switched to Neovim", "the standup got moved to 9:30".
+CHANGE_VERBS = frozenset("""
+switch move change migrate transition ditch drop replace swap convert upgrade downgrade relocate
+promote transfer reschedule shift trade bump raise lower increase decrease reduce retire resign quit
+""".split())
+# Adverbs and words that mark the statement as the new state: "Aaron now works at Stripe",
+# "doesn't drink coffee anymore", "these days", "nowadays", "instead".
+CHANGE_ADVERBS = frozenset("now anymore nowadays instead lately".split())
+CHANGE_PHRASES = re.compile(
+    r"\b(?:no longer|any more|from now on|these days|going forward|starting (?:today|now|this|next|on|from)|"
+    r"(?:is|are|am|'s|'m|'re) (?:now )?(?:down|up|back) to|(?:go|goes|going|gone|went) over to|"
+    r"from (?:today|this \w+|next \w+) on|not \w+ (?:anymore|any longer))\b", re.IGNORECASE)
+# Nouns for people: "Kwame's brother" is someone else, where "Kwame's phone" is Kwame's.
+PEOPLE_NOUNS = frozenset("""
+wife husband partner spouse friend mom mum mother dad father parent sister brother sibling kid child son
+daughter grandma grandmother grandpa grandfather aunt uncle cousin niece nephew neighbor neighbour mentor
+manager boss colleague coworker teammate client teacher doctor landlord roommate girlfriend boyfriend fiance
+fiancee baby family
+""".split())
+# A verb whose object is a change only thought about: "thinking about switching to Neovim",
+# "we might move to Berlin", "planning to switch". Such a statement never retires anything.
+CONSIDERING_VERBS = frozenset("""
+think consider plan want hope wonder debate weigh contemplate mull dream intend
+""".split())
+MODAL_AUXILIARIES = frozenset("might may could would should must".split())
+# A change that is not meant to last: "this week only", "just for today", "temporarily".
+TEMPORARY = re.compile(
+    r"\b(?:temporarily|for now|for the time being|just (?:for )?(?:this|today|tonight)|this (?:week|time|once) only|"
+    r"only (?:this|for this|for today|today|tonight)|for (?:this|one) (?:week|day|time|session) only)\b", re.IGNORECASE)
+
+
+# A question about what held before a change: "what did I use before Neovim?", "where did
+# I live previously?". Such a query also searches the superseded items.
+ASKS_ABOUT_BEFORE = re.compile(
+    r"\b(?:before|used to|previous(?:ly)?|formerly|former|originally|at first|earlier|back then|"
+    r"no longer|any ?more|old|prior to|until|instead of|switch(?:ed)? from|mov(?:e|ed) from|changed from)\b",
+    re.IGNORECASE)
+
+
+def asks_about_before(text: str) -> bool:
+    return ASKS_ABOUT_BEFORE.search(text) is not None
+
+
+def says_changed(text: str) -> bool:
+    """The wording marks a new state ("from now on", "no longer", "these days") without a
+    change verb; the structure step reads the verbs and adverbs on the parse."""
+    return CHANGE_PHRASES.search(text) is not None
+
+
+def temporary(text: str) -> bool:
+    return TEMPORARY.search(text) is not None
+
+
 # --- the calendar ---------------------------------------------------------------------
 
 MONTHS: tuple[str, ...] = tuple(m.lower() for m in calendar.month_name[1:])
@@ -225,6 +284,9 @@ _NEXT_PERIOD = re.compile(r"\b(?P<which>next|this)\s+(?P<period>week|month|year|
 # A capitalised month after a lower-case preposition: "in may" is rarely the month.
 _IN_MONTH = re.compile(r"\b(?:in|by|until|early|mid|late|end of)\s+(?-i:(?P<month>" + "|".join(
     m.capitalize() for m in sorted(MONTH_NUMBERS, key=len, reverse=True)) + r"))\b(?!\.?\s+\d)")
+_AGO = re.compile(rf"\b(?P<count>\d+|" + "|".join(
+    n.replace(" ", r"\s+") for n in sorted(_NUMBER_WORDS, key=len, reverse=True)) + rf")\s+{_UNIT}\s+ago\b", re.IGNORECASE)
+_LAST_PERIOD = re.compile(r"\blast\s+(?P<period>week|month|year)\b", re.IGNORECASE)
 _RELATIVE_WEEKDAY = re.compile(rf"\b(?P<which>next|this|last|coming|this coming)\s+{_WEEKDAY_NAME}\b", re.IGNORECASE)
 _BARE_WEEKDAY = re.compile(rf"\b{_WEEKDAY_NAME}\b(?!s\b)", re.IGNORECASE)
 
@@ -330,6 +392,31 @@ def _spans(text: str, today: date) -> Iterator[tuple[tuple[int, int], date | Non
     for m in _BARE_WEEKDAY.finditer(text):
         past = bool(_PAST.search(text)) if past is None else past
         yield m.span(), _weekday("", WEEKDAY_NUMBERS[m["weekday"].lower()], today, past)
+    for m in _AGO.finditer(text):
+        raw = re.sub(r"\s+", " ", m["count"].lower())
+        count = int(raw) if raw.isdigit() else _NUMBER_WORDS.get(raw, 1)
+        yield m.span(), today - relativedelta(**{m["unit"].lower() + "s": count})
+    for m in _LAST_PERIOD.finditer(text):
+        yield m.span(), today - relativedelta(**{m["period"].lower() + "s": 1})
+    for word, offset in RELATIVE_DAYS.items():
+        for m in re.finditer(r"\b" + word + r"\b", text, re.IGNORECASE):
+            yield m.span(), today + relativedelta(days=offset)
+
+
+def stated_day(text: str, said_at: datetime) -> date | None:
+    """The day a statement says something happened or holds from, when it names one on or
+    before the day it was said ("moved to Denver last month", "two weeks ago", "on March 3"):
+    a fact's ``valid_from``. None when it names no such day."""
+    today = said_at.date()
+    taken: list[tuple[int, int]] = []
+    found: list[date] = []
+    for (start, end), when in _spans(text, today):
+        if any(start < e and s < end for s, e in taken):
+            continue
+        taken.append((start, end))
+        if when is not None and when <= today:
+            found.append(when)
+    return min(found) if found else None
 
 
 def future_dates(text: str, said_at: datetime) -> list[date]:

@@ -126,7 +126,7 @@ def flags(hits: Sequence[Hit], config: MemoryConfig, now: datetime, vectors: Vec
             marks.append("[conflict: lower confidence]" if hit.id in lower else "[conflict]")
         if hit.confidence < float(cfg.uncertain_below):
             marks.append("[uncertain]")
-        if hit.row.get("status") in ("archived", "cold"):
+        if hit.row.get("status") in ("archived", "cold", "superseded"):
             marks.append(f"[{hit.row['status']}]")
         if is_stale(config, hit.row, now):
             marks.append("[stale]")

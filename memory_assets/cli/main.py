@@ -183,6 +183,8 @@ def cmd_pin(args: argparse.Namespace) -> int:
 def cmd_eval(args: argparse.Namespace) -> int:
     if args.what == "retrieval":
         from evals.retrieval_eval import main as run
+    elif args.what == "changes":
+        from evals.change_eval import main as run
     else:
         from evals.extraction_eval import main as run
     return int(run(args.rest) or 0)
@@ -270,7 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
         p.set_defaults(func=cmd_pin)
 
     p = command("eval", help="measure quality: `memory eval retrieval --dataset PATH... [--k 10] [--json]`")
-    p.add_argument("what", choices=["retrieval", "extraction"])
+    p.add_argument("what", choices=["retrieval", "extraction", "changes"])
     p.add_argument("rest", nargs=argparse.REMAINDER, help="options of that eval (see --help after it)")
     p.set_defaults(func=cmd_eval)
 

@@ -13,6 +13,7 @@ from datetime import datetime
 
 import polars as pl
 
+from memory_assets.lib.extraction import structure
 from memory_assets.lib.extraction.fields import read_fields
 from memory_assets.lib.items import gate
 from memory_assets.lib.items.dedup import content_hash
@@ -33,6 +34,12 @@ class GatedFacts:
 
 def fact_id(namespace: str, session_id: str, digest: str) -> str:
     return hashlib.sha256(f"{namespace}|{session_id}|{digest}".encode()).hexdigest()[:20]
+
+
+def speaker_of(cand: Candidate, by_turn: dict[int, Turn]) -> str | None:
+    """The person who said the candidate's first source turn, when it is a user's (its subject, usually)."""
+    turn = next((by_turn[n] for n in cand.source_turns if n in by_turn), None)
+    return turn.speaker if turn is not None and turn.role == "user" and turn.speaker not in ("user", "User") else None
 
 
 def _pick(value: str | None, allowed: tuple[str, ...], default: str) -> str:
@@ -62,7 +69,9 @@ def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryCo
     for cand, topic in forgotten:
         reject(gate.Rejection("forgotten", f"the user asked to forget {topic[:60]!r}"), cand.content,
                [by_turn[n].resource_id for n in cand.source_turns if n in by_turn])
-    for cand in candidates:
+    parsed = structure.read_all([c.content for c in candidates], config,
+                                [c.subject or speaker_of(c, by_turn) for c in candidates]) if candidates else []
+    for cand, shape in zip(candidates, parsed):
         sources = [by_turn[n] for n in cand.source_turns if n in by_turn]
         resource_ids = [t.resource_id for t in sources]
         refusal = gate.check(cand, config)
@@ -86,7 +95,7 @@ def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryCo
             "kind": kind,
             "memory_kind": "episode" if kind == "event" else "note",
             "tags": sorted(set(cand.tags)),
-            "entities": list(dict.fromkeys(cand.entities)),
+            "entities": structure.merged_entities(cand.entities, shape.entities),
             "importance": scoring.base_importance(config, category, source_trust=trust,
                                                   remember=cand.remember, action_required=cand.action_required),
             "confidence": scoring.confidence(config, strength),
@@ -100,8 +109,9 @@ def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryCo
             "source_session": session_id,
             "source_resource_ids": resource_ids,
             "source_turn_ids": [t.external_id or f"{session_id}:{t.turn}" for t in sources],
-            "supersedes_hint": cand.supersedes,
-            "subject": cand.subject,
+            "supersedes_hint": cand.supersedes or shape.replaced,
+            "subject": cand.subject or shape.subject,
+            **structure.fields(cand, shape, said_at),
             "reported_by": cand.reported_by,
             **read_fields(cand.content.strip(), kind, said_at, directive=cand.directive, remind_on=cand.remind_on),
             "content_hash": digest,

@@ -19,6 +19,9 @@ from retrieval.schema import FACT_SCHEMA
 from retrieval.text import future_dates
 
 TYPED = ("subject", "directive", "reported_by", "remind_on")
+# Structure columns added later (issue 14); a fact written before has them null or empty.
+STRUCTURE = ("subject_key", "relation", "value", "states_change", "tentative", "valid_from",
+             "steps", "prerequisites", "warnings", "trigger_patterns")
 
 
 # --- directives ---------------------------------------------------------------------------
@@ -122,6 +125,12 @@ def with_fields(facts: pl.DataFrame) -> pl.DataFrame:
     per run until it is extracted again."""
     missing = [pl.lit(None, dtype=FACT_SCHEMA[c]).alias(c) for c in TYPED if c not in facts.columns]
     facts = facts.with_columns(missing) if missing else facts
+    absent = [c for c in STRUCTURE if c not in facts.columns]
+    if absent:
+        facts = facts.with_columns(
+            [(pl.lit([], dtype=FACT_SCHEMA[c]) if isinstance(FACT_SCHEMA[c], pl.List) else
+              pl.col("created_at") if c == "valid_from" else pl.lit(None, dtype=FACT_SCHEMA[c])).alias(c)
+             for c in absent])
     legacy = facts["remind_on"].is_null()
     if not legacy.any():
         return facts

@@ -15,7 +15,7 @@ import numpy as np
 import polars as pl
 
 from memory_assets.lib.extraction.fields import with_fields
-from memory_assets.lib.items import dedup, feedback, gate, supersession
+from memory_assets.lib.items import dedup, feedback, gate, supersession, validity
 from retrieval.config import MemoryConfig
 from retrieval.schema import ITEM_SCHEMA
 from retrieval.spans import spanned
@@ -23,7 +23,7 @@ from retrieval.spans import spanned
 # What lifecycle runs change on an item; carried over from the last published version.
 # (Feedback counters are not carried: they are re-derived from the event log every run.)
 CARRIED = (
-    "retrieval_priority", "status", "superseded_by", "supersedes",
+    "retrieval_priority", "status", "superseded_by", "supersedes", "invalid_at",
     "contradicts", "promoted", "expires_at", "updated_at", "first_seen_at",
 )
 
@@ -77,6 +77,7 @@ def facts_to_items(facts: pl.DataFrame, now: datetime) -> pl.DataFrame:
         status=pl.lit("active"),
         supersedes=pl.lit(None, dtype=pl.String),
         superseded_by=pl.lit(None, dtype=pl.String),
+        invalid_at=pl.lit(None, dtype=pl.Datetime("us", "UTC")),
         contradicts=pl.Series([[] for _ in range(n)], dtype=pl.List(pl.String)),
         promoted=pl.lit(False),
         expires_at=pl.lit(None, dtype=pl.Datetime("us", "UTC")),
@@ -164,6 +165,22 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
         old["superseded_by"] = new["id"]
         old["updated_at"] = now
         new["supersedes"] = old["id"]
+        superseded.append((new["id"], old["id"]))
+    items = dedup.replace_rows(items, rows)
+    # Validity in time: a later value of a one-value relation, or a stated change, retires
+    # the earlier item (``validity``); the hint pairs above are settled first.
+    rows = {}
+    for new_i, old_i in validity.retire_replaced(items, vectors, config):
+        for i in (old_i, new_i):
+            if i not in rows:
+                rows[i] = items.row(i, named=True)
+        old, new = rows[old_i], rows[new_i]
+        if old["status"] not in ("active", "candidate"):
+            continue
+        old["status"] = "superseded"
+        old["superseded_by"] = new["id"]
+        old["updated_at"] = now
+        new["supersedes"] = new["supersedes"] or old["id"]
         superseded.append((new["id"], old["id"]))
     items = dedup.replace_rows(items, rows).select(list(ITEM_SCHEMA))
     changed = None

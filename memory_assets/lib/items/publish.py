@@ -40,6 +40,9 @@ class ItemsVersion:
     written_at: str = ""
     event_files: list[str] = field(default_factory=list)
     sweep_files: list[str] = field(default_factory=list)
+    # The version's graph (``write_graph``); None for a version written before the graph.
+    entities: str | None = None
+    edges: str | None = None
 
     def to_json(self) -> dict:
         return {**asdict(self), "parquet": str(self.parquet)}
@@ -75,6 +78,15 @@ def write_items(paths: DataRoot, items: pl.DataFrame, vectors: np.ndarray, now: 
             with timed("lancedb: vector index"):
                 table.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_HNSW_SQ")
     return ItemsVersion(version=table.version, parquet=parquet, rows=items.height, written_at=now.isoformat())
+
+
+@spanned("write graph")
+def write_graph(paths: DataRoot, entities: pl.DataFrame, edges: pl.DataFrame, now: datetime) -> tuple[str, str]:
+    """Write (not publish) a version's entities and edges; their paths, for ``ItemsVersion``."""
+    stamp = warehouse.stamp(now)
+    written = (warehouse.write_frame(paths.graph_dir / "versions" / f"entities-{stamp}.parquet", entities),
+               warehouse.write_frame(paths.graph_dir / "versions" / f"edges-{stamp}.parquet", edges))
+    return str(written[0]), str(written[1])
 
 
 def _with_vectors(frame: pl.DataFrame, vectors: np.ndarray):
@@ -150,6 +162,10 @@ def publish(paths: DataRoot, written: ItemsVersion, *, record: bool = True) -> N
     else:
         table.tags.create(PUBLISHED_TAG, written.version)
     warehouse.crash_point("publish")  # the tag moved, the snapshot not yet
+    # The graph first: a reader that sees the new items snapshot finds its graph with it.
+    if written.entities and written.edges:
+        warehouse.copy(Path(written.entities), paths.published_entities)
+        warehouse.copy(Path(written.edges), paths.published_edges)
     warehouse.copy(written.parquet, paths.published_items)
     if record:
         entries = [v.to_json() for v in history(paths) if v.version != written.version] + [written.to_json()]

@@ -18,7 +18,7 @@ import numpy as np
 import polars as pl
 
 from memory_assets.lib import lifecycle
-from memory_assets.lib.items import source_text
+from memory_assets.lib.items import source_text, validity
 from memory_assets.lib.items.consolidation import Consolidated, TextEmbedder, consolidate, repair_links
 from memory_assets.lib.lifecycle import sweeps as sweeping
 from retrieval import scoring
@@ -74,6 +74,6 @@ def rebuild_items(facts: pl.DataFrame, previous: pl.DataFrame | None, events: pl
                                     changed=None if refresh else result.changed)
     items, swept = sweeping.apply(items, pending, config, now)
     report.add(swept)
-    items = repair_links(preload_due_triggers(items, config, now))
+    items = validity.stamp_invalid(repair_links(preload_due_triggers(items, config, now)))
     search = source_text.search_texts(items, source_text.turn_texts(resources))
     return Rebuilt(items, result.vectors, result, report, search)

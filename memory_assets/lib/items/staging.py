@@ -14,10 +14,10 @@ from datetime import datetime
 import polars as pl
 
 from memory_assets.lib import warehouse
-from memory_assets.lib.items import feedback, publish
+from memory_assets.lib.items import feedback, graph as graphs, publish
 from memory_assets.lib.items.rebuild import Rebuilt, rebuild_items
 from memory_assets.lib.lifecycle import sweeps
-from memory_assets.lib.quality import ScanLedger, audit, embeddings_report, items_report, schema_report
+from memory_assets.lib.quality import ScanLedger, audit, embeddings_report, graph_report, items_report, schema_report
 from memory_assets.lib.quality.suite_report import QualityReport
 from retrieval.config import MemoryConfig
 from memory_assets.lib.items.consolidation import TextEmbedder
@@ -25,7 +25,7 @@ from retrieval.paths import DataRoot
 from retrieval.schema import ITEM_SCHEMA
 from retrieval.store import ItemStore
 
-STAGED_CHECKS = ("items_schema", "items_valid", "items_embeddings")
+STAGED_CHECKS = ("items_schema", "items_valid", "items_embeddings", "graph_valid")
 
 
 class PublishRefused(RuntimeError):
@@ -43,6 +43,7 @@ class StagedItems:
 
     built: Rebuilt
     written: publish.ItemsVersion
+    graph: graphs.Graph
     facts_in: int
     event_errors: list[str]  # event files that could not be read, each named with its line
     sweeps_applied: list[str]
@@ -79,15 +80,20 @@ def stage_items(paths: DataRoot, model: TextEmbedder, config: MemoryConfig, now:
     built = rebuild_items(facts, store.items(), batch.events, pending, store.vectors_by_hash, model,
                           warehouse.read_resources(paths, conform=False), config, now)
     written = publish.write_items(paths, built.items, built.vectors, now, search_text=built.search_text)
+    graph = graphs.build_graph(built.items, built.vectors, batch.events, config, now)
+    entities, edges = publish.write_graph(paths, graph.entities, graph.edges, now)
     written = publish.ItemsVersion(**{**written.__dict__, "event_files": [f.name for f in batch.files],
-                                      "sweep_files": [s.file for s in pending]})
+                                      "sweep_files": [s.file for s in pending], "entities": entities, "edges": edges})
+    if graph.merges:  # every alias merge is logged
+        warehouse.write_frame(paths.graph_dir / "merges" / f"aliases-{warehouse.stamp(now)}.parquet",
+                              pl.DataFrame(graph.merges).with_columns(merged_at=pl.lit(now)))
     warehouse.crash_point("items_write")
     publish.stage(paths, written)
     if built.consolidated.merges:
         warehouse.write_frame(paths.merges / f"merges-{warehouse.stamp(now)}.parquet",
                               _merge_log(built.consolidated.merges, now))
     publish.write_report(paths, built.report.metadata())
-    return StagedItems(built, written, facts.height, list(batch.errors), [s.file for s in pending])
+    return StagedItems(built, written, graph, facts.height, list(batch.errors), [s.file for s in pending])
 
 
 def audit_staged(paths: DataRoot, config: MemoryConfig) -> tuple[publish.ItemsVersion, dict[str, QualityReport]] | None:
@@ -100,11 +106,15 @@ def audit_staged(paths: DataRoot, config: MemoryConfig) -> tuple[publish.ItemsVe
     schema = schema_report({written.parquet.name: dict(pl.read_parquet_schema(written.parquet))}, ITEM_SCHEMA,
                            subject=f"{subject} schema")
     ledger = ScanLedger.load(audit.quality_dir(paths))
-    items = items_report(pl.read_parquet(written.parquet), config, resource_ids=warehouse.resource_ids(paths),
-                         ledger=ledger, subject=subject)
+    frame = pl.read_parquet(written.parquet)
+    resource_ids = warehouse.resource_ids(paths)
+    items = items_report(frame, config, resource_ids=resource_ids, ledger=ledger, subject=subject)
     ledger.save()
     embeddings = embeddings_report(publish.staged_table(paths, written), config, subject=subject)
     reports = {"items_schema": schema, "items_valid": items, "items_embeddings": embeddings}
+    if written.entities and written.edges:
+        reports["graph_valid"] = graph_report(pl.read_parquet(written.entities), pl.read_parquet(written.edges),
+                                              frame, resource_ids, subject=f"{subject} graph")
     audit.record(paths, written.version, reports)
     return written, reports
 

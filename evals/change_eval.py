@@ -1,0 +1,282 @@
+"""The cross-session change set: does a value changed in a later session retire the old item?
+
+Each case in ``evals/changes/`` (format in its README) is one user's sessions weeks apart:
+a value stated in the first session and, in a later one, either changed ("I switched to
+light mode") or only seemingly changed (a distractor: a plan, a question, another person,
+a second value, a temporary exception). The eval builds one data root with the pipeline's
+own stage steps, in process, session by session in time order, publishing the items
+after each round of sessions (every case's first session, then every second one…), so a
+later session meets the earlier one already published, as it would in production. Then,
+per case, in the case's own namespace:
+
+- **change**: every item stating the old value is ``superseded`` with ``invalid_at`` set,
+  and an item stating the new value is active;
+- **distractor**: every item stating the first value is still active, and nothing the
+  later sessions said retired anything;
+- **as_of**: searching the case's question as of a day between the sessions finds the
+  old value and not the new one (change cases), and searching it now finds the new value.
+
+``run_change_eval`` returns the figures; ``memory eval changes`` prints them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+CHANGES = Path(__file__).with_name("changes")
+KINDS = ("change", "distractor")
+AREAS = ("preference", "tool", "schedule", "place", "number", "role")
+SEARCH_K = 5
+
+
+class ChangeSetError(ValueError):
+    """A case file is malformed; the message names the file and the problem."""
+
+
+@dataclass
+class Session:
+    session_id: str
+    turns: list[dict[str, Any]]
+
+    @property
+    def ended_at(self) -> datetime:
+        return max(_ts(t["ts"]) for t in self.turns)
+
+
+@dataclass
+class ChangeCase:
+    case_id: str
+    kind: str
+    area: str
+    user: str
+    description: str
+    sessions: list[Session]
+    old: list[str]
+    new: list[str]
+    as_of: datetime
+    question: str
+    path: Path = field(default=Path("."), repr=False)
+
+
+def _ts(value: str) -> datetime:
+    moment = datetime.fromisoformat(value)
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def load_case(path: Path) -> ChangeCase:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ChangeSetError(f"{path} line {exc.lineno}: not JSON ({exc.msg})") from None
+
+    def need(key: str, kind: type) -> Any:
+        if not isinstance(raw.get(key), kind):
+            raise ChangeSetError(f"{path}: {key!r} must be a {kind.__name__}")
+        return raw[key]
+
+    kind = need("kind", str)
+    if kind not in KINDS:
+        raise ChangeSetError(f"{path}: kind {kind!r}; use one of {', '.join(KINDS)}")
+    area = need("area", str)
+    if area not in AREAS:
+        raise ChangeSetError(f"{path}: area {area!r}; use one of {', '.join(AREAS)}")
+    sessions = []
+    for s in need("sessions", list):
+        turns = s.get("turns") if isinstance(s, dict) else None
+        if not isinstance(turns, list) or not turns or not isinstance(s.get("session_id"), str):
+            raise ChangeSetError(f"{path}: each session needs a session_id and turns")
+        for t in turns:
+            missing = [k for k in ("turn", "role", "speaker", "content", "ts") if k not in t]
+            if missing:
+                raise ChangeSetError(f"{path}: session {s['session_id']} turn {t.get('turn')}: missing {', '.join(missing)}")
+        sessions.append(Session(s["session_id"], turns))
+    if len(sessions) < 2:
+        raise ChangeSetError(f"{path}: a case needs at least two sessions")
+    old, new = need("old", dict).get("contains"), need("new", dict).get("contains")
+    if not old or not new:
+        raise ChangeSetError(f"{path}: old.contains and new.contains must name the values")
+    as_of = _ts(need("as_of", str))
+    if not sessions[0].ended_at < as_of < min(s.ended_at for s in sessions[1:]):
+        raise ChangeSetError(f"{path}: as_of {raw['as_of']} must fall between the first session and the later ones")
+    return ChangeCase(need("case_id", str), kind, area, need("user", str), raw.get("description", ""), sessions,
+                      [w.lower() for w in old], [w.lower() for w in new], as_of, need("question", str), path)
+
+
+def load_cases(folder: Path = CHANGES) -> list[ChangeCase]:
+    cases = [load_case(p) for p in sorted(Path(folder).glob("*.json"))]
+    if not cases:
+        raise ChangeSetError(f"{folder}: no case files (*.json)")
+    seen: dict[str, Path] = {}
+    for case in cases:
+        for s in case.sessions:
+            if s.session_id in seen:
+                raise ChangeSetError(f"{case.path}: session id {s.session_id} also used in {seen[s.session_id]}")
+            seen[s.session_id] = case.path
+    return cases
+
+
+# --- building the memory ---------------------------------------------------------------
+
+def build(cases: Sequence[ChangeCase], root: Path, extractor: str = "offline") -> dict[str, int]:
+    """Every case's sessions through the pipeline's stage steps into ``root``, round by
+    round (each case's first session, then each second one…), publishing after each round."""
+    from memory_assets.lib.extraction.session import choose_extractor, extract_session
+    from memory_assets.lib.ingest.intake import ingest_paths, store_session
+    from memory_assets.lib.items.staging import audit_staged, publish_staged, stage_items
+    from retrieval.config import load_config
+    from retrieval.embeddings import Embedder
+    from retrieval.paths import DataRoot
+
+    inbox = root / "_cases"
+    inbox.mkdir(parents=True, exist_ok=True)
+    files = []
+    for case in cases:
+        for s in case.sessions:
+            path = inbox / f"{s.session_id}.jsonl"
+            path.write_text("".join(json.dumps({**t, "session_id": s.session_id, "namespace": case.case_id}) + "\n"
+                                    for t in s.turns), encoding="utf-8")
+            files.append(path)
+    report = ingest_paths(files, root)
+    paths, config = DataRoot.resolve(root), load_config()
+    impl, model = choose_extractor(extractor, config), Embedder(config)
+    rounds = max(len(c.sessions) for c in cases)
+    clock = min(c.sessions[0].ended_at for c in cases)
+    for r in range(rounds):
+        batch = sorted((c.sessions[r] for c in cases if r < len(c.sessions)), key=lambda s: s.ended_at)
+        for s in batch:
+            store_session(paths, s.session_id, config, s.ended_at)
+            extract_session(paths, s.session_id, impl, config, s.ended_at)
+        clock = max(clock, *(s.ended_at for s in batch))
+        stage_items(paths, model, config, clock)
+        audit_staged(paths, config)
+        publish_staged(paths, clock)
+    return {"cases": len(cases), "sessions": len(report.sessions), "turns": report.messages, "rounds": rounds}
+
+
+# --- scoring -----------------------------------------------------------------------------
+
+def _mentions(content: str, words: Sequence[str]) -> bool:
+    low = content.lower()
+    return all(w in low for w in words)
+
+
+def score_case(case: ChangeCase, items: pl.DataFrame, client: Any) -> dict[str, Any]:
+    """One case's verdict and, when it fails, why."""
+    mine = items.filter(pl.col("namespace") == case.case_id)
+    first = {case.sessions[0].session_id}
+    later = {s.session_id for s in case.sessions[1:]}
+    rows = mine.select("id", "content", "status", "invalid_at", "session_id", "superseded_by", "source_turn_ids").to_dicts()
+
+    def sessions(row: dict) -> set[str]:
+        return {t.split(":")[0] for t in row["source_turn_ids"] or []} | {row["session_id"]}
+
+    old = [r for r in rows if _mentions(r["content"], case.old) and sessions(r) & first and not _mentions(r["content"], case.new)]
+    new = [r for r in rows if _mentions(r["content"], case.new) and sessions(r) & later]
+    retired_by_later = [r for r in rows if r["status"] == "superseded" and sessions(r) & first]
+    out: dict[str, Any] = {"case_id": case.case_id, "kind": case.kind, "area": case.area,
+                           "old_items": [(r["content"], r["status"]) for r in old],
+                           "new_items": [(r["content"], r["status"]) for r in new]}
+    reasons: list[str] = []
+    if not old:
+        reasons.append("no item states the old value (extraction)")
+    if not new and case.kind == "change":
+        # A distractor's later statement (a question, a plan) may rightly yield no item.
+        reasons.append("no item states the later value (extraction)")
+    if case.kind == "change":
+        still = [r["content"] for r in old if r["status"] != "superseded" or r["invalid_at"] is None]
+        if still:
+            reasons.append(f"old item still active: {still[0]!r}")
+        if new and not any(r["status"] == "active" for r in new):
+            reasons.append("no item with the new value is active")
+        before = [h.content for h in client.search(case.question, SEARCH_K, as_of=case.as_of)]
+        now = [h.content for h in client.search(case.question, SEARCH_K)]
+        out["as_of_hits"], out["now_hits"] = before, now
+        out["as_of_ok"] = (any(_mentions(c, case.old) for c in before)
+                           and not any(_mentions(c, case.new) and not _mentions(c, case.old) for c in before))
+        out["now_ok"] = any(_mentions(c, case.new) for c in now) and not any(
+            _mentions(c, case.old) and not _mentions(c, case.new) for c in now)
+        if old and new and not out["as_of_ok"]:
+            reasons.append("as_of the day between did not find the old value alone")
+    else:
+        if retired_by_later:
+            reasons.append(f"retired {retired_by_later[0]['content']!r}")
+    out["retired"] = [r["content"] for r in retired_by_later]
+    out["ok"] = not reasons
+    out["reasons"] = reasons
+    return out
+
+
+def run_change_eval(folder: Path = CHANGES, *, extractor: str = "offline", root: Path | None = None) -> dict[str, Any]:
+    """Build the change set's memory and score every case.
+
+    Returns:
+        ``changes`` / ``changes_correct`` (old retired with ``invalid_at``, new active),
+        ``distractors`` / ``distractors_retiring`` (must be 0), ``as_of_correct``,
+        ``extraction_misses`` (cases whose old or new value never became an item), and
+        ``cases`` with each verdict.
+    """
+    from retrieval import MemoryClient
+    from retrieval.paths import DataRoot
+    from retrieval.store import ItemStore
+
+    cases = load_cases(folder)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="change-eval-") as tmp:
+        target = Path(root or tmp)
+        built = build(cases, target, extractor)
+        items = ItemStore(DataRoot.resolve(target)).items()
+        verdicts = []
+        for case in cases:
+            client = MemoryClient(target, namespace=case.case_id)
+            verdicts.append(score_case(case, items, client))
+    changes = [v for v in verdicts if v["kind"] == "change"]
+    distractors = [v for v in verdicts if v["kind"] == "distractor"]
+    return {
+        **built,
+        "extractor": extractor,
+        "changes": len(changes),
+        "changes_correct": sum(v["ok"] for v in changes),
+        "change_accuracy": round(sum(v["ok"] for v in changes) / max(len(changes), 1), 4),
+        "as_of_correct": sum(bool(v.get("as_of_ok")) for v in changes),
+        "now_correct": sum(bool(v.get("now_ok")) for v in changes),
+        "distractors": len(distractors),
+        "distractors_retiring": sum(bool(v["retired"]) for v in distractors),
+        "extraction_misses": sum(any("(extraction)" in r for r in v["reasons"]) for v in verdicts),
+        "seconds": round(time.perf_counter() - started, 1),
+        "cases": verdicts,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="memory eval changes", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--folder", type=Path, default=CHANGES, help="the case files (default: evals/changes)")
+    parser.add_argument("--extractor", choices=["offline", "llm"], default="offline")
+    parser.add_argument("--json", action="store_true", help="every case's verdict as JSON")
+    args = parser.parse_args(argv)
+    try:
+        report = run_change_eval(args.folder, extractor=args.extractor)
+    except ChangeSetError as exc:
+        print(f"ChangeSetError: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(report, indent=2, default=str))
+        return 0
+    print(f"change cases: {report['changes_correct']}/{report['changes']} correct "
+          f"(as_of {report['as_of_correct']}/{report['changes']}, now {report['now_correct']}/{report['changes']}); "
+          f"distractors retiring something: {report['distractors_retiring']}/{report['distractors']}; "
+          f"extraction misses: {report['extraction_misses']}; {report['seconds']} s")
+    for v in report["cases"]:
+        if not v["ok"]:
+            print(f"  {v['case_id']} ({v['kind']}): {'; '.join(v['reasons'])}")
+    return 0

@@ -1,0 +1,194 @@
+"""Validity in time: a later fact that gives a subject's relation a new value retires the
+earlier one (the bi-temporal model of getzep/graphiti, arXiv 2501.13956).
+
+Every item has ``valid_from`` (the day it became true) and, once replaced, ``invalid_at``
+(when the later fact became true). Nothing is deleted: the old item is ``superseded``,
+points at its successor, and ``search(..., as_of=day)`` still finds it for a day it held.
+
+An older item is retired by a newer one of the same user and subject when:
+
+- the relation holds one value at a time (``[graph] single_valued``, or "X's Y is Z" with
+  ``possessed_is_single``) and the values differ: "Aaron lives in Austin" → "Aaron lives
+  in Denver", with or without "moved";
+- or the newer one says it changed ("switched to", "now", "no longer", "instead of") and
+  the two are about the same thing: the same relation, or alike at
+  ``[graph] change_min_similarity`` or more ("uses dark mode" → "switched to light mode");
+  then only the most alike earlier item is retired, since a relation like ``uses`` holds
+  many values at once;
+- or the newer one says the old value ended ("doesn't drink coffee anymore").
+
+Never when the newer one is tentative (considered, asked, conditional or temporary:
+"thinking about switching", "this week only"), when one value only refines the other
+("Denver" → "Denver, Colorado") without a change word, or across users.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from datetime import datetime
+
+import numpy as np
+import polars as pl
+
+from memory_assets.lib.extraction.structure import key_parts, normal
+from retrieval.config import MemoryConfig
+from retrieval.spans import spanned
+from retrieval.text import PEOPLE_NOUNS, STOPWORDS, denies_or_ends
+
+# Subject heads that are things, not someone ("it", "that"): never a person of their own.
+_THINGS = frozenset("it this that there they we you i".split())
+
+_FIELDS = ("id", "namespace", "subject_key", "relation", "value", "states_change", "tentative", "status",
+           "valid_from", "created_at", "content", "supersedes", "invalid_at")
+
+
+def user_of(namespace: str | None) -> str:
+    """The user a namespace belongs to: ``aaron/coding`` and ``aaron/personal`` are Aaron's."""
+    return (namespace or "").split("/", 1)[0]
+
+
+def _words(value: str | None) -> frozenset[str]:
+    return frozenset(w for w in (normal(value) or "").split() if w not in STOPWORDS)
+
+
+def single_valued(row: dict, config: MemoryConfig) -> bool:
+    relation = row["relation"]
+    if relation in config.graph.single_valued:
+        return True
+    # "Aaron's budget is $3,000": one attribute of Aaron, one value at a time.
+    return bool(config.graph.possessed_is_single and relation == "is" and len((row["subject_key"] or "").split()) > 1)
+
+
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+
+
+def _numbers(text: str | None) -> frozenset[str]:
+    return frozenset(_NUMBER.findall(text or ""))
+
+
+def _differ(old: dict, new: dict) -> bool | None:
+    """True: different values; False: the same; None: one refines the other. The same
+    value with other numbers around it ("goes to bed at 11:30" → "at 10:15") differs."""
+    a, b = _words(old["value"]), _words(new["value"])
+    if not a or not b:
+        return None
+    if a == b:
+        na, nb = _numbers(old["content"]), _numbers(new["content"])
+        return True if na and nb and not (na & nb) else False
+    if a <= b or b <= a:
+        return None
+    return True
+
+
+def same_subject(old: dict, new: dict) -> bool:
+    """The same thing: owners agree (or one has none), the same head noun, and one's
+    qualifiers include the other's ("Chloe's standup" ~ "standup" ~ "Chloe's daily standup")."""
+    (oa, ha, ca), (ob, hb, cb) = key_parts(old["subject_key"]), key_parts(new["subject_key"])
+    return ha == hb and (oa is None or ob is None or oa == ob) and (ca <= cb or cb <= ca)
+
+
+def _ended(old: dict, new: dict) -> bool:
+    """The newer states that the older's value no longer holds: same value, now denied."""
+    return _differ(old, new) is False and denies_or_ends(new["content"]) and not denies_or_ends(old["content"])
+
+
+def person_of(key: str | None) -> str:
+    """Whose the subject is: the owner of "aaron's phone", or "aaron" itself; someone
+    else for "aaron's brother" (a person noun: ``retrieval.text.PEOPLE_NOUNS``)."""
+    owner, head, _ = key_parts(key)
+    return owner if owner and head not in PEOPLE_NOUNS else (key or "")
+
+
+def _named(key: str | None) -> bool:
+    """A subject that is someone: a name, or someone's relative ("aaron", "aaron's sister")."""
+    owner, head, _ = key_parts(key)
+    return bool(owner) or head not in _THINGS and head.isalpha() and head not in PEOPLE_NOUNS
+
+
+@spanned("consolidate: validity")
+def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig) -> list[tuple[int, int]]:
+    """(new, old) row pairs where the newer item retires the older one (see the module doc)."""
+    if items.is_empty() or "relation" not in items.columns:
+        return []
+    rows = items.select(_FIELDS).to_dicts()
+    live = [i for i, r in enumerate(rows)
+            if r["status"] in ("active", "candidate") and r["relation"] and r["subject_key"]]
+    by_user: dict[str, list[int]] = defaultdict(list)
+    for i in live:
+        by_user[user_of(rows[i]["namespace"])].append(i)
+    pairs: list[tuple[int, int]] = []
+    retired: set[int] = set()
+    floor = config.graph.change_min_similarity
+
+    def when(i: int):
+        return (rows[i]["valid_from"] or rows[i]["created_at"], rows[i]["created_at"], rows[i]["id"])
+
+    for members in by_user.values():
+        if len(members) < 2:
+            continue
+        members.sort(key=when)
+        heads: dict[str, list[int]] = defaultdict(list)
+        for pos, n in enumerate(members):
+            new = rows[n]
+            head = key_parts(new["subject_key"])[1]
+            if new["status"] == "active" and not new["tentative"]:
+                # 1. One value at a time: the same subject and relation, another value.
+                if single_valued(new, config):
+                    for o in heads.get(head, ()):
+                        old = rows[o]
+                        if (o not in retired and old["created_at"] < new["created_at"] and old["relation"] == new["relation"]
+                                and same_subject(old, new) and _differ(old, new)):
+                            pairs.append((n, o))
+                            retired.add(o)
+                if new["states_change"]:
+                    # 2. "no longer": the same value, now denied.
+                    for o in heads.get(head, ()):
+                        old = rows[o]
+                        if (o not in retired and old["created_at"] < new["created_at"] and old["relation"] == new["relation"]
+                                and same_subject(old, new) and _ended(old, new)):
+                            pairs.append((n, o))
+                            retired.add(o)
+                    # 3. A stated change with a new value retires the one most alike earlier
+                    # fact of the same person (an unnamed thing, "rent", is the user's own).
+                    if new["value"]:
+                        older = [o for o in members[:pos] if o not in retired and not rows[o]["tentative"]
+                                 and rows[o]["created_at"] < new["created_at"] and _comparable(rows[o], new)]
+                        if older:
+                            sims = vectors[older] @ vectors[n]
+                            best = int(np.argmax(sims))
+                            if sims[best] >= floor:
+                                pairs.append((n, older[best]))
+                                retired.add(older[best])
+            heads[head].append(n)
+    return pairs
+
+
+def _comparable(old: dict, new: dict) -> bool:
+    """Whether a stated change of ``new`` may replace ``old``: about the same person, or
+    ``new`` names no one (then it is the user's own), and not the same value again."""
+    if _differ(old, new) is False:
+        return False
+    a, b = person_of(old["subject_key"]), person_of(new["subject_key"])
+    return a == b or same_subject(old, new) or not (_named(old["subject_key"]) and _named(new["subject_key"]))
+
+
+def stamp_invalid(items: pl.DataFrame) -> pl.DataFrame:
+    """Every superseded item has ``invalid_at``: when its successor became true (or, with
+    the successor gone, when it was superseded). A later fact never makes an earlier one
+    invalid before it was valid."""
+    if items.is_empty():
+        return items
+    valid_from = dict(zip(items["id"].to_list(), items["valid_from"].to_list()))
+    rows = items.select("status", "superseded_by", "invalid_at", "valid_from", "updated_at").rows()
+    stamped: list[datetime | None] = []
+    for status, successor, invalid_at, own_from, updated_at in rows:
+        if status != "superseded":
+            stamped.append(None if status == "active" else invalid_at)
+            continue
+        if invalid_at is None:
+            invalid_at = valid_from.get(successor) or updated_at
+            if own_from is not None and invalid_at is not None and invalid_at < own_from:
+                invalid_at = own_from
+        stamped.append(invalid_at)
+    return items.with_columns(pl.Series("invalid_at", stamped, dtype=items.schema["invalid_at"]))

@@ -1,0 +1,172 @@
+"""Dual search's graph side (ADR-0077): the query's entities start a breadth-first walk.
+
+The published graph (``lib/items/graph.py``: entities, and edges between items and
+entities) is held in memory like the items snapshot, reloaded when a publish replaces
+it. A query's entities are found by name (each entity's normal name and its aliases, as
+the query's words, one to four at a time, singular or plural); from them the walk goes at
+most ``[graph] expansion_depth`` hops:
+
+- hop 1: the items that mention a query entity, and the entities a relation edge joins
+  to it ("Nate has a turtle": Nate → turtle);
+- hop 2: the items that mention those entities, and the items used together with hop-1
+  items in one reply (``relates_to``).
+
+Each step multiplies by ``hop_decay`` (0.7) and by the edge's confidence; an item reached
+from several query entities adds their scores, so "What animal do both Nate and Joanna
+like?" favours what both are joined to. An entity with more than ``max_seed_degree`` facts
+(the user themself, in their own memory) is a hub: it joins too much to rank anything,
+so it does not spread through its mentions. The item scores become a third list that
+``retrieve`` fuses with the vector and full-text lists at ``[graph] weight``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from retrieval.config import MemoryConfig
+from retrieval.text import QUERY_STOPWORDS
+
+# How far each kind of edge carries the walk, besides its confidence.
+KIND_WEIGHT = {"mentions": 1.0, "relation": 1.0, "relates_to": 1.0, "supersedes": 0.5, "contradicts": 0.5}
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9+#.'-]*")
+MAX_NGRAM = 4
+
+
+def normal_name(text: str) -> str:
+    """An entity name or query phrase as the index keys it: lower case, no article or possessive."""
+    words = [w.lower().removesuffix("'s").removesuffix("’s").strip(".'") for w in _WORD.findall(text)]
+    return " ".join(w for w in words if w and w not in ("a", "an", "the"))
+
+
+def _singular(word: str) -> str | None:
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith("es") and len(word) > 4 and word[-3] in "sxz":
+        return word[:-2]
+    if word.endswith("s") and not word.endswith("ss") and len(word) > 3:
+        return word[:-1]
+    return None
+
+
+class GraphIndex:
+    """The published entities and edges, indexed for the walk; reloaded on a new publish."""
+
+    def __init__(self, entities: Path, edges: Path):
+        self.entities_path, self.edges_path = Path(entities), Path(edges)
+        self._key: tuple | None = None
+        self.names: dict[tuple[str, str], list[str]] = {}
+        self.mentions: dict[str, list[tuple[str, float]]] = {}
+        self.neighbours: dict[str, list[tuple[str, float]]] = {}
+        self.items: dict[str, list[tuple[str, float]]] = {}
+        self.degree: dict[str, int] = {}
+        self.entity_names: dict[str, str] = {}
+
+    def refresh(self) -> bool:
+        """Load the published graph if it changed; False when there is none."""
+        try:
+            key = tuple((p.stat().st_mtime_ns, p.stat().st_size) for p in (self.entities_path, self.edges_path))
+        except FileNotFoundError:
+            self._key = None
+            self.names, self.mentions, self.neighbours, self.items = {}, {}, {}, {}
+            return False
+        if key == self._key:
+            return True
+        entities = pl.read_parquet(self.entities_path, columns=["id", "name", "aliases", "namespace", "facts", "status"])
+        edges = pl.read_parquet(self.edges_path, columns=["source", "target", "kind", "confidence"])
+        names: dict[tuple[str, str], list[str]] = defaultdict(list)
+        self.degree, self.entity_names = {}, {}
+        for eid, name, aliases, namespace, facts, _status in entities.iter_rows():
+            self.degree[eid] = int(facts)
+            self.entity_names[eid] = name
+            for alias in (name, *(aliases or [])):
+                key_name = normal_name(alias)
+                if key_name:
+                    names[(namespace, key_name)].append(eid)
+        mentions: dict[str, list[tuple[str, float]]] = defaultdict(list)
+        neighbours: dict[str, list[tuple[str, float]]] = defaultdict(list)
+        items: dict[str, list[tuple[str, float]]] = defaultdict(list)
+        for source, target, kind, confidence in edges.filter(pl.col("kind") != "derived_from").iter_rows():
+            weight = KIND_WEIGHT.get(kind, 0.0) * float(confidence)
+            if kind == "mentions":
+                mentions[target].append((source, weight))
+            elif kind == "relation":
+                neighbours[source].append((target, weight))
+                neighbours[target].append((source, weight))
+            else:  # item ↔ item
+                items[source].append((target, weight))
+                items[target].append((source, weight))
+        self.names, self.mentions, self.neighbours, self.items = dict(names), dict(mentions), dict(neighbours), dict(items)
+        self._key = key
+        return True
+
+    def seeds(self, query: str, namespace: str | None) -> dict[str, float]:
+        """The entities the query names (one to four words at a time), each at 1.0."""
+        words = [normal_name(w) for w in _WORD.findall(query)]
+        words = [w for w in words if w]
+        found: dict[str, float] = {}
+        taken: set[int] = set()
+        for size in range(min(MAX_NGRAM, len(words)), 0, -1):
+            for start in range(len(words) - size + 1):
+                span = set(range(start, start + size))
+                if span & taken:
+                    continue
+                phrase = " ".join(words[start:start + size])
+                if size == 1 and phrase in QUERY_STOPWORDS:
+                    continue
+                options = [phrase]
+                if (single := _singular(words[start + size - 1])) is not None:
+                    options.append(" ".join([*words[start:start + size - 1], single]))
+                for option in options:
+                    ids = [e for (ns, name), es in self._lookup(option, namespace) for e in es]
+                    if ids:
+                        for eid in ids:
+                            found[eid] = 1.0
+                        taken |= span
+                        break
+        return found
+
+    def _lookup(self, name: str, namespace: str | None):
+        if namespace is not None:
+            hit = self.names.get((namespace, name))
+            return [((namespace, name), hit)] if hit else []
+        return [(key, ids) for key, ids in self.names.items() if key[1] == name]
+
+    def expand(self, seeds: dict[str, float], config: MemoryConfig) -> dict[str, float]:
+        """item id → graph score: the breadth-first walk from ``seeds`` (see the module doc)."""
+        g = config.graph
+        depth, hop = int(g.expansion_depth), float(g.hop_decay)
+        if not seeds or depth < 1:
+            return {}
+        scores: dict[str, float] = defaultdict(float)
+        entity_scores: dict[str, float] = {}
+        # Hop 1: items mentioning a seed (unless it is a hub), entities related to it.
+        for eid, s in seeds.items():
+            if self.degree.get(eid, 0) <= g.max_seed_degree:
+                for item, w in self.mentions.get(eid, ()):
+                    scores[item] += s * hop * w
+            for other, w in self.neighbours.get(eid, ()):
+                if other not in seeds:
+                    entity_scores[other] = max(entity_scores.get(other, 0.0), s * hop * w)
+        if depth >= 2:
+            reached = dict(scores)
+            for eid, s in entity_scores.items():
+                if self.degree.get(eid, 0) <= g.max_seed_degree:
+                    for item, w in self.mentions.get(eid, ()):
+                        scores[item] += s * hop * w
+            for item, s in reached.items():
+                for other, w in self.items.get(item, ()):
+                    scores[other] += s * hop * w
+        return dict(scores)
+
+    def search(self, query: str, namespace: str | None, config: MemoryConfig, limit: int) -> list[dict[str, Any]]:
+        """The walk's best ``limit`` items as a search list: ``id`` and ``_graph`` (its score)."""
+        if not self.refresh():
+            return []
+        scores = self.expand(self.seeds(query, namespace), config)
+        best = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+        return [{"id": item, "_graph": score} for item, score in best]
