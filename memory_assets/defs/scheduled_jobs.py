@@ -18,10 +18,10 @@ COVERS = {"nightly": ("nightly",), "weekly": ("weekly", "nightly"), "monthly": (
 CRONS = {"nightly": "0 2 * * *", "weekly": "0 1 * * 0", "monthly": "0 3 1 * *"}
 
 SELECTIONS: dict[str, list[str]] = {
-    "nightly": ["memory_items", "published_items", "lessons_and_triggers", "category_summaries"],
-    "weekly": ["archive_sweep", "memory_items", "published_items", "lessons_and_triggers", "category_summaries",
+    "nightly": ["memory_items", "entities", "edges", "published_items", "lessons_and_triggers", "category_summaries"],
+    "weekly": ["archive_sweep", "memory_items", "entities", "edges", "published_items", "lessons_and_triggers", "category_summaries",
                "archive_clusters"],
-    "monthly": ["cold_sweep", "memory_items", "published_items", "items_index", "lessons_and_triggers", "category_summaries",
+    "monthly": ["cold_sweep", "memory_items", "entities", "edges", "published_items", "items_index", "lessons_and_triggers", "category_summaries",
                 "health_report"],
 }
 

@@ -17,33 +17,53 @@ from memory_assets.lib.quality import audit
 from retrieval.store import ItemStore
 
 
-@dg.asset(
-    deps=["extracted_facts", "archive_sweep", "cold_sweep"],
-    group_name="items",
-    kinds={"python", "parquet", "lancedb", "duckdb"},
-    code_version="memory-items-v6",
+MEMORY_ITEMS_DOC = """Everything the agent may remember: one row per distinct memory, with importance,
+confidence, trust, tier, status and the turns it came from.
+
+Exact and near-duplicate facts are merged into one item (the fresher wording wins,
+and it keeps every source); a fact that replaces an older one marks the older one
+superseded; the agent's feedback (reinforce, demote, update, forget, echo/fizzle)
+is folded in; the lifecycle (decay, boosts, confidence, contradictions, TTLs, purge,
+promotion) is applied as of the run's clock, and so are the pending sweeps
+(``archive_sweep`` weekly, ``cold_sweep`` monthly, which also asks for every item to be
+embedded again and checked against every other). Each item
+is found by full-text search through its content, the turns it came from and the turns
+around them (``lib/items/source_text.py``; LanceDB only). Written as a new Parquet version
+and a new LanceDB ``items`` version (vectors + full-text index), staged for its
+checks; ``published_items`` makes it what retrieval reads."""
+
+ENTITIES_DOC = """Who and what the memory is about: one node per person, place, thing or concept
+the items mention (read from each fact's parse), with aliases merged ("Mel" into "Melanie",
+each merge logged) and the count of active facts about it. Built with the items, checked
+with them and published with them (``published_items``); dual search starts from the
+entities a query names."""
+
+EDGES_DOC = """How items and entities connect: ``mentions`` (item → entity), ``relation`` (subject
+→ value: "Nate has a turtle"), ``supersedes``, ``contradicts``, ``derived_from`` (item →
+its resources) and ``relates_to`` (items used together in one reply). Each edge has a
+confidence, reinforced when seen again and decayed nightly, pruned below the floor."""
+
+
+@dg.multi_asset(
+    specs=[
+        dg.AssetSpec("memory_items", deps=["extracted_facts", "archive_sweep", "cold_sweep"], group_name="items",
+                     kinds={"python", "parquet", "lancedb", "duckdb"}, code_version="memory-items-v7",
+                     description=MEMORY_ITEMS_DOC,
+                     # A new sweep is applied by the job that made it (or the next run); it neither
+                     # triggers this asset nor, before the first one, holds it back.
+                     automation_condition=dg.AutomationCondition.eager().ignore(
+                         dg.AssetSelection.assets("archive_sweep", "cold_sweep"))),
+        dg.AssetSpec("entities", deps=["memory_items"], group_name="items", kinds={"python", "parquet"},
+                     code_version="entities-v1", description=ENTITIES_DOC),
+        dg.AssetSpec("edges", deps=["memory_items", "entities"], group_name="items", kinds={"python", "parquet"},
+                     code_version="edges-v1", description=EDGES_DOC),
+    ],
     pool="duckdb",
-    # A new sweep is applied by the job that made it (or the next run); it neither
-    # triggers this asset nor, before the first one, holds it back.
-    automation_condition=dg.AutomationCondition.eager().ignore(dg.AssetSelection.assets("archive_sweep", "cold_sweep")),
+    can_subset=False,
 )
 def memory_items(context: dg.AssetExecutionContext, config: Clock, memory: MemoryRoot,
-                 embedder: EmbedderResource, duckdb: DuckDBResource) -> dg.MaterializeResult:
-    """Everything the agent may remember: one row per distinct memory, with importance,
-    confidence, trust, tier, status and the turns it came from.
-
-    Exact and near-duplicate facts are merged into one item (the fresher wording wins,
-    and it keeps every source); a fact that replaces an older one marks the older one
-    superseded; the agent's feedback (reinforce, demote, update, forget, echo/fizzle)
-    is folded in; the lifecycle (decay, boosts, confidence, contradictions, TTLs, purge,
-    promotion) is applied as of the run's clock, and so are the pending sweeps
-    (``archive_sweep`` weekly, ``cold_sweep`` monthly, which also asks for every item to be
-    embedded again and checked against every other). Each item
-    is found by full-text search through its content, the turns it came from and the turns
-    around them (``lib/items/source_text.py``; LanceDB only). Written as a new Parquet version
-    and a new LanceDB ``items`` version (vectors + full-text index), staged for its
-    checks; ``published_items`` makes it what retrieval reads.
-    """
+                 embedder: EmbedderResource, duckdb: DuckDBResource):
+    """The items, their entities and their edges: one version, staged together."""
     paths, settings = memory.paths, memory.config
     now = config.resolve(context)
     model = embedder.build(settings)
@@ -61,7 +81,9 @@ def memory_items(context: dg.AssetExecutionContext, config: Clock, memory: Memor
             "select status, count(*) from read_parquet(?) group by 1 order by 1", [str(written.parquet)]
         ).fetchall()
     active = items.filter(pl.col("status") == "active")
-    return dg.MaterializeResult(metadata={
+    graph = staged.graph
+    counts = graph.counts()
+    yield dg.MaterializeResult(asset_key="memory_items", metadata={
         "items": items.height,
         "active_items": active.height,
         "facts_in": staged.facts_in,
@@ -81,13 +103,26 @@ def memory_items(context: dg.AssetExecutionContext, config: Clock, memory: Memor
         "sweeps_applied": staged.sweeps_applied,
         "sample": dg.MetadataValue.md("\n".join(f"- {c}" for c in active.sort("importance", descending=True)["content"].head(10).to_list()) or "none"),
     })
+    yield dg.MaterializeResult(asset_key="entities", metadata={
+        "entities": counts["entities"], "active_entities": counts["active_entities"],
+        "aliases_merged": counts["aliases_merged"], "staged_version": written.version,
+        "merges": dg.MetadataValue.md("\n".join(f"- {m['alias']} → {m['into']} ({m['similarity']})"
+                                                 for m in graph.merges[:20]) or "none"),
+        "most_mentioned": dg.MetadataValue.md("\n".join(
+            f"- {n} ({f})" for n, f in graph.entities.sort("facts", descending=True).select("name", "facts").head(10).iter_rows())
+            or "none"),
+    })
+    yield dg.MaterializeResult(asset_key="edges", metadata={
+        "edges": counts["edges"], **{k: v for k, v in counts.items() if k.startswith("edges_")},
+        "staged_version": written.version,
+    })
 
 
 @dg.asset(
-    deps=["memory_items"],
+    deps=["memory_items", "entities", "edges"],
     group_name="items",
     kinds={"lancedb", "parquet"},
-    code_version="published-items-v1",
+    code_version="published-items-v2",
     freshness_policy=freshness.NIGHTLY,
     # Plain eager() would request this asset alone after a failed blocking check.
     automation_condition=dg.AutomationCondition.eager() & dg.AutomationCondition.all_deps_blocking_checks_passed(),

@@ -16,6 +16,10 @@ from memory_assets.lib.quality import audit, embeddings_report
 from memory_assets.defs.check_results import failed_result, to_check_result
 from retrieval.store import ItemStore
 
+# The asset each staged check is on.
+CHECKED = {"items_schema": "memory_items", "items_valid": "memory_items", "items_embeddings": "memory_items",
+           "graph_valid": "edges"}
+
 
 @dg.multi_asset_check(
     specs=[
@@ -36,6 +40,12 @@ from retrieval.store import ItemStore
             description="The staged LanceDB version has one vector dimension, the configured model's, "
                         "no NaN, unit norms, and its full-text index on content. Blocks publishing.",
         ),
+        dg.AssetCheckSpec(
+            "graph_valid", asset="edges", blocking=True, additional_deps=["entities"],
+            description="The staged graph: every edge joins nodes that exist (items and entities of this "
+                        "version; stored resources for derived_from), edge kinds are known and confidences "
+                        "in [0, 1], and every active entity has an active fact. Blocks publishing.",
+        ),
     ],
 )
 def memory_items_checks(context: dg.AssetCheckExecutionContext, memory: MemoryRoot) -> Iterator[dg.AssetCheckResult]:
@@ -43,12 +53,14 @@ def memory_items_checks(context: dg.AssetCheckExecutionContext, memory: MemoryRo
     audited = audit_staged(memory.paths, memory.config)
     if audited is None:
         for check in STAGED_CHECKS:
-            yield failed_result(asset="memory_items", check=check, reason="nothing staged: materialize memory_items first")
+            yield failed_result(asset=CHECKED[check], check=check, reason="nothing staged: materialize memory_items first")
         return
     written, reports = audited
     staged = {"staged_version": written.version, "parquet": written.parquet.name}
     for check, report in reports.items():
-        yield to_check_result(report, asset="memory_items", check=check, metadata=staged)
+        yield to_check_result(report, asset=CHECKED[check], check=check, metadata=staged)
+    if "graph_valid" not in reports:  # a version staged before the graph existed
+        yield failed_result(asset="edges", check="graph_valid", reason="the staged version has no graph: materialize memory_items")
 
 
 @dg.multi_asset_check(

@@ -8,7 +8,7 @@ from memory_assets.defs.runtime import MemoryRoot
 
 fold_feedback_job = dg.define_asset_job(
     "fold_feedback",
-    selection=dg.AssetSelection.assets("memory_items", "published_items"),
+    selection=dg.AssetSelection.assets("memory_items", "entities", "edges", "published_items"),
     description="Rebuild memory_items with the agent's new feedback events folded in.",
 )
 
@@ -38,7 +38,7 @@ automation_sensor = dg.AutomationConditionSensorDefinition(
 
 materialize_items_job = dg.define_asset_job(
     "materialize_items",
-    selection=dg.AssetSelection.assets("memory_items", "published_items"),
+    selection=dg.AssetSelection.assets("memory_items", "entities", "edges", "published_items"),
     description="Rebuild the items from every session's facts and the pending feedback, audit and publish "
                 "(what `memory materialize` runs after extraction).",
 )

@@ -27,15 +27,16 @@ def hint_words(text: str) -> set[str]:
 _TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'+.-]*")
 
 
-def mentions(content: str, words: set[str]) -> bool:
+def mentions(content: str, words: set[str], *, names: bool = False) -> bool:
     """Every hint word occurs in ``content`` as a common word, not inside a name:
-    "switched from black" replaces "likes black", never "a bag from Black Diamond"."""
+    "switched from black" replaces "likes black", never "a bag from Black Diamond".
+    With ``names`` (the hint is itself a name: "ditched Evernote"), names count too."""
     tokens = _TOKEN.findall(content)
     common: set[str] = set()
     for i, token in enumerate(tokens):
         word = token.lower().strip(".'")
         # Capitalized mid-sentence (and not the pronoun I) reads as a proper noun.
-        if i > 0 and token[:1].isupper() and not tokens[i - 1].endswith((".", "!", "?")):
+        if not names and i > 0 and token[:1].isupper() and not tokens[i - 1].endswith((".", "!", "?")):
             continue
         common.add(word)
     return words <= common
@@ -65,7 +66,7 @@ def resolve(rows: list[dict], vectors: np.ndarray, min_similarity: float) -> lis
             if (j == i or old["status"] != "active" or old["namespace"] != new["namespace"]
                     or old["created_at"] >= new["created_at"]):
                 continue
-            if mentions(old["content"], hint):
+            if mentions(old["content"], hint, names=new["supersedes_hint"][:1].isupper()):
                 pairs.append((i, int(j), float(sims[j])))
                 break
     return pairs

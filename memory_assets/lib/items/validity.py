@@ -40,7 +40,7 @@ from retrieval.text import PEOPLE_NOUNS, STOPWORDS, denies_or_ends
 _THINGS = frozenset("it this that there they we you i".split())
 
 _FIELDS = ("id", "namespace", "subject_key", "relation", "value", "states_change", "tentative", "status",
-           "valid_from", "created_at", "content", "supersedes", "invalid_at")
+           "valid_from", "created_at", "content", "supersedes", "invalid_at", "session_id", "supersedes_hint")
 
 
 def user_of(namespace: str | None) -> str:
@@ -111,7 +111,7 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
     """(new, old) row pairs where the newer item retires the older one (see the module doc)."""
     if items.is_empty() or "relation" not in items.columns:
         return []
-    rows = items.select(_FIELDS).to_dicts()
+    rows = items.select([c for c in _FIELDS if c in items.columns]).to_dicts()
     live = [i for i, r in enumerate(rows)
             if r["status"] in ("active", "candidate") and r["relation"] and r["subject_key"]]
     by_user: dict[str, list[int]] = defaultdict(list)
@@ -151,8 +151,11 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                             retired.add(o)
                     # 3. A stated change with a new value retires the one most alike earlier
                     # fact of the same person (an unnamed thing, "rent", is the user's own).
-                    if new["value"]:
+                    # A fact that names what it replaces ("from black") is paired by its hint
+                    # (``supersession``); within a session the extractor settles reversals.
+                    if new["value"] and not new.get("supersedes_hint"):
                         older = [o for o in members[:pos] if o not in retired and not rows[o]["tentative"]
+                                 and rows[o].get("session_id") != new.get("session_id")
                                  and rows[o]["created_at"] < new["created_at"] and _comparable(rows[o], new)]
                         if older:
                             sims = vectors[older] @ vectors[n]

@@ -1,0 +1,226 @@
+"""Issue 14: what a fact says as data, validity in time across sessions, the graph and its walk.
+
+Real spaCy (``en_core_web_sm``), the real MiniLM model, real Parquet and LanceDB: the
+pipeline's own stage steps build a data root from sessions weeks apart.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from evals import change_eval
+from memory_assets.lib.extraction import structure
+from memory_assets.lib.items.graph import build_graph
+from memory_assets.lib.quality import graph_report
+from retrieval import MemoryClient
+from retrieval.config import load_config
+from retrieval.graph import GraphIndex
+from retrieval.paths import DataRoot
+from retrieval.schema import EDGE_SCHEMA, ENTITY_SCHEMA
+from retrieval.store import ItemStore
+
+
+# --- structure --------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "name", "relation", "value", "change", "tentative"), [
+    ("Bea lives in Austin.", "Bea", "lives_in", "Austin", False, False),
+    ("Bea moved from Austin to Denver last month.", "Bea", "lives_in", "Denver", True, False),
+    ("Bea's standup got moved to 9:30.", "Bea", "scheduled_at", "9:30", True, False),
+    ("Bea has started using Notion instead of Evernote.", "Bea", "uses", "Notion", True, False),
+    ("Bea is thinking about switching to Neovim.", "Bea", "uses", "Neovim", False, True),
+    ("Bea didn't switch to Linux after all.", "Bea", "uses", "Linux", False, True),
+    ("Before Bea moved to Lisbon, Bea lived in Porto for six years.", "Bea", "lives_in", "Porto", False, True),
+    ("This week only, Bea's gym session is on Thursday.", "Bea", "scheduled_at", "Thursday", False, True),
+])
+def test_a_fact_is_read_into_subject_relation_and_value(text, name, relation, value, change, tentative):
+    shape = structure.read_all([text], load_config(), [name])[0]
+    assert (shape.relation, shape.value, shape.change, shape.tentative) == (relation, value, change, tentative)
+    assert structure.key_parts(shape.subject_key)[0] in (None, name.lower())
+
+
+def test_the_old_value_is_named_when_the_sentence_says_it():
+    shapes = structure.read_all(["Bea ditched Evernote for Obsidian.", "Bea moved from Austin to Denver."],
+                                load_config(), ["Bea", "Bea"])
+    assert [s.replaced for s in shapes] == ["Evernote", "Austin"]
+
+
+def test_an_attribute_of_a_person_is_that_persons_relation():
+    shape = structure.read_all(["Maren's manager is Olga."], load_config(), ["Maren"])[0]
+    assert (shape.subject_key, shape.relation, shape.value) == ("maren", "reports_to", "Olga")
+
+
+# --- validity across sessions ---------------------------------------------------------------
+
+def _case(tmp_path: Path, case_id: str, kind: str, first: list[str], later: list[str], old: str, new: str,
+          question: str) -> Path:
+    folder = tmp_path / "cases"
+    folder.mkdir(exist_ok=True)
+
+    def session(n: int, day: str, lines: list[str]) -> dict:
+        turns = []
+        for i, line in enumerate(lines):
+            turns += [{"turn": 2 * i + 1, "role": "user", "speaker": "Bea", "content": line, "ts": f"{day}T09:{10 + 2 * i:02d}:00+00:00"},
+                      {"turn": 2 * i + 2, "role": "assistant", "speaker": "assistant", "content": "Noted.",
+                       "ts": f"{day}T09:{11 + 2 * i:02d}:00+00:00"}]
+        return {"session_id": f"{case_id}-{n}", "turns": turns}
+
+    (folder / f"{case_id}.json").write_text(json.dumps({
+        "case_id": case_id, "kind": kind, "area": "place", "user": "Bea", "description": "",
+        "sessions": [session(1, "2026-02-03", first), session(2, "2026-03-17", later)],
+        "old": {"contains": [old]}, "new": {"contains": [new]}, "as_of": "2026-02-20", "question": question,
+    }))
+    return folder
+
+
+@pytest.fixture(scope="module")
+def changed(tmp_path_factory):
+    """Three users' memories built session by session, weeks apart."""
+    tmp = tmp_path_factory.mktemp("changes")
+    _case(tmp, "moved", "change", ["I live in Austin and bike to work."], ["I live in Denver now, the move went fine."],
+          "austin", "denver", "Where does Bea live?")
+    _case(tmp, "theme", "change", ["I use dark mode in VS Code all day."],
+          ["Quick one: I switched to light mode last week, my eyes like it better."],
+          "dark mode", "light mode", "Which theme does Bea use in her editor?")
+    folder = _case(tmp, "maybe", "distractor", ["I use VS Code for all my Python work."],
+                   ["I'm thinking about switching to Neovim at some point."], "vs code", "neovim", "Which editor does Bea use?")
+    root = tmp / "root"
+    cases = change_eval.load_cases(folder)
+    change_eval.build(cases, root)
+    return root, {c.case_id: c for c in cases}
+
+
+def _items(root: Path, namespace: str) -> pl.DataFrame:
+    return ItemStore(DataRoot.resolve(root)).items().filter(pl.col("namespace") == namespace)
+
+
+def test_a_later_sessions_new_value_retires_the_old_item_with_invalid_at(changed):
+    root, _ = changed
+    for namespace, old, new in (("moved", "Austin", "Denver"), ("theme", "dark mode", "light mode")):
+        items = _items(root, namespace)
+        before = items.filter(pl.col("content").str.contains(old)).row(0, named=True)
+        after = items.filter(pl.col("content").str.contains(new)).row(0, named=True)
+        assert before["status"] == "superseded" and before["superseded_by"] == after["id"]
+        assert before["invalid_at"] == after["valid_from"] and after["status"] == "active"
+
+
+def test_a_change_only_considered_retires_nothing(changed):
+    root, _ = changed
+    items = _items(root, "maybe")
+    assert items.filter(pl.col("status") == "superseded").is_empty()
+    assert items.filter(pl.col("content").str.contains("VS Code"))["status"].to_list() == ["active"]
+
+
+def test_as_of_answers_with_what_was_true_then(changed):
+    root, cases = changed
+    client = MemoryClient(root, namespace="moved")
+    then = [h.content for h in client.search("Where does Bea live?", 5, as_of=cases["moved"].as_of)]
+    now = [h.content for h in client.search("Where does Bea live?", 5)]
+    assert any("Austin" in c for c in then) and not any("Denver" in c for c in then)
+    assert any("Denver" in c for c in now) and not any("Austin" in c for c in now)
+
+
+def test_a_question_about_before_finds_the_retired_item(changed):
+    root, _ = changed
+    hits = MemoryClient(root, namespace="moved").search("Where did Bea live before Denver?", 5)
+    austin = [h for h in hits if "Austin" in h.content]
+    assert austin and austin[0].row["status"] == "superseded"
+
+
+# --- the graph ------------------------------------------------------------------------------
+
+def test_the_graph_is_published_with_the_items_and_passes_its_checks(changed):
+    root, _ = changed
+    paths = DataRoot.resolve(root)
+    entities, edges = pl.read_parquet(paths.published_entities), pl.read_parquet(paths.published_edges)
+    assert dict(entities.schema) == ENTITY_SCHEMA and dict(edges.schema) == EDGE_SCHEMA
+    assert {"mentions", "derived_from", "supersedes"} <= set(edges["kind"].to_list())
+    denver = entities.filter((pl.col("namespace") == "moved") & (pl.col("name") == "Denver"))
+    assert denver.height == 1 and denver["facts"][0] >= 1
+    items = ItemStore(paths).items()
+    report = graph_report(entities, edges, items, None)
+    assert report.passed, report.summary()
+
+
+def test_the_graph_checks_catch_a_dangling_edge_and_an_orphan_entity(changed):
+    root, _ = changed
+    paths = DataRoot.resolve(root)
+    entities, edges = pl.read_parquet(paths.published_entities), pl.read_parquet(paths.published_edges)
+    items = ItemStore(paths).items()
+    bad_edge = edges.head(1).with_columns(target=pl.lit("no-such-node"), kind=pl.lit("mentions"))
+    orphan = entities.head(1).with_columns(id=pl.lit("e:orphan"), status=pl.lit("active"))
+    report = graph_report(pl.concat([entities, orphan]), pl.concat([edges, bad_edge]), items, None)
+    failed = {f.expectation for f in report.failed}
+    assert failed == {"edge_target_exists", "entity_has_active_fact"}
+
+
+def _rows(now: datetime) -> pl.DataFrame:
+    facts = [("i1", "Nate has a pet turtle named Shelly.", ["Nate", "turtle", "Shelly"], "Nate", "have", "pet turtle"),
+             ("i2", "Joanna loves turtles.", ["Joanna", "turtle"], "Joanna", "prefers", "turtles"),
+             ("i3", "Nate plays video games every night.", ["Nate", "video game"], "Nate", "play", "video games"),
+             ("i4", "Mel paints landscapes.", ["Mel", "landscape"], "Mel", "paint", "landscapes"),
+             ("i5", "Melanie paints sunsets by the lake.", ["Melanie", "sunset", "lake"], "Melanie", "paint", "sunsets")]
+    return pl.DataFrame([{
+        "id": i, "namespace": "n", "entities": e, "status": "active", "confidence": 0.9, "subject": s,
+        "relation": r, "value": v, "created_at": now, "supersedes": None, "contradicts": [], "source_resource_ids": [],
+        "content": c} for i, c, e, s, r, v in facts])
+
+
+def test_aliases_merge_when_their_facts_are_alike_and_the_merge_is_logged():
+    import numpy as np
+
+    now = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    rows = _rows(now)
+    vectors = np.eye(5, dtype=np.float32)
+    vectors[3] = vectors[4] = np.ones(5, dtype=np.float32) / np.sqrt(5)  # Mel's and Melanie's facts alike
+    graph = build_graph(rows, vectors, None, load_config(), now)
+    melanie = graph.entities.filter(pl.col("name") == "Melanie")
+    assert melanie["aliases"].to_list() == [["Mel"]] and melanie["facts"][0] == 2
+    assert graph.merges == [{"namespace": "n", "alias": "Mel", "into": "Melanie", "similarity": 1.0}]
+    assert graph.entities.filter(pl.col("name") == "Mel").is_empty()
+
+
+def test_the_walk_favours_what_both_query_entities_reach(tmp_path):
+    import numpy as np
+
+    now = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    config = load_config()
+    graph = build_graph(_rows(now), np.eye(5, dtype=np.float32), None, config, now)
+    graph.entities.write_parquet(tmp_path / "entities.parquet")
+    graph.edges.write_parquet(tmp_path / "edges.parquet")
+    index = GraphIndex(tmp_path / "entities.parquet", tmp_path / "edges.parquet")
+    found = index.search("What animal do both Nate and Joanna like?", "n", config, 10)
+    ranked = [r["id"] for r in found]
+    # Both turtle facts are reached from both people (through the turtle); the games fact from Nate only.
+    assert set(ranked[:2]) == {"i1", "i2"} and ranked.index("i3") > 1
+    assert "i4" not in ranked and "i5" not in ranked
+    hop = config.graph.hop_decay
+    assert found[0]["_graph"] == pytest.approx(max(r["_graph"] for r in found)) and found[0]["_graph"] > hop * 0.9
+
+
+def test_edge_confidence_is_reinforced_when_seen_again_and_decays_by_night():
+    import numpy as np
+
+    config = load_config()
+    day = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    used_together = pl.DataFrame([
+        {"id": str(k), "type": "referenced", "item_ids": ["i1", "i2"], "ts": day.replace(day=1 + k),
+         "session_id": None, "payload": "{}", "source_file": None} for k in range(3)])
+    rows = _rows(day)
+    vectors = np.eye(5, dtype=np.float32)
+    same_day = build_graph(rows, vectors, used_together, config, day.replace(day=3))
+    link = same_day.edges.filter(pl.col("kind") == "relates_to").row(0, named=True)
+    g = config.graph
+    first = g.co_recall_confidence
+    expected = min(1.0, min(1.0, first * g.edge_decay_per_night + g.reinforce_step) * g.edge_decay_per_night + g.reinforce_step)
+    assert (link["source"], link["target"], link["weight"]) == ("i1", "i2", 3.0)
+    assert link["confidence"] == pytest.approx(expected)
+    later = build_graph(rows, vectors, used_together, config, day.replace(day=3) + timedelta(days=30))
+    decayed = later.edges.filter(pl.col("kind") == "relates_to")["confidence"][0]
+    assert decayed == pytest.approx(expected * g.edge_decay_per_night ** 30)
+    forgotten = build_graph(rows, vectors, used_together, config, day.replace(year=2028))
+    assert forgotten.edges.filter(pl.col("kind") == "relates_to").is_empty()  # pruned below the floor
