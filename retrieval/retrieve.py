@@ -25,7 +25,7 @@ from retrieval import scoring, sufficiency, trust
 from retrieval.citations import summary_lines
 from retrieval.config import MemoryConfig
 from retrieval.embeddings import Embedder
-from retrieval.graph import GraphIndex
+from retrieval.dual_search import GraphIndex
 from retrieval.injection import Injection, build_block
 from retrieval.llm import llm_configured
 from retrieval.options import RetrievalOptions

@@ -405,7 +405,7 @@ def _items_run(paths: DataRoot, instance: dg.DagsterInstance) -> dg.ExecuteInPro
     """``memory_items`` → its checks → ``published_items``, as ``memory materialize`` runs them."""
     loaded = defs()
     targets = [a for a in loaded.assets if isinstance(a, dg.AssetsDefinition)] + list(loaded.asset_checks)
-    return dg.materialize(targets, selection=["memory_items", "published_items"], instance=instance,
+    return dg.materialize(targets, selection=["memory_items", "entities", "edges", "published_items"], instance=instance,
                           resources=default_resources(str(paths.root)), raise_on_error=False)
 
 

@@ -19,7 +19,7 @@ from memory_assets.lib.items.graph import build_graph
 from memory_assets.lib.quality import graph_report
 from retrieval import MemoryClient
 from retrieval.config import load_config
-from retrieval.graph import GraphIndex
+from retrieval.dual_search import GraphIndex
 from retrieval.paths import DataRoot
 from retrieval.schema import EDGE_SCHEMA, ENTITY_SCHEMA
 from retrieval.store import ItemStore
