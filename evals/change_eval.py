@@ -28,11 +28,13 @@ import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import polars as pl
+
+from memory_assets.lib.ingest.transcripts import parse_ts
 
 CHANGES = Path(__file__).with_name("changes")
 KINDS = ("change", "distractor")
@@ -51,7 +53,7 @@ class Session:
 
     @property
     def ended_at(self) -> datetime:
-        return max(_ts(t["ts"]) for t in self.turns)
+        return max(parse_ts(t["ts"]) for t in self.turns)
 
 
 @dataclass
@@ -67,11 +69,6 @@ class ChangeCase:
     as_of: datetime
     question: str
     path: Path = field(default=Path("."), repr=False)
-
-
-def _ts(value: str) -> datetime:
-    moment = datetime.fromisoformat(value)
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 def load_case(path: Path) -> ChangeCase:
@@ -106,7 +103,7 @@ def load_case(path: Path) -> ChangeCase:
     old, new = need("old", dict).get("contains"), need("new", dict).get("contains")
     if not old or not new:
         raise ChangeSetError(f"{path}: old.contains and new.contains must name the values")
-    as_of = _ts(need("as_of", str))
+    as_of = parse_ts(need("as_of", str))
     if not sessions[0].ended_at < as_of < min(s.ended_at for s in sessions[1:]):
         raise ChangeSetError(f"{path}: as_of {raw['as_of']} must fall between the first session and the later ones")
     return ChangeCase(need("case_id", str), kind, area, need("user", str), raw.get("description", ""), sessions,

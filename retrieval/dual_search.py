@@ -21,7 +21,6 @@ so it does not spread through its mentions. The item scores become a third list 
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -29,18 +28,11 @@ from typing import Any
 import polars as pl
 
 from retrieval.config import MemoryConfig
-from retrieval.text import QUERY_STOPWORDS
+from retrieval.text import PHRASE_WORD, QUERY_STOPWORDS, normal_phrase
 
 # How far each kind of edge carries the walk, besides its confidence.
 KIND_WEIGHT = {"mentions": 1.0, "relation": 1.0, "relates_to": 1.0, "supersedes": 0.5, "contradicts": 0.5}
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9+#.'-]*")
 MAX_NGRAM = 4
-
-
-def normal_name(text: str) -> str:
-    """An entity name or query phrase as the index keys it: lower case, no article or possessive."""
-    words = [w.lower().removesuffix("'s").removesuffix("’s").strip(".'") for w in _WORD.findall(text)]
-    return " ".join(w for w in words if w and w not in ("a", "an", "the"))
 
 
 def _singular(word: str) -> str | None:
@@ -84,7 +76,7 @@ class GraphIndex:
             self.degree[eid] = int(facts)
             self.entity_names[eid] = name
             for alias in (name, *(aliases or [])):
-                key_name = normal_name(alias)
+                key_name = normal_phrase(alias)
                 if key_name:
                     names[(namespace, key_name)].append(eid)
         mentions: dict[str, list[tuple[str, float]]] = defaultdict(list)
@@ -106,7 +98,7 @@ class GraphIndex:
 
     def seeds(self, query: str, namespace: str | None) -> dict[str, float]:
         """The entities the query names (one to four words at a time), each at 1.0."""
-        words = [normal_name(w) for w in _WORD.findall(query)]
+        words = [normal_phrase(w) for w in PHRASE_WORD.findall(query)]
         words = [w for w in words if w]
         found: dict[str, float] = {}
         taken: set[int] = set()
@@ -164,8 +156,9 @@ class GraphIndex:
         return dict(scores)
 
     def search(self, query: str, namespace: str | None, config: MemoryConfig, limit: int) -> list[dict[str, Any]]:
-        """The walk's best ``limit`` items as a search list: ``id`` and ``_graph`` (its score)."""
-        if not self.refresh():
+        """The walk's best ``limit`` items as a search list: ``id`` and ``_graph`` (its score).
+        Reads the graph as last loaded (``Stores.table`` refreshes it with the items snapshot)."""
+        if self._key is None and not self.refresh():
             return []
         scores = self.expand(self.seeds(query, namespace), config)
         best = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]

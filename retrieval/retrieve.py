@@ -11,6 +11,7 @@ floor, scored, diversified, active items first (``rank``); then the trust pass
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -68,15 +69,15 @@ class View:
     as_of: datetime | None = None
 
     @classmethod
-    def of(cls, config: MemoryConfig, namespace: str | None = None, scopes: Sequence[str] | None = None,
-           as_of: datetime | None = None) -> View:
+    def of(cls, config: MemoryConfig, namespace: str | None = None, scopes: Sequence[str] | None = None) -> View:
         """An agent's view: ``namespace`` (default ``[pipeline] namespace``, where sessions
         handed over without a user go; ``"*"`` every one) and ``scopes`` (default all)."""
         return cls(None if namespace == "*" else (namespace or str(config.pipeline.namespace)),
-                   tuple(scopes) if scopes else None, as_of)
+                   tuple(scopes) if scopes else None)
 
     def at(self, as_of: datetime | None) -> View:
-        return self if as_of is None else View(self.namespace, self.scopes, _aware(as_of))
+        """This view as of a day (a naive time is UTC); None: as of now."""
+        return self if as_of is None else dataclasses.replace(self, as_of=_aware(as_of))
 
     def statuses(self, statuses: Sequence[str]) -> tuple[str, ...]:
         """As of a past day, a superseded item may have been the one that held."""
@@ -138,6 +139,7 @@ class Stores:
             self._tables[name] = (time.monotonic(), table)
             if name == "items":
                 self.rows.refresh()
+                self.graph.refresh()
         return table
 
     def embed(self, text: str) -> np.ndarray:

@@ -203,6 +203,20 @@ def temporary(text: str) -> bool:
     return TEMPORARY.search(text) is not None
 
 
+# --- names and values -------------------------------------------------------------------
+
+PHRASE_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9+#.:/'’-]*")
+
+
+def normal_phrase(text: str | None) -> str:
+    """A name, value or query phrase in the one form they are compared and looked up in:
+    lower case, words in order, no article, possessive or trailing punctuation
+    ("the Subaru's 9:30 slot" → "subaru 9:30 slot"). The graph keys entities by it and
+    dual search looks a query's words up by it, so the two always agree."""
+    words = (w.lower().removesuffix("'s").removesuffix("’s").strip(".'’:") for w in PHRASE_WORD.findall(text or ""))
+    return " ".join(w for w in words if w and w not in ("a", "an", "the"))
+
+
 # --- the calendar ---------------------------------------------------------------------
 
 MONTHS: tuple[str, ...] = tuple(m.lower() for m in calendar.month_name[1:])

