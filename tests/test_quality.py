@@ -507,6 +507,11 @@ def test_a_clean_run_passes_every_check_and_publishes(built):
     assert all(e.passed for e in evaluations), [(e.check_name, e.description) for e in evaluations if not e.passed]
     version = ItemStore(paths).published_version()
     assert version != previous and audit.passed(paths, version)
+    # The graph is in the lineage with its counts, and published with the items.
+    metadata = {e.asset_key.path[-1]: e.materialization.metadata for e in result.get_asset_materialization_events()}
+    entities, edges = pl.read_parquet(paths.published_entities), pl.read_parquet(paths.published_edges)
+    assert metadata["entities"]["entities"].value == entities.height > 0
+    assert metadata["edges"]["edges"].value == edges.height > 0
 
 
 def test_the_pipeline_checked_every_session_it_ingested(built):
