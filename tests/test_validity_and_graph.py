@@ -129,6 +129,22 @@ def test_a_question_about_before_finds_the_retired_item(changed):
     hits = MemoryClient(root, namespace="moved").search("Where did Bea live before Denver?", 5)
     austin = [h for h in hits if "Austin" in h.content]
     assert austin and austin[0].row["status"] == "superseded"
+    block = MemoryClient(root, namespace="moved").inject("Where did Bea live before Denver?", record=False)
+    assert any("Austin" in line and "[superseded]" in line for line in block.text.splitlines())
+    plain = MemoryClient(root, namespace="moved").inject("Where does Bea live?", record=False)
+    assert "Austin" not in plain.text
+
+
+def test_valid_from_is_the_day_the_text_says_it_started():
+    from memory_assets.lib.extraction.structure import fields
+    from retrieval.schema import Candidate
+
+    said = datetime(2026, 3, 17, 9, 0, tzinfo=timezone.utc)
+    shape = structure.read_all(["Bea moved to Denver last month."], load_config(), ["Bea"])[0]
+    assert fields(Candidate("Bea moved to Denver last month.", "personal"), shape, said)["valid_from"] == datetime(
+        2026, 2, 17, tzinfo=timezone.utc)
+    plain = structure.read_all(["Bea lives in Denver."], load_config(), ["Bea"])[0]
+    assert fields(Candidate("Bea lives in Denver.", "personal"), plain, said)["valid_from"] == said
 
 
 # --- the graph ------------------------------------------------------------------------------
