@@ -193,7 +193,7 @@ def candidates(stores: Stores, view: View, options: RetrievalOptions, query: str
     table = stores.table()
     fetch = 2 * limit
     terms = query if terms is None else terms
-    recallable = recallable_for(terms or query)
+    recallable = recallable_for(f"{query} {terms}")  # the rewrite may drop "before" from the terms
     fts = None
     if options.fusion in ("hybrid", "fts") and fts_query(terms):
         fts = stores.in_background(fts_list, table, terms, limit=fetch, where=None)
