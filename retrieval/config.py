@@ -111,6 +111,7 @@ class Injection(_Section):
     min_similarity: float
     archived_multiplier: float
     cold_multiplier: float
+    max_triggered: int = Field(ge=0)
 
 
 class Embedding(_Section):

@@ -21,6 +21,8 @@ class RetrievalOptions:
         budget_aware: at most 5 items, and skip the costly paths (LLM rewrite, tier 1).
         relevance_floor: inject nothing the query is not about (``[injection]
             min_similarity``); off = the best ``k`` whatever their relevance.
+        triggers: a negative rule whose trigger patterns the context names leads the
+            block, whatever the query is about (``retrieval.triggers``).
     """
 
     rewrite: bool = True
@@ -30,3 +32,4 @@ class RetrievalOptions:
     scoring: bool = True
     budget_aware: bool = False
     relevance_floor: bool = True
+    triggers: bool = True

@@ -35,6 +35,7 @@ from retrieval.rewrite import CONTEXT_MESSAGES, LLMRewriter, SearchQuery, keywor
 from retrieval.schema import ITEM_SCHEMA
 from retrieval.search import Hit, fts_list, fts_query, fuse, to_hit, vector_list, vectors_for
 from retrieval.store import ItemStore, PublishedRows
+from retrieval.triggers import NegativeRules
 from retrieval.text import asks_about_before
 from retrieval.text import sentiment as sentiment_of
 
@@ -118,6 +119,7 @@ class Stores:
         self.store = ItemStore(paths)
         self.rows = PublishedRows(paths.published_items)
         self.graph = GraphIndex(paths.published_entities, paths.published_edges)
+        self.negatives = NegativeRules()
         self.rewriter: LLMRewriter | None = None
         self._embedder: Embedder | None = None
         self._tables: dict[str, tuple[float, Any]] = {}
@@ -308,7 +310,7 @@ def rank(stores: Stores, view: View, config: MemoryConfig, options: RetrievalOpt
     def vectors(positions: list[int]) -> np.ndarray:
         """The stored vectors of the hits at ``positions`` (read only when asked)."""
         chosen = [hits[p] for p in positions]
-        return vectors_for(table, [h.row["_rowid"] for h in chosen], [h.id for h in chosen])
+        return vectors_for(table, [h.row.get("_rowid") for h in chosen], [h.id for h in chosen])
 
     return hits, (vectors if hits else None)
 
@@ -423,8 +425,27 @@ def retrieve(context: str | Messages, stores: Stores, config: MemoryConfig, opti
                              query.terms)
     pairs = trust.conflicts(hits, vectors, float(cfg.conflict_similarity))
     hits = trust.order(hits, pairs)
-    return Retrieved(tier=tier, hits=hits, flags=trust.flags(hits, config, now, pairs=pairs),
-                     labels=labels(stores, hits), query=query, cap=cap)
+    rules = triggered(stores, view, options, context, cap)
+    if rules:
+        ids = {h.id for h, _ in rules}
+        hits = [h for h, _ in rules] + [h for h in hits if h.id not in ids]
+    flags = trust.flags(hits, config, now, pairs=pairs)
+    for hit, patterns in rules:
+        flags[hit.id] = [f"[rule: {', '.join(patterns[:3])}]", *flags.get(hit.id, [])]
+    return Retrieved(tier=tier, hits=hits, flags=flags, labels=labels(stores, hits), query=query, cap=cap)
+
+
+def triggered(stores: Stores, view: View, options: RetrievalOptions, context: str | Messages,
+              cap: int) -> list[tuple[Hit, list[str]]]:
+    """The negative rules the context's words trigger (``retrieval.triggers``), as hits
+    to lead the block with, and the patterns each matched. None as of a past day."""
+    limit = min(int(stores.config.injection.max_triggered), cap)
+    if not options.triggers or view.as_of is not None or limit <= 0:
+        return []
+    stores.table()  # the snapshot as of the last publish
+    stores.negatives.load(stores.rows.key, stores.rows.frame)
+    found = stores.negatives.matching(context_text(context), view.visible, limit)
+    return [(to_hit(row, 1.0, 1.0), patterns) for row, patterns in found]
 
 
 def block(found: Retrieved, config: MemoryConfig, now: datetime, *, token_budget: int | None = None) -> Injection:

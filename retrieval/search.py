@@ -73,10 +73,20 @@ def fts_list(table: Any, query: str, *, limit: int, where: str | None) -> list[d
     return q.to_list()
 
 
-def vectors_for(table: Any, row_ids: Sequence[int], ids: Sequence[str]) -> np.ndarray:
-    """The stored vectors of rows ``row_ids`` (whose ids are ``ids``), in that order."""
-    arrow = table.take_row_ids(list(row_ids)).select(["id", "vector"]).to_arrow()
-    found = dict(zip(arrow.column("id").to_pylist(), arrow.column("vector").to_pylist()))
+def vectors_for(table: Any, row_ids: Sequence[int | None], ids: Sequence[str]) -> np.ndarray:
+    """The stored vectors of rows ``row_ids`` (whose ids are ``ids``), in that order. A row
+    without a row id (the graph list names items by id only) is read by its id."""
+    found: dict[str, Any] = {}
+    known = [r for r in row_ids if r is not None]
+    if known:
+        arrow = table.take_row_ids(list(known)).select(["id", "vector"]).to_arrow()
+        found.update(zip(arrow.column("id").to_pylist(), arrow.column("vector").to_pylist()))
+    unknown = [i for r, i in zip(row_ids, ids) if r is None and i not in found]
+    if unknown:
+        quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in dict.fromkeys(unknown))
+        arrow = (table.search().where(f"id IN ({quoted})", prefilter=True).select(["id", "vector"])
+                 .limit(len(unknown)).to_arrow())
+        found.update(zip(arrow.column("id").to_pylist(), arrow.column("vector").to_pylist()))
     return np.asarray([found[i] for i in ids], dtype=np.float32)
 
 

@@ -122,6 +122,16 @@ class PublishedRows:
         self._index = {item_id: i for i, item_id in enumerate(frame["id"].to_list())}
         self._short = None
 
+    @property
+    def key(self) -> tuple[int, int] | None:
+        """Which snapshot is loaded (its file's mtime and size); None when there is none."""
+        return self._key
+
+    @property
+    def frame(self) -> pl.DataFrame | None:
+        """The loaded snapshot, every item of the published version."""
+        return self._frame
+
     def rows(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """id → row for the ``ids`` the snapshot holds."""
         if self._frame is None:

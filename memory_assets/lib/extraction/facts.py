@@ -13,7 +13,7 @@ from datetime import datetime
 
 import polars as pl
 
-from memory_assets.lib.extraction import structure
+from memory_assets.lib.extraction import kinds, structure
 from memory_assets.lib.extraction.fields import read_fields
 from memory_assets.lib.items import gate
 from memory_assets.lib.items.dedup import content_hash
@@ -71,7 +71,8 @@ def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryCo
                [by_turn[n].resource_id for n in cand.source_turns if n in by_turn])
     parsed = structure.read_all([c.content for c in candidates], config,
                                 [c.subject or speaker_of(c, by_turn) for c in candidates]) if candidates else []
-    for cand, shape in zip(candidates, parsed):
+    memory_kinds = kinds.memory_kinds([c.content for c in candidates], [_pick(c.kind, KINDS, "fact") for c in candidates])
+    for cand, shape, memory_kind in zip(candidates, parsed, memory_kinds):
         sources = [by_turn[n] for n in cand.source_turns if n in by_turn]
         resource_ids = [t.resource_id for t in sources]
         refusal = gate.check(cand, config)
@@ -93,7 +94,7 @@ def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryCo
             "content": cand.content.strip(),
             "category": category,
             "kind": kind,
-            "memory_kind": "episode" if kind == "event" else "note",
+            "memory_kind": memory_kind,
             "tags": sorted(set(cand.tags)),
             "entities": structure.merged_entities(cand.entities, shape.entities),
             "importance": scoring.base_importance(config, category, source_trust=trust,
@@ -112,6 +113,8 @@ def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryCo
             "supersedes_hint": cand.supersedes or shape.replaced,
             "subject": cand.subject or shape.subject,
             **structure.fields(cand, shape, said_at),
+            **kinds.structure_of(kind, cand.content, cand.directive, cand.steps, cand.prerequisites,
+                                 cand.warnings, cand.trigger_patterns),
             "reported_by": cand.reported_by,
             **read_fields(cand.content.strip(), kind, said_at, directive=cand.directive, remind_on=cand.remind_on),
             "content_hash": digest,
@@ -123,9 +126,9 @@ def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryCo
     # around it: the audit trail shows every pasted secret, whatever the extractor kept.
     refused = {rid for row in rejected if row["reason"] == "credential" for rid in row["source_resource_ids"]}
     for turn in turns:
-        kinds = sorted(set(gate.REDACTED.findall(turn.content)))
-        if kinds and turn.resource_id not in refused:
-            reject(gate.Rejection("credential", f"turn {turn.turn} held a credential ({', '.join(kinds)}), "
+        found_kinds = sorted(set(gate.REDACTED.findall(turn.content)))
+        if found_kinds and turn.resource_id not in refused:
+            reject(gate.Rejection("credential", f"turn {turn.turn} held a credential ({', '.join(found_kinds)}), "
                                                 "redacted at ingest"), turn.content, [turn.resource_id])
     fact_frame = pl.DataFrame(facts, schema=FACT_SCHEMA).unique(subset=["id"], keep="first", maintain_order=True)
     return GatedFacts(fact_frame, pl.DataFrame(rejected, schema=REJECTION_SCHEMA), reasons, namespace)

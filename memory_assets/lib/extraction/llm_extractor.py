@@ -121,6 +121,12 @@ class _Fact(BaseModel):
     directive: str | None = None
     reported_by: str | None = None
     remind_on: list[date] | None = None
+    relation: str | None = None
+    value: str | None = None
+    steps: list[str] = []
+    prerequisites: list[str] = []
+    warnings: list[str] = []
+    trigger_patterns: list[str] = []
 
     @field_validator("content", mode="after")
     @classmethod
@@ -153,7 +159,16 @@ class _Fact(BaseModel):
     def _tier(cls, value: str | None) -> str | None:
         return _one_of(value, TIERS, "tier") if value else None
 
-    @field_validator("tags", "entities", mode="before")
+    @field_validator("relation", mode="after")
+    @classmethod
+    def _relation(cls, value: str | None) -> str | None:
+        """``prefers``, ``lives_in``: lower case, words joined by "_"."""
+        if value is None:
+            return None
+        value = "_".join(value.lower().replace("-", " ").split())
+        return value or None
+
+    @field_validator("tags", "entities", "steps", "prerequisites", "warnings", "trigger_patterns", mode="before")
     @classmethod
     def _words(cls, value: Any) -> Any:
         if value is None:

@@ -28,6 +28,7 @@ from memory_assets.lib.extraction.exchange import (addressee_of, answer_details,
                                                    informative, is_denied, lower_lead, recent_memo, settle_reversals,
                                                    token_set, we_as_i)
 from memory_assets.lib.extraction.fields import assistant_directive, extended_directive
+from memory_assets.lib.extraction.kinds import Procedure, procedure_in
 from memory_assets.lib.extraction.people import (Mention, Voice, antecedent_in, as_said, note_people, resolve_people,
                                                  resolve_pronoun, rewrite_first_person)
 from memory_assets.lib.items.gate import steers_agent
@@ -47,7 +48,7 @@ class OfflineExtractor:
     """
 
     name = "offline"
-    version = "rules-v10"  # v10: verbs agree through lemminflect ("John who takes", not "John whoes takes")
+    version = "rules-v11"  # v11: a turn that lays out ordered steps is a procedure that keeps them
 
     def __init__(self, config: MemoryConfig):
         self.config = config
@@ -101,6 +102,8 @@ class OfflineExtractor:
                     voice = Voice(name, "the assistant" if agent else addressee_of(ordered, index), companion)
                     found += [c for c in self._stated(seg, voice, names, agent, index, mentions)
                               if c.content.lower() != absorbed.get(turn.turn)]
+                    if (procedure := procedure_in(seg.text)) is not None:
+                        found.append(self._procedure(procedure, seg, voice))
             for cand in found:
                 if cand.content.lower() not in seen:
                     seen.add(cand.content.lower())
@@ -305,6 +308,15 @@ class OfflineExtractor:
         if C.TASK_REQUEST.match(clause) or R.SECOND_PERSON_SUBJECT.match(clause):
             return False
         return None
+
+    def _procedure(self, procedure: Procedure, seg: Segment, voice: Voice) -> Candidate:
+        """A turn's ordered steps as one ``procedure`` fact that keeps them, with the
+        turn's prerequisites and warnings (``kinds.procedure_in``)."""
+        content = procedure.content(voice.name, int(self.config.gate.max_chars))
+        cand = self._candidate(content, content, seg.text, seg.turn, voice, "procedure",
+                               bool(C.REMEMBER.search(seg.text)), directive=procedure.directive())
+        return dataclasses.replace(cand, steps=list(procedure.steps), prerequisites=list(procedure.prerequisites),
+                                   warnings=list(procedure.warnings))
 
     def _domain_fact(self, text: str, names: tuple[str, ...]) -> bool:
         """In a chat with an assistant, "the deploy failed again" is a fact without an I."""

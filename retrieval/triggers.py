@@ -1,0 +1,96 @@
+"""Negative rules surfaced by what the context names (the coding-agent design).
+
+A negative memory ("never commit .env files") keeps ``trigger_patterns``: the forbidden
+action and what it acts on (``memory_assets/lib/extraction/kinds.trigger_patterns``:
+``["commit", ".env", "repo"]``). The rule must reach the agent when it is about to do
+that, which is rarely what the query asks about ("write the release notes and commit
+them"). So besides search, every active negative rule the view may see is matched
+against the context's words: a word pattern matches any of its inflections
+("commit" → "commits", "committed", "committing"), a file name or flag (".env",
+"--force") matches as written. Matching rules lead the block, tagged ``[rule: commit]``,
+at most ``[injection] max_triggered`` of them, the rules matching more patterns first.
+
+The rules are read from the published snapshot held in memory (``PublishedRows``), so
+matching costs a set lookup per pattern, and reloads with it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from retrieval.text import PHRASE_WORD, normal_phrase
+
+
+def forms(word: str) -> set[str]:
+    """``word`` and its regular inflections: commit → commits, committed, committing."""
+    out = {word, word + "s", word + "es", word + "ed", word + "ing", word + "d"}
+    if word.endswith("e"):
+        out |= {word[:-1] + "ing", word + "d"}
+    if word.endswith("y") and len(word) > 2:
+        out |= {word[:-1] + "ies", word[:-1] + "ied"}
+    if len(word) >= 3 and word[-1] not in "aeiouwxy" and word[-2] in "aeiou" and word[-3] not in "aeiou":
+        out |= {word + word[-1] + "ed", word + word[-1] + "ing"}
+    return out
+
+
+def _literal(pattern: str) -> bool:
+    return pattern[:1] in ".-/~" or "." in pattern or "/" in pattern
+
+
+class NegativeRules:
+    """The active negative rules of the published snapshot and their trigger patterns."""
+
+    def __init__(self) -> None:
+        self._key: object = None
+        self.rules: list[tuple[dict[str, Any], tuple[str, ...]]] = []
+        self.by_form: dict[str, list[int]] = {}
+        self.literals: list[tuple[int, str, re.Pattern]] = []
+
+    def load(self, key: object, frame: Any) -> None:
+        """Index ``frame``'s negative rules (a polars frame of items), unless ``key`` is the one loaded."""
+        if key == self._key:
+            return
+        self._key = key
+        self.rules, self.by_form, self.literals = [], {}, []
+        if frame is None or "trigger_patterns" not in frame.columns:
+            return
+        import polars as pl
+
+        rules = frame.filter((pl.col("kind") == "negative") & (pl.col("trigger_patterns").list.len() > 0))
+        for row in rules.to_dicts():
+            patterns = tuple(dict.fromkeys(p.lower() for p in row["trigger_patterns"] if p))
+            index = len(self.rules)
+            self.rules.append((row, patterns))
+            for pattern in patterns:
+                if _literal(pattern):
+                    self.literals.append((index, pattern, re.compile(rf"(?<![\w]){re.escape(pattern)}(?![\w])")))
+                else:
+                    for form in forms(normal_phrase(pattern) or pattern):
+                        self.by_form.setdefault(form, []).append(index)
+
+    def matching(self, text: str, visible: Callable[[Mapping[str, Any]], bool], limit: int
+                 ) -> list[tuple[dict[str, Any], list[str]]]:
+        """The rules ``text`` triggers that ``visible`` admits, most patterns matched first:
+        (row, the patterns it matched), at most ``limit``."""
+        if not self.rules or limit <= 0 or not text:
+            return []
+        lowered = text.lower()
+        matched: dict[int, list[str]] = {}
+        for word in {normal_phrase(w) for w in PHRASE_WORD.findall(lowered)}:
+            for index in self.by_form.get(word, ()):
+                matched.setdefault(index, []).append(word)
+        for index, pattern, regex in self.literals:
+            if pattern in lowered and regex.search(lowered):
+                matched.setdefault(index, []).append(pattern)
+        ranked = sorted(matched.items(), key=lambda kv: (-len(set(kv[1])), kv[0]))
+        out = []
+        for index, words in ranked:
+            row, patterns = self.rules[index]
+            if row.get("status", "active") == "active" and visible(row):
+                hit = [p for p in patterns if p in words or forms(p) & set(words)]
+                out.append((row, hit or list(dict.fromkeys(words))))
+            if len(out) >= limit:
+                break
+        return out
