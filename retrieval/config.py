@@ -222,6 +222,7 @@ class Graph(_Section):
     co_recall_confidence: float = Field(ge=0.0, le=1.0)
     profile_min_facts: int = Field(ge=1)
     profile_max_facts: int = Field(ge=1)
+    profile_max_entities: int = Field(ge=0)
 
 
 class MemoryConfig(_Section):

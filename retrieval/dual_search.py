@@ -122,6 +122,29 @@ class GraphIndex:
                         break
         return found
 
+    def named(self, phrase: str, namespace: str | None) -> set[str]:
+        """The entities ``phrase`` names as a whole ("Caroline", "the WRX"), or its
+        trailing proper name ("my sister Maya" → Maya); not "Caroline dating"."""
+        if self._key is None and not self.refresh():
+            return set()
+        options = [phrase]
+        words = phrase.split()
+        tail = []
+        for word in reversed(words):
+            if not word[:1].isupper():
+                break
+            tail.insert(0, word)
+        if tail and len(tail) < len(words):
+            options.append(" ".join(tail))
+        for option in options:
+            key = normal_phrase(option)
+            ids = {e for _, es in self._lookup(key, namespace) for e in es} if key else set()
+            if not ids and key and (single := _singular(key.split()[-1])) is not None:
+                ids = {e for _, es in self._lookup(" ".join([*key.split()[:-1], single]), namespace) for e in es}
+            if ids:
+                return ids
+        return set()
+
     def _lookup(self, name: str, namespace: str | None):
         if namespace is not None:
             hit = self.names.get((namespace, name))

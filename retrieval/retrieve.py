@@ -30,6 +30,7 @@ from retrieval.dual_search import GraphIndex
 from retrieval.injection import Injection, build_block
 from retrieval.llm import llm_configured
 from retrieval.options import RetrievalOptions
+from retrieval.profiles import PROFILE_PREFIX, asked_about, profile_category
 from retrieval.paths import DataRoot
 from retrieval.rewrite import CONTEXT_MESSAGES, LLMRewriter, SearchQuery, keywords, rewrite
 from retrieval.schema import ITEM_SCHEMA
@@ -334,7 +335,8 @@ def tier1(stores: Stores, view: View, config: MemoryConfig, query: str, terms: s
     words = sorted({t.lower() for t in keywords(terms)}, key=len, reverse=True)
     if not words:
         return None
-    rows = table.search(stores.embed(query)).distance_type("cosine").limit(3).to_list()
+    rows = (table.search(stores.embed(query)).distance_type("cosine")
+            .where(f"category NOT LIKE '{PROFILE_PREFIX}%'", prefilter=True).limit(3).to_list())
     if not rows:
         return None
     best = 1.0 - float(rows[0]["_distance"])
@@ -361,6 +363,34 @@ def tier1(stores: Stores, view: View, config: MemoryConfig, query: str, terms: s
             served += 1
             hits.append(_summary_hit(row, line, ids, items, len(hits), best))
     return _with_counterparts(stores, view, hits, best) if hits else None
+
+
+def profile_tier(stores: Stores, view: View, message: str, cap: int) -> list[Hit] | None:
+    """An entity's profile lines, when ``message`` asks about the entity as a whole
+    (``retrieval.profiles``): the entity is looked up by name in the reader's namespace,
+    and a line is served only when the reader may see every item it cites."""
+    name = asked_about(message)
+    if name is None:
+        return None
+    table = stores.table("summaries")
+    stores.table()  # the items snapshot and the graph, as published
+    if table is None:
+        return None
+    entities = stores.graph.named(name, view.namespace)
+    if not entities:
+        return None
+    wanted = ", ".join(f"'{profile_category(e)}'" for e in sorted(entities))
+    rows = table.search().where(f"category IN ({wanted})", prefilter=True).limit(len(entities)).to_list()
+    hits: list[Hit] = []
+    for row in sorted(rows, key=lambda r: r["category"]):
+        for line, ids in summary_lines(row.get("markdown") or ""):
+            found = stores.rows.rows(ids)
+            items = [found.get(i) for i in ids]
+            if ids and all(item is not None and view.visible(item) for item in items):
+                hits.append(_summary_hit(row, line, ids, items, len(hits), 1.0))
+            if len(hits) >= cap:
+                break
+    return _with_counterparts(stores, view, hits, 1.0) if hits else None
 
 
 def _summary_hit(row: Mapping[str, Any], line: str, ids: list[str], items: list[Any], n: int, best: float) -> Hit:
@@ -418,8 +448,11 @@ def retrieve(context: str | Messages, stores: Stores, config: MemoryConfig, opti
     query = stores.query(context, options, frugal)
     tier, hits, vectors = "items", None, None
     if options.tiers and not frugal and view.as_of is None:
-        hits = tier1(stores, view, config, query.text, query.terms, context_text(context, last=1))
-        tier = "summaries" if hits else "items"
+        hits = profile_tier(stores, view, context_text(context, last=1), cap)
+        tier = "profile"
+        if not hits:
+            hits = tier1(stores, view, config, query.text, query.terms, context_text(context, last=1))
+            tier = "summaries" if hits else "items"
     if not hits:
         hits, vectors = rank(stores, view, config, options, query.text, cap, now, sentiment_of(context_text(context)),
                              query.terms)

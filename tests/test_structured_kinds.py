@@ -177,3 +177,56 @@ def test_a_negative_rule_leads_the_block_when_the_context_names_its_trigger(rule
     assert "[rule:" not in quiet.text and "roadmap" in quiet.text.splitlines()[2]
     # Another namespace's rule is never triggered here.
     assert "main branch" not in client.inject("push the fix to main", record=False).text
+
+
+# --- entity profiles ---------------------------------------------------------------------
+
+def _round(root: Path, files: list[Path], sids: list[str], when: datetime) -> None:
+    from memory_assets.lib.extraction.session import choose_extractor, extract_session
+    from memory_assets.lib.ingest.intake import ingest_paths, store_session
+    from memory_assets.lib.items.staging import audit_staged, publish_staged, stage_items
+    from memory_assets.lib.summaries import update_summaries
+    from retrieval.embeddings import Embedder
+
+    ingest_paths(files, root)
+    paths, config = DataRoot.resolve(root), load_config()
+    impl, model = choose_extractor("offline", config), Embedder(config)
+    for sid in sids:
+        store_session(paths, sid, config, when)
+        extract_session(paths, sid, impl, config, when)
+    stage_items(paths, model, config, when)
+    audit_staged(paths, config)
+    publish_staged(paths, when)
+    update_summaries(paths, model.embed, config, when)
+
+
+def test_an_important_entity_gets_a_versioned_profile_that_answers_in_tier_1(tmp_path):
+    folder, root = tmp_path / "in", tmp_path / "root"
+    folder.mkdir()
+    first = _session(folder, "p-1", "aaron", "2026-03-02", [
+        "My sister Priya lives in Leeds.", "Priya works as a nurse at St James's hospital.",
+        "Priya is allergic to peanuts.", "I use Neovim for all my Go work.",
+    ])
+    _round(root, [first], ["p-1"], datetime(2026, 3, 2, 10, tzinfo=timezone.utc))
+    pages = sorted((root / "summaries" / "entities").glob("priya-*.md"))
+    assert len(pages) == 1
+    page = pages[0].read_text()
+    assert page.startswith("# Priya") and "Leeds" in page and "nurse" in page and "peanuts" in page
+    assert "Neovim" not in page
+
+    client = MemoryClient(root, namespace="aaron")
+    answer = client.inject("What do we know about Priya?", record=False)
+    assert answer.tier == "profile"
+    assert {"Leeds", "nurse", "peanuts"} <= {w for w in ("Leeds", "nurse", "peanuts") if w in answer.text}
+    assert "Neovim" not in answer.text
+    # A question about one thing of hers is not a question about her as a whole.
+    assert client.inject("Who is Priya dating?", record=False).tier != "profile"
+    # Another namespace does not see her.
+    assert MemoryClient(root, namespace="someone-else").inject("What do we know about Priya?",
+                                                               record=False).tier != "profile"
+
+    later = _session(folder, "p-2", "aaron", "2026-04-20", ["Priya just adopted a greyhound called Biscuit."])
+    _round(root, [later], ["p-2"], datetime(2026, 4, 20, 10, tzinfo=timezone.utc))
+    assert "greyhound" in pages[0].read_text()
+    archived = list((root / "summaries" / "archive").glob("priya-*.md"))
+    assert len(archived) == 1 and archived[0].read_text() == page  # the earlier version, kept

@@ -7,6 +7,7 @@ from memory_assets.defs.clock import Clock
 from memory_assets.defs.runtime import EmbedderResource, MemoryRoot
 from memory_assets.lib.summaries import SummariesRefused, update_summaries
 from retrieval.llm import load_prompt
+from retrieval.profiles import PROFILE_PREFIX
 
 
 class SummariesRun(Clock):
@@ -24,7 +25,9 @@ class SummariesRun(Clock):
 def category_summaries(context: dg.AssetExecutionContext, config: SummariesRun, memory: MemoryRoot,
                        embedder: EmbedderResource) -> dg.MaterializeResult:
     """What the agent knows, one page per category (work.md, health.md, vehicle.md, …):
-    the most valuable active facts, contradictions resolved, each line citing its items.
+    the most valuable active facts, contradictions resolved, each line citing its items;
+    and one profile per important entity (``entities/<name>.md``: a person, place or
+    product with enough facts), which answers "what do we know about Caroline?".
     Retrieval answers from these first (tier 1) and goes to items only when they don't
     suffice. Every earlier version is kept under ``summaries/archive/``; the weekly run
     rebuilds each summary from scratch from active items only.
@@ -41,7 +44,9 @@ def category_summaries(context: dg.AssetExecutionContext, config: SummariesRun, 
         "clock": now.isoformat(),
         "rebuilt": config.rebuild,
         "summaries": done.table.height,
-        "updated": sorted({s.category for s in fresh}),
+        "entity_profiles": int(done.table["category"].str.starts_with(PROFILE_PREFIX).sum()) if done.table.height else 0,
+        "updated": sorted({s.category for s in fresh if not s.category.startswith(PROFILE_PREFIX)}),
+        "profiles_updated": sum(s.category.startswith(PROFILE_PREFIX) for s in fresh),
         "versions_archived": done.versions_archived,
         "tokens": sum(s.prompt_tokens + s.completion_tokens for s in fresh),
         "cost_usd": round(sum(s.cost_usd for s in fresh), 6),

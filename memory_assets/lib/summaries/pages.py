@@ -20,9 +20,12 @@ import polars as pl
 
 from memory_assets.lib import warehouse
 from memory_assets.lib.items import publish
+from memory_assets.lib.summaries import profiles
 from memory_assets.lib.summaries.writing import Summary, chat_client, missing_citations, rebuild, summarize, version_stamp
 from retrieval.config import MemoryConfig, load_config
 from retrieval.paths import DataRoot
+from retrieval.profiles import PROFILE_PREFIX, profile_category
+from retrieval.schema import EDGE_SCHEMA, ENTITY_SCHEMA
 from retrieval.store import SUMMARIES_TABLE, ItemStore
 
 
@@ -72,6 +75,8 @@ def update_summaries(paths: DataRoot, embed: Callable[[Sequence[str]], np.ndarra
                 fresh.append(summarize(category, None, items.filter(pl.col("category") == category), config, now, llm=llm))
             else:
                 fresh.append(summarize(category, old["markdown"][0], changed, config, now, llm=llm))
+    fresh += _profiles(paths, items, current, config, now, rebuild_all,
+                       None if rebuild_all or current.is_empty() else changed)
     broken = {s.category: missing_citations(s, known) for s in fresh}
     broken = {k: v for k, v in broken.items() if v}
     if broken:  # audit before publish: a summary never cites an item that does not exist
@@ -82,6 +87,9 @@ def update_summaries(paths: DataRoot, embed: Callable[[Sequence[str]], np.ndarra
     else:
         updated = {s.category for s in fresh}
         kept = current.filter(~pl.col("category").is_in(list(updated)))
+        # A profile whose entity is no longer important (or gone) is dropped.
+        wanted = {profile_category(e) for e in profiles.important(_entities(paths), config)["id"].to_list()}
+        kept = kept.filter(~pl.col("category").str.starts_with(PROFILE_PREFIX) | pl.col("category").is_in(list(wanted)))
         table = pl.concat([kept, summaries_frame(fresh)], how="vertical_relaxed").sort("category")
     version = None
     if table.height:
@@ -89,6 +97,27 @@ def update_summaries(paths: DataRoot, embed: Callable[[Sequence[str]], np.ndarra
         warehouse.write_frame(paths.summaries / "summaries.parquet", table)
     warehouse.write_text(stamp_file, now.isoformat())
     return SummariesUpdate(fresh, table, sum(a is not None for a in archived), version)
+
+
+def _entities(paths: DataRoot) -> pl.DataFrame:
+    return warehouse.read_frame(paths.published_entities, ENTITY_SCHEMA)
+
+
+def _profiles(paths: DataRoot, items: pl.DataFrame, current: pl.DataFrame, config: MemoryConfig, now: datetime,
+              rebuild_all: bool, changed: pl.DataFrame | None) -> list[Summary]:
+    """The entity profiles to write: every one on a rebuild or a first run; otherwise those
+    of the entities a changed item mentions, of the important entities without one yet,
+    and of the profiles citing an item that is gone."""
+    entities = _entities(paths)
+    edges = warehouse.read_frame(paths.published_edges, EDGE_SCHEMA)
+    if rebuild_all or changed is None:
+        return profiles.profiles(items, entities, edges, config, now)
+    known = set(items["id"].to_list())
+    have = {r["category"][len(PROFILE_PREFIX):] for r in current.iter_rows(named=True)
+            if r["category"].startswith(PROFILE_PREFIX) and not set(r["item_ids"]) - known}
+    wanted = set(profiles.important(entities, config)["id"].to_list())
+    redo = (profiles.changed_entities(edges, set(changed["id"].to_list())) | (wanted - have)) & wanted
+    return profiles.profiles(items, entities, edges, config, now, only=redo) if redo else []
 
 
 def archive_versions(folder: Path, summary: Summary, now: datetime, *,
