@@ -230,3 +230,44 @@ def test_an_important_entity_gets_a_versioned_profile_that_answers_in_tier_1(tmp
     assert "greyhound" in pages[0].read_text()
     archived = list((root / "summaries" / "archive").glob("priya-*.md"))
     assert len(archived) == 1 and archived[0].read_text() == page  # the earlier version, kept
+
+
+# --- entity resolution: "my car" is the WRX when the session says so ---------------------------
+
+def _graph_rows(facts: list[tuple[str, str, list[str]]], namespace: str = "aaron") -> pl.DataFrame:
+    now = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    return pl.DataFrame([{
+        "id": i, "namespace": namespace, "content": c, "entities": e, "status": "active", "confidence": 0.9,
+        "subject": None, "relation": None, "value": None, "created_at": now, "supersedes": None, "contradicts": [],
+        "source_resource_ids": []} for i, c, e in facts])
+
+
+def test_a_thing_someone_has_merges_into_the_name_the_session_gives_it(tmp_path):
+    from memory_assets.lib.items.graph import build_graph
+    from retrieval.dual_search import GraphIndex
+
+    config = load_config()
+    now = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    rows = _graph_rows([
+        ("i1", "Aaron's car is a 2019 Subaru WRX.", ["Aaron", "car", "Subaru WRX"]),
+        ("i2", "Aaron's WRX oil change is due at 11,799 miles.", ["Aaron", "WRX", "oil change"]),
+        ("i3", "Aaron's car needs new tires before winter.", ["Aaron", "car", "tire"]),
+        ("i4", "Aaron's bike has a flat tyre.", ["Aaron", "bike", "tyre"]),
+    ])
+    vectors = np.ones((4, 4), dtype=np.float32) / 2.0
+    graph = build_graph(rows, vectors, None, config, now)
+    wrx = graph.entities.filter(pl.col("name") == "Subaru WRX").row(0, named=True)
+    assert set(wrx["aliases"]) == {"WRX", "car"} and wrx["facts"] == 3
+    assert {(m["alias"], m["into"], m["reason"]) for m in graph.merges} >= {("car", "Subaru WRX", "stated"),
+                                                                            ("WRX", "Subaru WRX", "short form")}
+    graph.entities.write_parquet(tmp_path / "entities.parquet")
+    graph.edges.write_parquet(tmp_path / "edges.parquet")
+    index = GraphIndex(tmp_path / "entities.parquet", tmp_path / "edges.parquet")
+    reached = [r["id"] for r in index.search("when is my car due for an oil change?", "aaron", config, 10)]
+    assert "i2" in reached and "i4" not in reached  # "my car" reaches the WRX's facts, not the bike's
+
+    # Two different things said to be "the car": nothing is merged.
+    both = _graph_rows([("i1", "Aaron's car is a Subaru WRX.", ["Aaron", "car", "Subaru WRX"]),
+                        ("i2", "Dana's car is a Tesla.", ["Dana", "car", "Tesla"])])
+    unsure = build_graph(both, np.ones((2, 4), dtype=np.float32) / 2.0, None, config, now)
+    assert not [m for m in unsure.merges if m["reason"] == "stated"]

@@ -196,7 +196,7 @@ def test_aliases_merge_when_their_facts_are_alike_and_the_merge_is_logged():
     graph = build_graph(rows, vectors, None, load_config(), now)
     melanie = graph.entities.filter(pl.col("name") == "Melanie")
     assert melanie["aliases"].to_list() == [["Mel"]] and melanie["facts"][0] == 2
-    assert graph.merges == [{"namespace": "n", "alias": "Mel", "into": "Melanie", "similarity": 1.0}]
+    assert graph.merges == [{"namespace": "n", "alias": "Mel", "into": "Melanie", "similarity": 1.0, "reason": "short form"}]
     assert graph.entities.filter(pl.col("name") == "Mel").is_empty()
 
 

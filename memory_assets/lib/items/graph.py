@@ -7,8 +7,11 @@ items': ``build_graph(items, vectors, events, config, now)``.
 - **Entities** are the names and concepts facts mention (``entities``, read from the parse
   at extraction), one node per namespace and normal form. **Aliases merge** ("Mel" into
   "Melanie") when one name is the short form of exactly one other (a prefix of its first
-  word, or its first word alone) and the facts mentioning each are alike (the centroids
-  of their vectors at ``[graph] alias_min_similarity`` or more); every merge is logged.
+  word, its first word alone, or its last word: "WRX" of "Subaru WRX") and the facts
+  mentioning each are alike (the centroids of their vectors at ``[graph]
+  alias_min_similarity`` or more); and a thing someone has merges into a name when a
+  fact says they are one ("Aaron's car is a Subaru WRX", "the WRX is my car"), so "my
+  car" finds the WRX's facts. Every merge is logged, with its reason.
 - **Edges**: ``mentions`` (item → entity), ``relation`` (subject entity → value entity,
   with the item's relation), ``supersedes`` and ``contradicts`` (item → item),
   ``derived_from`` (item → the resources it came from) and ``relates_to`` (item ↔ item,
@@ -64,10 +67,42 @@ def _kind(name: str) -> str:
 
 
 def _short_form(short: str, long: str) -> bool:
-    """"Mel" of "Melanie", "Caroline" of "Caroline Smith": a prefix of the long name's first word."""
-    first = long.split()[0]
-    return short != long and " " not in short and len(short) >= 3 and first.startswith(short) and (
-        short != first or " " in long)
+    """"Mel" of "Melanie", "Caroline" of "Caroline Smith": a prefix of the long name's
+    first word; "WRX" of "Subaru WRX": the long name's last word."""
+    if short == long or " " in short or len(short) < 3:
+        return False
+    words = long.split()
+    return words[0].startswith(short) and (short != words[0] or len(words) > 1) or (len(words) > 1 and short == words[-1])
+
+
+# "Aaron's car is a 2019 Subaru WRX", "the WRX is my car", "Aaron calls his car the Beast":
+# the session says a thing someone has and a name are one.
+_POSSESSOR = r"(?:\b[\w'-]+'s|\b(?:my|his|her|their|our))"
+
+
+def _stated_aliases(rows: list[dict], names: dict[str, dict[str, dict]]) -> list[tuple[str, str, str]]:
+    """(namespace, concept key, name key) for every active item that says a possessed
+    thing ("Aaron's car") is a name of the same namespace ("Subaru WRX")."""
+    import re
+
+    found = []
+    for row in rows:
+        if row["status"] != "active":
+            continue
+        ns, content = row["namespace"], row.get("content") or ""
+        known = names.get(ns, {})
+        keys = {normal(e): e for e in row.get("entities") or [] if normal(e)}
+        concepts = [k for k in keys if known.get(k, {}).get("kind") == "concept"]
+        proper = [k for k in keys if known.get(k, {}).get("kind") == "name"]
+        for c in concepts:
+            for n in proper:
+                cw, nw = re.escape(keys[c]), re.escape(keys[n])
+                said = (rf"{_POSSESSOR}\s+{cw}s?\s+(?:is|was|has been)\s+(?:a|an|the)?\s*(?:\d{{4}}\s+)?{nw}\b",
+                        rf"\b{nw}\s+(?:is|was)\s+{_POSSESSOR}\s+{cw}\b",
+                        rf"\bcalls?\s+{_POSSESSOR}\s+{cw}\s+(?:the\s+)?{nw}\b")
+                if any(re.search(p, content, re.IGNORECASE) for p in said):
+                    found.append((ns, c, n))
+    return found
 
 
 def _aliases(names: dict[str, dict], vectors: np.ndarray, floor: float) -> dict[str, tuple[str, float]]:
@@ -105,7 +140,7 @@ def _decayed(observations: list[tuple[datetime, float]], config: MemoryConfig, n
 def build_graph(items: pl.DataFrame, vectors: np.ndarray, events: pl.DataFrame | None,
                 config: MemoryConfig, now: datetime) -> Graph:
     """The entities and edges of ``items`` (row-aligned with ``vectors``) as of ``now``."""
-    cols = ("id", "namespace", "entities", "status", "confidence", "subject", "relation", "value",
+    cols = ("id", "namespace", "content", "entities", "status", "confidence", "subject", "relation", "value",
             "created_at", "supersedes", "contradicts", "source_resource_ids")
     rows = items.select([c for c in cols if c in items.columns]).to_dicts() if items.height else []
     # 1. names per namespace, with the rows that mention them
@@ -130,7 +165,20 @@ def build_graph(items: pl.DataFrame, vectors: np.ndarray, events: pl.DataFrame |
             canonical[(namespace, short)] = long
             merges.append({"namespace": namespace, "alias": max(by_key[short]["surface"], key=by_key[short]["surface"].get),
                            "into": max(by_key[long]["surface"], key=by_key[long]["surface"].get),
-                           "similarity": round(similarity, 3)})
+                           "similarity": round(similarity, 3), "reason": "short form"})
+    stated: dict[tuple[str, str], set[str]] = defaultdict(set)
+    for namespace, concept, name in _stated_aliases(rows, names):
+        stated[(namespace, concept)].add(name)
+    for (namespace, concept), said in sorted(stated.items()):
+        if (namespace, concept) in canonical or len(said) != 1:
+            continue  # "my car is a WRX" and "Dana's car is a Tesla": which car is meant is unclear
+        name = next(iter(said))
+        target = canonical.get((namespace, name), name)
+        canonical[(namespace, concept)] = target
+        by_key = names[namespace]
+        merges.append({"namespace": namespace, "alias": max(by_key[concept]["surface"], key=by_key[concept]["surface"].get),
+                       "into": max(by_key[target]["surface"], key=by_key[target]["surface"].get),
+                       "similarity": None, "reason": "stated"})
 
     def node(namespace: str, name: str) -> str | None:
         key = normal(name)
