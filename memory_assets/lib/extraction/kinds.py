@@ -295,10 +295,12 @@ def memory_kind_of(content: str, kind: str) -> str:
 def structure_of(kind: str, content: str, directive: str | None, steps: list[str], prerequisites: list[str],
                  warnings: list[str], patterns: list[str]) -> dict[str, list[str]]:
     """A fact's procedure and negative columns: the extractor's where it gave them; a
-    negative rule without trigger patterns gets them from its wording, and a procedure
-    without steps gets them from its content when it lists them."""
-    if kind == "negative" and not patterns:
-        patterns = trigger_patterns(directive or content)
+    negative rule (a ``directive`` for the assistant: "never commit .env files") without
+    trigger patterns gets them from its wording, and a procedure without steps gets them
+    from its content when it lists them. A negative statement that is no rule ("Nate
+    does not expect to win") triggers nothing."""
+    if kind == "negative" and not patterns and directive:
+        patterns = trigger_patterns(directive)
     if kind == "procedure" and not steps and (found := procedure_in(content)) is not None:
         steps = found.steps
         prerequisites = prerequisites or found.prerequisites
