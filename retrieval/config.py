@@ -84,6 +84,7 @@ class Ranking(_Section):
     untrusted_multiplier: float
     sentiment_match: float
     subject_match: float
+    answer_match: float = 1.0
     same_source_penalty: float
     candidates: int
 

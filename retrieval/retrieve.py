@@ -257,7 +257,7 @@ def _relevant(config: MemoryConfig, options: RetrievalOptions,
 
 
 def rank(stores: Stores, view: View, config: MemoryConfig, options: RetrievalOptions, query: str, k: int,
-         now: datetime, sentiment: str = "neutral", terms: str | None = None
+         now: datetime, sentiment: str = "neutral", terms: str | None = None, message: str = ""
          ) -> tuple[list[Hit], Callable[[list[int]], np.ndarray] | None]:
     """Tier 2: the ``k`` best hits above the relevance floor: active items first, then,
     while the block is not full, archived and then cold ones (× ``[injection]
@@ -275,6 +275,10 @@ def rank(stores: Stores, view: View, config: MemoryConfig, options: RetrievalOpt
     top = fused[0][1]
     # The names the query uses, for the subject modifier (scoring only).
     names = scoring.names_in(keywords(query if terms is None else terms)) if options.scoring else frozenset()
+    # "When …?" and "How many …?" are answered by a time or a number: a line holding one
+    # is the likelier answer (sufficiency.answers).
+    asks = sufficiency.asked(message) if options.scoring and message else None
+    typed = asks if asks in ("time", "number") else None
     cfg = config.injection
     penalty = {"active": 1.0, "archived": float(cfg.archived_multiplier), "cold": float(cfg.cold_multiplier)}
     groups: dict[str, list[tuple[float, float, dict[str, Any]]]] = {status: [] for status in RECALLABLE}
@@ -292,7 +296,8 @@ def rank(stores: Stores, view: View, config: MemoryConfig, options: RetrievalOpt
             memory = scoring.memory_score(config, {**row, "status": "active"}, now)
             score = scoring.rank_score(config, relevance, memory,
                                        sentiment_match=sentiment != "neutral" and row.get("sentiment") == sentiment,
-                                       subject_match=bool(names) and scoring.subject_of(row["content"]) in names)
+                                       subject_match=bool(names) and scoring.subject_of(row["content"]) in names,
+                                       answer_match=typed is not None and sufficiency.answers(row["content"], typed, message))
         else:
             score = relevance
         groups[status].append((score * penalty[status], relevance, row))
@@ -455,7 +460,7 @@ def retrieve(context: str | Messages, stores: Stores, config: MemoryConfig, opti
             tier = "summaries" if hits else "items"
     if not hits:
         hits, vectors = rank(stores, view, config, options, query.text, cap, now, sentiment_of(context_text(context)),
-                             query.terms)
+                             query.terms, context_text(context, last=1))
     pairs = trust.conflicts(hits, vectors, float(cfg.conflict_similarity))
     hits = trust.order(hits, pairs)
     rules = triggered(stores, view, options, context, cap)

@@ -126,14 +126,17 @@ def lifecycle_multiplier(row: dict) -> float:
 
 
 def rank_score(config: MemoryConfig, relevance: float, memory: float, *, sentiment_match: bool = False,
-               subject_match: bool = False) -> float:
-    """The one ranking formula: relevance × memory_score^w × sentiment and subject modifiers."""
+               subject_match: bool = False, answer_match: bool = False) -> float:
+    """The one ranking formula: relevance × memory_score^w × sentiment, subject and
+    answer-type modifiers."""
     floor = float(config.ranking.memory_floor) or 1e-12
     value = relevance * (max(memory, floor) ** config.ranking.memory_weight)
     if sentiment_match:
         value *= config.ranking.sentiment_match
     if subject_match:
         value *= config.ranking.subject_match
+    if answer_match:
+        value *= config.ranking.answer_match
     return value
 
 

@@ -271,3 +271,21 @@ def test_a_thing_someone_has_merges_into_the_name_the_session_gives_it(tmp_path)
                         ("i2", "Dana's car is a Tesla.", ["Dana", "car", "Tesla"])])
     unsure = build_graph(both, np.ones((2, 4), dtype=np.float32) / 2.0, None, config, now)
     assert not [m for m in unsure.merges if m["reason"] == "stated"]
+
+
+# --- the answer's type ---------------------------------------------------------------------
+
+def test_a_when_question_ranks_a_line_holding_a_time_above_an_equal_one_without():
+    from retrieval import scoring, sufficiency
+
+    config = load_config()
+    question = "When is Jon planning to open his dance studio?"
+    dated, undated = "Jon said: The official opening night is on June 20.", "Jon is still working on opening a dance studio."
+    assert sufficiency.asked(question) == "time"
+    assert sufficiency.answers(dated, "time", question) and not sufficiency.answers(undated, "time", question)
+    plain = scoring.rank_score(config, 0.8, 0.5)
+    assert scoring.rank_score(config, 0.8, 0.5, answer_match=True) == pytest.approx(plain * config.ranking.answer_match)
+    assert config.ranking.answer_match > 1.0
+    # Answer-type matching is for time and number questions only.
+    assert sufficiency.asked("How many turtles does Nate have?") == "number"
+    assert sufficiency.asked("What does Nate like?") == "open"
