@@ -54,6 +54,15 @@ def test_built_root_is_published_with_a_full_text_index(small_run):
     assert f"FTS({FTS_COLUMN})" in report["index"]
 
 
+def test_the_built_root_has_its_graph_and_inject_walks_it(small_run):
+    """The latency is measured with dual search on: the root carries the graph the pipeline
+    would publish, and the timed questions name its entities."""
+    _, report, _ = small_run
+    graph = report["graph"]
+    assert graph["graph_on"] and graph["entities"] > 0 and graph["edges_mentions"] > 0
+    assert graph["queries_walked"] > 0 and graph["items_reached_mean"] > 0
+
+
 def test_second_run_reuses_the_cached_root(small_run):
     cache, first, second = small_run
     assert (first["cache"], second["cache"]) == ("built", "reused")

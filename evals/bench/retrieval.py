@@ -337,14 +337,16 @@ def build_key(n_items: int, *, seed: int = 0, embed: str = "model") -> dict[str,
     vector index) is measured on a root built the new way, never on a stale one.
     """
     from memory_assets.lib.items import consolidation as items_lib
+    from memory_assets.lib.items import graph as graph_lib
     from memory_assets.lib.items import publish
     from retrieval.schema import ITEM_SCHEMA
 
     config = load_config()
     # Only what shapes the stored rows; ranking and injection settings are read per query.
     shaping = {name: getattr(config, name, None) for name in
-               ("categories", "importance", "confidence", "tiers", "pipeline", "embedding")}
-    code = inspect.getsource(publish) + inspect.getsource(items_lib.facts_to_items) + repr(ITEM_SCHEMA)
+               ("categories", "importance", "confidence", "tiers", "pipeline", "embedding", "graph")}
+    code = (inspect.getsource(publish) + inspect.getsource(items_lib.facts_to_items) + inspect.getsource(graph_lib)
+            + repr(ITEM_SCHEMA))
     return {
         "items": n_items, "seed": seed, "embed": embed, "generator": GENERATOR_VERSION,
         "code_sha256": hashlib.sha256(code.encode()).hexdigest()[:16],
@@ -418,6 +420,7 @@ def build_synthetic_root(root: Path, n_items: int, *, seed: int = 0, embed: str 
         ``root``, with ``bench_build.json`` describing the build.
     """
     from memory_assets.lib.items import publish
+    from memory_assets.lib.items.graph import build_graph
 
     if embed not in EMBED_MODES:
         raise BenchError(f"embed={embed!r}; expected one of {', '.join(EMBED_MODES)}")
@@ -439,6 +442,10 @@ def build_synthetic_root(root: Path, n_items: int, *, seed: int = 0, embed: str 
     if progress:
         progress("writing and indexing (publish.write_items)")
     written = publish.write_items(paths, items, vectors, BENCH_NOW)
+    # The graph, as the pipeline builds it with every version: dual search walks it.
+    graph = build_graph(items, vectors, None, load_config(), BENCH_NOW)
+    entities, edges = publish.write_graph(paths, graph.entities, graph.edges, BENCH_NOW)
+    written = publish.ItemsVersion(**{**written.__dict__, "entities": entities, "edges": edges})
     publish.publish(paths, written)
     done = time.perf_counter()
     manifest = {
@@ -450,6 +457,7 @@ def build_synthetic_root(root: Path, n_items: int, *, seed: int = 0, embed: str 
         "embed_seconds": round(embed_seconds, 1), "vectors_reused": reused,
         "write_and_index_seconds": round(done - embedded, 1),
         "index": describe_indexes(root), "built_at": datetime.now(timezone.utc).isoformat(),
+        "graph": graph.counts(),
     }
     (root / MANIFEST).write_text(json.dumps(manifest, indent=2))
     return root
@@ -592,6 +600,10 @@ def run_bench(n_items: int, *, queries: int = 200, warmup: int = 20, seed: int =
         for context in timed[:min(FIRST_INJECT_SAMPLES, max(1, queries // 10))]:
             fresh = MemoryClient(root)
             first_s.append(_timed(lambda: fresh.inject(context, now=BENCH_NOW)))
+    # How often dual search had something to walk: queries naming an entity of the graph,
+    # and the items its walk reached (the third list fused into inject's ranking).
+    graph_index = client.stores.graph
+    walked = [graph_index.search(query_text(c), None, client.config, 100) for c in timed] if inject_s else []
     # inject appends an ``injected`` event per call; the bench's root is not a real memory.
     shutil.rmtree(client.paths.events, ignore_errors=True)
     report: dict[str, Any] = {
@@ -605,6 +617,9 @@ def run_bench(n_items: int, *, queries: int = 200, warmup: int = 20, seed: int =
         "items_per_inject": round(injected / len(inject_s), 2) if inject_s else None,
         "tokens_per_inject": round(float(np.mean(tokens)), 1) if tokens else None,
         "root": str(root), "machine": machine(),
+        "graph": {**built.get("graph", {}), "graph_on": bool(client.config.graph.weight > 0),
+                  "queries_walked": sum(1 for w in walked if w),
+                  "items_reached_mean": round(float(np.mean([len(w) for w in walked])), 1) if walked else 0.0},
     }
     if inject_error:
         report["inject_error"] = inject_error
