@@ -155,6 +155,9 @@ CHANGE_VERBS = frozenset("""
 switch move change migrate transition ditch drop replace swap convert upgrade downgrade relocate
 promote transfer reschedule shift trade bump raise lower increase decrease reduce retire resign quit
 """.split())
+# Verbs that give something a value and leave it so: "set the limit to 2 hours" (said in
+# the past, still the current value; unlike "lived in Porto", not history).
+SETTING_VERBS = frozenset("set put turn".split())
 # Adverbs and words that mark the statement as the new state: "Aaron now works at Stripe",
 # "doesn't drink coffee anymore", "these days", "nowadays", "instead".
 CHANGE_ADVERBS = frozenset("now anymore nowadays instead lately".split())
@@ -296,7 +299,7 @@ _IN_COUNT = re.compile(rf"\bin\s+{_COUNT}\s+{_UNIT}\b", re.IGNORECASE)
 _FROM_NOW = re.compile(rf"\b{_COUNT}\s+{_UNIT}\s+from\s+now\b", re.IGNORECASE)
 _NEXT_PERIOD = re.compile(r"\b(?P<which>next|this)\s+(?P<period>week|month|year|weekend)\b", re.IGNORECASE)
 # A capitalised month after a lower-case preposition: "in may" is rarely the month.
-_IN_MONTH = re.compile(r"\b(?:in|by|until|early|mid|late|end of)\s+(?-i:(?P<month>" + "|".join(
+_IN_MONTH = re.compile(r"\b(?i:(?P<part>in|by|until|since|early|mid|late|(?:the )?(?:end|middle|start|beginning) of))[\s-]+(?-i:(?P<month>" + "|".join(
     m.capitalize() for m in sorted(MONTH_NUMBERS, key=len, reverse=True)) + r"))\b(?!\.?\s+\d)")
 _AGO = re.compile(rf"\b(?P<count>\d+|" + "|".join(
     n.replace(" ", r"\s+") for n in sorted(_NUMBER_WORDS, key=len, reverse=True)) + rf")\s+{_UNIT}\s+ago\b", re.IGNORECASE)
@@ -324,6 +327,10 @@ def _on(year: int, month: int, day: int) -> date | None:
     if not 1 <= month <= 12 or day < 1:
         return None
     return date(year, month, 1) + relativedelta(day=day)
+
+
+# The day of the month a part of it stands for ("the end of June" → its last day).
+_MONTH_PART = {"mid": 15, "middle": 15, "late": 21, "end": 31}
 
 
 def _nearest(month: int, day: int, today: date) -> date | None:
@@ -399,7 +406,12 @@ def _spans(text: str, today: date) -> Iterator[tuple[tuple[int, int], date | Non
     for m in _NEXT_PERIOD.finditer(text):
         yield m.span(), _next_period(m["which"].lower(), m["period"].lower(), today)
     for m in _IN_MONTH.finditer(text):
-        yield m.span(), _nearest(MONTH_NUMBERS[m["month"].lower()], 1, today)
+        # "at the end of December" is the month's last day, "mid-March" its 15th.
+        part = m["part"].lower().removeprefix("the ")
+        first = _nearest(MONTH_NUMBERS[m["month"].lower()], 1, today)
+        if part == "since" and first and first > today:
+            first -= relativedelta(years=1)  # "since August" said in July: last August
+        yield m.span(), first and first + relativedelta(day=_MONTH_PART.get(part.split()[0], 1))
     for m in _RELATIVE_WEEKDAY.finditer(text):
         which = m["which"].lower().replace("this coming", "coming")
         yield m.span(), _weekday(which, WEEKDAY_NUMBERS[m["weekday"].lower()], today, past=False)

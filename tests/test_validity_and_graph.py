@@ -147,6 +147,116 @@ def test_valid_from_is_the_day_the_text_says_it_started():
     assert fields(Candidate("Bea lives in Denver.", "personal"), plain, said)["valid_from"] == said
 
 
+# --- what a change replaces (general forms of the change set's cases, other wording) ---------
+
+@pytest.mark.parametrize(("text", "key", "relation", "value"), [
+    # A clause about the subject under "since" states the fact; the date is no part of the name.
+    ("Since March Bea has been living in Lyon, the commute is short.", "bea", "lives_in", "Lyon"),
+    ("Tomorrow Bea has a dentist appointment at 4.", "bea", "have", "dentist appointment"),
+    # A two-word preposition, and a time preposition is not the relation.
+    ("Bea works out of the Leeds office on Mondays.", "bea", "based_at", "Leeds office"),
+    ("Since the merger Bea is based at the Camden office.", "bea", "based_at", "Camden office"),
+    # A weekday before "at 5" is part of a schedule's value.
+    ("Bea's violin lesson is every Tuesday at 5.", "bea's violin lesson", "scheduled_at", "every Tuesday at 5"),
+    # "swapped Bea to Fridays" moves Bea; "swapped coffee for tea" names the old value.
+    ("Bea's coach swapped Bea to Friday evenings.", "bea", "scheduled_at", "Friday evenings"),
+    # A value set in the past still holds: not history.
+    ("Bea set Bea's thermostat to 19 degrees.", "bea's thermostat", "is", "19 degrees"),
+    # The one tool for a role: "as Bea's default browser", "all Bea's browsing in Brave".
+    ("Bea uses Firefox as Bea's default browser.", "bea's browser", "is", "Firefox"),
+    ("Bea does all Bea's browsing in Brave.", "bea's browsing", "is", "Brave"),
+])
+def test_the_parse_reads_what_a_change_compares(text, key, relation, value):
+    shape = structure.read_all([text], load_config(), ["Bea"])[0]
+    assert (shape.subject_key, shape.relation, shape.value, shape.tentative) == (key, relation, value, False)
+
+
+def test_swapping_one_thing_for_another_still_names_the_old_one():
+    shape = structure.read_all(["Bea swapped black tea for rooibos."], load_config(), ["Bea"])[0]
+    assert (shape.value, shape.replaced, shape.change) == ("rooibos", "black tea", True)
+
+
+def test_a_month_part_and_since_give_the_day_it_started():
+    from retrieval.text import stated_day
+
+    said = datetime(2026, 8, 10, tzinfo=timezone.utc)
+    assert str(stated_day("Bea's mum retired at the end of June.", said)) == "2026-06-30"
+    assert str(stated_day("Bea left mid July.", said)) == "2026-07-15"
+    # "Since September" said in August is last September.
+    assert str(stated_day("Since September Bea has been commuting by train.", said)) == "2025-09-01"
+
+
+@pytest.fixture(scope="module")
+def embedder():
+    from retrieval.embeddings import Embedder
+
+    return Embedder(load_config())
+
+
+def _retired(embedder, facts: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """(new, old) contents that ``retire_replaced`` pairs among Bea's facts, each given as
+    (the day it was said, its text), one session per day."""
+    from memory_assets.lib.extraction.structure import fields
+    from memory_assets.lib.items import validity
+    from retrieval.schema import Candidate
+
+    config = load_config()
+    shapes = structure.read_all([t for _, t in facts], config, ["Bea"] * len(facts))
+    rows = []
+    for n, ((day, text), shape) in enumerate(zip(facts, shapes)):
+        said = datetime.fromisoformat(f"{day}T09:00:00+00:00") + timedelta(minutes=n)
+        f = fields(Candidate(text, "personal"), shape, said)
+        rows.append({"id": f"i{n}", "namespace": "bea", "subject_key": f["subject_key"], "relation": f["relation"],
+                     "value": f["value"], "states_change": f["states_change"], "tentative": f["tentative"],
+                     "status": "active", "valid_from": f["valid_from"], "created_at": said, "content": text,
+                     "session_id": f"s-{day}", "supersedes_hint": shape.replaced})
+    vectors = embedder.embed([t for _, t in facts])
+    pairs = validity.retire_replaced(pl.DataFrame(rows), vectors, config)
+    return [(facts[n][1], facts[o][1]) for n, o in pairs]
+
+
+def test_a_relatives_change_retires_nothing_of_the_users(embedder):
+    facts = [("2026-02-03", "Bea has a Pixel 8."), ("2026-02-03", "It's mostly photos of Bea's dog."),
+             ("2026-02-03", "Bea's photos fill up Google Drive."),
+             ("2026-03-20", "Bea's sister switched to an iPhone, and now the shared album is a mess.")]
+    assert _retired(embedder, facts) == []
+
+
+def test_an_unnamed_things_change_retires_the_users_own_fact(embedder):
+    facts = [("2026-02-03", "Bea drops off Bea's son Tom at nursery at 8:15 every weekday."),
+             ("2026-02-03", "Bea has a team call at 11."),
+             ("2026-03-20", "Nursery drop-off shifted to 9:00 since Tom moved rooms.")]
+    assert _retired(embedder, facts) == [(facts[2][1], facts[0][1])]
+
+
+def test_a_change_dated_before_the_old_fact_was_said_still_retires_it(embedder):
+    # Said on March 2, "retired in February" dates the change (February 1) before the
+    # old fact was said (February 10): what is said later is still the newer word.
+    facts = [("2026-02-10", "Bea's mum is a nurse in Bristol and loves gardening."),
+             ("2026-03-02", "Bea's mum retired in February and she's restless.")]
+    assert _retired(embedder, facts) == [(facts[1][1], facts[0][1])]
+
+
+def test_a_change_restated_in_the_same_session_retires_nothing_more(embedder):
+    facts = [("2026-02-03", "Bea's violin lesson is every Tuesday at 5."),
+             ("2026-02-03", "Bea has Bea's Grade 3 exam in May."),
+             ("2026-03-20", "Bea's teacher swapped Bea to Friday evenings."),
+             ("2026-03-20", "Violin is Fridays now.")]
+    assert _retired(embedder, facts) == [(facts[2][1], facts[0][1])]
+
+
+def test_the_one_tool_for_a_role_is_replaced_without_a_change_word(embedder):
+    facts = [("2026-02-03", "Bea uses Firefox as Bea's default browser."),
+             ("2026-04-01", "Bea does all Bea's browsing in Brave.")]
+    assert _retired(embedder, facts) == [(facts[1][1], facts[0][1])]
+
+
+def test_an_office_is_one_place_at_a_time(embedder):
+    facts = [("2026-02-03", "Bea works out of the Leeds office three days a week."),
+             ("2026-04-01", "Bea is based at the York office.")]
+    assert _retired(embedder, facts) == [(facts[1][1], facts[0][1])]
+
+
 # --- the graph ------------------------------------------------------------------------------
 
 def test_the_graph_is_published_with_the_items_and_passes_its_checks(changed):

