@@ -67,7 +67,9 @@ def update_summaries(paths: DataRoot, embed: Callable[[Sequence[str]], np.ndarra
         last = warehouse.read_text(stamp_file)
         since = pl.Series([last.strip()]).str.to_datetime(time_zone="UTC")[0] if last else None
         changed = items if since is None else items.filter(pl.col("updated_at") > since)
-        stale = {r["category"] for r in current.iter_rows(named=True) if set(r["item_ids"]) - known}
+        # (an entity profile citing a gone item is rewritten by _profiles)
+        stale = {r["category"] for r in current.iter_rows(named=True)
+                 if set(r["item_ids"]) - known and not r["category"].startswith(PROFILE_PREFIX)}
         fresh = []
         for category in sorted(set(changed["category"].to_list()) | stale):
             old = current.filter(pl.col("category") == category)
