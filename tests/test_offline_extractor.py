@@ -759,3 +759,17 @@ def test_most_locomo_observation_turns_yield_a_fact():
                     covered += by_id.get(one.strip()) in got
     assert wanted > 100
     assert covered / wanted >= 0.8
+
+
+@pytest.mark.parametrize(("text", "fact"), [
+    ("Since the move I'm based at the Leeds office.", "Aaron is based at the Leeds office since the move."),
+    ("After the surgery I walk with a cane.", "Aaron walks with a cane after the surgery."),
+])
+def test_a_time_phrase_before_the_speakers_clause_is_not_a_subordinate_clause(text, fact):
+    assert [c.content for c in said(text)] == [fact]
+
+
+def test_a_standing_choice_without_a_verb_is_a_preference():
+    found = said("From now on, aisle seats for me, my knees need the room.")
+    assert found[0].content == "Aaron prefers aisle seats from now on." and found[0].kind == "preference"
+    assert said("Since you asked, I like it.") == []  # "since" as "because": still dropped

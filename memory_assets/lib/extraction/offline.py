@@ -48,7 +48,7 @@ class OfflineExtractor:
     """
 
     name = "offline"
-    version = "rules-v11"  # v11: a turn that lays out ordered steps is a procedure that keeps them
+    version = "rules-v12"  # v12: "since the reorg I'm…" and "from now on, window seats for me" are facts
 
     def __init__(self, config: MemoryConfig):
         self.config = config
@@ -168,6 +168,13 @@ class OfflineExtractor:
         clause = R.ANNOUNCEMENT.sub("", C.REMEMBER_PREFIX.sub("", clause)).strip()
         cue = f"{label}: {clause}" if label else clause  # "Change of plan: …" is a correction cue
         clause = re.sub(r"^no[,.!]+\s+(?=\w)", "", clause, flags=re.IGNORECASE)
+        # "Since the reorg I'm based at…": a time phrase before the speaker's own clause,
+        # not a subordinate clause; read as "I'm based at… since the reorg".
+        if m := R.LEADING_TIME_PHRASE.match(clause):
+            clause = f"{clause[m.end():].rstrip(' .!')} {m.group(0).strip()[:1].lower()}{m.group(0).strip()[1:]}"
+        # "From now on, window seats for me": a standing choice said without a verb.
+        if agent and (m := R.STANDING_FOR_ME.match(clause)):
+            clause = cue = f"I prefer {m.group('what').strip()} {m.group('when').strip().rstrip(',').lower()}"
         if (not clause or is_question(clause) or is_chatter(clause)
                 or R.SUBORDINATE_START.match(clause) and "," not in clause
                 or R.PREPOSITION_START.match(clause) and not R.SUBJECT_PRONOUN.search(clause)):

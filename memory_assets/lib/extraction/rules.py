@@ -207,6 +207,15 @@ FACTUAL_SUBORDINATOR = re.compile(r"^(?:(?:especially|even|just|right|ever|only)
 SUBORDINATE_START = re.compile(r"^(?:even though|although|though|because|since|while|if|unless|whenever|which|who|"
                                r"especially|just like|like when|such as|"
                                r"as long as|so that|until|whether)\b", _I)
+# "Since the reorg I'm based at…", "After the move we…": a short time phrase (no verb,
+# no comma) before the speaker's own clause.
+LEADING_TIME_PHRASE = re.compile(
+    r"^(?:since|after|until|before)\s+(?:(?:the|my|our|this|last|a)\s+)?[\w'-]+(?:\s+[\w'-]+)?\s+"
+    r"(?=(?:I|I'm|I've|I'll|we|we're|we've|my|our)\b)", _I)
+# "From now on, window seats for me": a standing choice without a verb.
+STANDING_FOR_ME = re.compile(
+    r"^(?P<when>(?:from now on|going forward|from here on(?: out)?|in (?:the )?future),?)\s+"
+    r"(?P<what>(?!I\b)[\w'-]+(?:\s+[\w'-]+){0,4}?)\s+(?:for me|please)\s*(?:[.!]|[,;]\s.*)?$", _I)
 # Words too vague to make a clause informative on their own.
 VAGUE = frozenset(
     "check definitely try trying tried sure totally absolutely probably maybe actually know mean "
