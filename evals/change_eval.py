@@ -209,6 +209,11 @@ def score_case(case: ChangeCase, items: pl.DataFrame, client: Any) -> dict[str, 
         if retired_by_later:
             reasons.append(f"retired {retired_by_later[0]['content']!r}")
     out["retired"] = [r["content"] for r in retired_by_later]
+    if case.kind == "change":
+        # Retired alongside the old value: facts the change did not replace ("take-home pay
+        # is €3,400" beside "rent is €1,240 now"). Reported, not part of the verdict.
+        olds = {r["id"] for r in old}
+        out["collateral"] = [r["content"] for r in retired_by_later if r["id"] not in olds]
     out["ok"] = not reasons
     out["reasons"] = reasons
     return out
@@ -249,6 +254,8 @@ def run_change_eval(folder: Path = CHANGES, *, extractor: str = "offline", root:
         "now_correct": sum(bool(v.get("now_ok")) for v in changes),
         "distractors": len(distractors),
         "distractors_retiring": sum(bool(v["retired"]) for v in distractors),
+        "collateral_retired": sum(len(v.get("collateral", [])) for v in changes),
+        "changes_with_collateral": sum(bool(v.get("collateral")) for v in changes),
         "extraction_misses": sum(any("(extraction)" in r for r in v["reasons"]) for v in verdicts),
         "seconds": round(time.perf_counter() - started, 1),
         "cases": verdicts,
@@ -272,6 +279,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"change cases: {report['changes_correct']}/{report['changes']} correct "
           f"(as_of {report['as_of_correct']}/{report['changes']}, now {report['now_correct']}/{report['changes']}); "
           f"distractors retiring something: {report['distractors_retiring']}/{report['distractors']}; "
+          f"other facts retired beside a change: {report['collateral_retired']} "
+          f"(in {report['changes_with_collateral']} cases); "
           f"extraction misses: {report['extraction_misses']}; {report['seconds']} s")
     for v in report["cases"]:
         if not v["ok"]:

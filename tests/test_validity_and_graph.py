@@ -350,3 +350,34 @@ def test_edge_confidence_is_reinforced_when_seen_again_and_decays_by_night():
     assert decayed == pytest.approx(expected * g.edge_decay_per_night ** 30)
     forgotten = build_graph(rows, vectors, used_together, config, day.replace(year=2028))
     assert forgotten.edges.filter(pl.col("kind") == "relates_to").is_empty()  # pruned below the floor
+
+
+def test_a_change_retires_one_fact_once_not_the_facts_around_it_night_after_night(tmp_path):
+    """Each run re-reads every live item: a change that already replaced its fact must not
+    replace the next most alike one the next night, nor a second one the same night."""
+    folder = tmp_path / "cases"
+    folder.mkdir()
+
+    def session(n: int, day: str, lines: list[str]) -> dict:
+        turns = []
+        for i, line in enumerate(lines):
+            turns += [{"turn": 2 * i + 1, "role": "user", "speaker": "Ines", "content": line,
+                       "ts": f"{day}T09:{10 + 2 * i:02d}:00+00:00"},
+                      {"turn": 2 * i + 2, "role": "assistant", "speaker": "assistant", "content": "Noted.",
+                       "ts": f"{day}T09:{11 + 2 * i:02d}:00+00:00"}]
+        return {"session_id": f"rent-{n}", "turns": turns}
+
+    (folder / "rent.json").write_text(json.dumps({
+        "case_id": "rent", "kind": "change", "area": "number", "user": "Ines", "description": "",
+        "sessions": [session(1, "2026-01-05", ["My rent is 1,100 euros a month.",
+                                               "I'm saving 300 euros a month for a trip to Japan."]),
+                     session(2, "2026-02-16", ["The landlord raised it: my rent is 1,250 euros a month now."]),
+                     session(3, "2026-03-30", ["I started learning the cello."])],
+        "old": {"contains": ["1,100"]}, "new": {"contains": ["1,250"]}, "as_of": "2026-02-01",
+        "question": "What is Ines's rent?"}))
+    root = tmp_path / "root"
+    change_eval.build(change_eval.load_cases(folder), root)
+    items = _items(root, "rent")
+    status = dict(zip(items["content"], items["status"]))
+    assert [s for c, s in status.items() if "1,100" in c] == ["superseded"]
+    assert [s for c, s in status.items() if "Japan" in c] == ["active"]  # three runs later, still active

@@ -14,7 +14,8 @@ An older item is retired by a newer one of the same user and subject when:
   the two are about the same thing: the same relation, or alike at
   ``[graph] change_min_similarity`` or more ("uses dark mode" → "switched to light mode");
   then only the most alike earlier item (of the same relation when one is alike enough)
-  is retired, since a relation like ``uses`` holds many values at once. Both must be about
+  is retired, since a relation like ``uses`` holds many values at once, and only once: a
+  change that already replaced a fact (in an earlier run) replaces nothing more. Both must be about
   the same person: an unnamed thing ("it", "school pickup") is the user's own (the person
   most of the user's facts are about), so "Kwame's brother switched to Android" retires
   nothing of Kwame's. When the most alike earlier item was already retired by another
@@ -44,7 +45,7 @@ from retrieval.text import PEOPLE_NOUNS, STOPWORDS, denies_or_ends
 _THINGS = frozenset("it this that there they we you i".split())
 
 _FIELDS = ("id", "namespace", "subject_key", "relation", "value", "states_change", "tentative", "status",
-           "valid_from", "created_at", "content", "session_id", "supersedes_hint")
+           "valid_from", "created_at", "content", "session_id", "supersedes_hint", "supersedes")
 
 
 def user_of(namespace: str | None) -> str:
@@ -192,7 +193,11 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                     # earlier fact was already retired by another fact of this session
                     # ("Piano is Saturdays now" after "the teacher swapped Bram to
                     # Saturdays"), this one restates that change and retires nothing more.
-                    if new["value"] and not new.get("supersedes_hint"):
+                    # A change replaces one fact, once: an item that already retired one
+                    # (by rule 1 or 2 above, or in an earlier run) retires nothing more, or
+                    # every night would retire the next most alike fact around it.
+                    if (new["value"] and not new.get("supersedes_hint") and not new.get("supersedes")
+                            and n not in retired_by.values()):
                         older = [o for o in members if o != n and (o not in retired or _same_session(rows[retired_by.get(o, o)], new))
                                  and not rows[o]["tentative"] and rows[o].get("session_id") != new.get("session_id")
                                  and rows[o]["created_at"] < new["created_at"] and _comparable(rows[o], new, me, names)]
@@ -203,13 +208,24 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                             older = same
                         if older:
                             sims = vectors[older] @ vectors[n]
-                            best = int(np.argmax(sims))
+                            # The fact that names the same kind of thing as the new value
+                            # ("moved to the fraud team" → "…on the payments team") first.
+                            slot = _head(new["value"])
+                            named = np.array([bool(slot) and slot in _words(rows[o]["content"]) for o in older])
+                            best = int(np.argmax(np.where(named & (sims >= floor), sims + 1.0, sims)))
                             if sims[best] >= floor and older[best] not in retired:
                                 pairs.append((n, older[best]))
                                 retired.add(older[best])
                                 retired_by[older[best]] = n
             heads[head].append(n)
     return pairs
+
+
+def _head(value: str | None) -> str | None:
+    """The last content word of a value: what kind of thing it is ("fraud detection team"
+    → "team", "90 minutes" → "minutes"); None for a bare number or name."""
+    words = [w for w in (normal(value) or "").split() if w not in STOPWORDS and w.isalpha()]
+    return words[-1] if words else None
 
 
 def _same_session(a: dict, b: dict) -> bool:
