@@ -173,17 +173,11 @@ def confirmed(row: dict) -> bool:
     return len(sessions_of(row)) > 1
 
 
-def _replaces(row: dict, old: dict) -> bool:
-    """The item says it replaces an earlier one, and ``old`` may be it: a supersession
-    hint not yet resolved, a correction, or a user's update. An item that already
-    replaced another (its ``supersedes`` resolved, by a hint or by validity in time)
-    replaced that one: a second item it disagrees with is flagged, not retired, so one
-    change does not retire the facts around it ("rent is €1,240 now" is not a reason to
-    retire "take-home pay is €3,400")."""
-    if row.get("supersedes"):
-        return row["supersedes"] == old["id"]
-    return bool(row.get("supersedes_hint") or row.get("kind") == "correction"
-                or row.get("provenance") == "user_corrected")
+def _replaces(row: dict) -> bool:
+    """The item says it replaces an earlier one: a resolved supersession hint, an
+    unresolved one, a correction, or a user's update."""
+    return bool(row.get("supersedes") or row.get("supersedes_hint")
+                or row.get("kind") == "correction" or row.get("provenance") == "user_corrected")
 
 
 def _contradictions(rows: list[dict], vectors: np.ndarray, config: MemoryConfig,
@@ -197,7 +191,7 @@ def _contradictions(rows: list[dict], vectors: np.ndarray, config: MemoryConfig,
         if not contradictions.contradict(a["content"], b["content"]):
             continue
         old, new = sorted((a, b), key=lambda r: (r["created_at"], r["id"]))
-        if old["created_at"] < new["created_at"] and _replaces(new, old):
+        if old["created_at"] < new["created_at"] and _replaces(new):
             old["status"], old["superseded_by"] = "superseded", new["id"]
             new["supersedes"] = new["supersedes"] or old["id"]
             report.record("superseded", old["id"])
