@@ -40,6 +40,10 @@ class Category(_Section):
     ttl_days: int = 0
     summary_file: str = ""
     keywords: tuple[str, ...] = ()
+    # What the category is about, as phrases between commas: the offline extractor gives
+    # a clause no keyword places the category of the nearest phrase, when clearly nearer
+    # than its default (empty: chosen by keywords only).
+    description: str = ""
     # What happens here is part of the person's story: its events are not transient.
     lasting: bool = False
 

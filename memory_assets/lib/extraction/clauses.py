@@ -9,7 +9,8 @@ from datetime import datetime, timedelta
 
 from memory_assets.lib.extraction import cues as C
 from memory_assets.lib.extraction import rules as R
-from retrieval.config import MemoryConfig
+# The category of a clause: keywords (words and lemmas), then the nearest description.
+from memory_assets.lib.extraction.categories import Categorizer  # noqa: F401
 from retrieval.schema import Turn
 from retrieval.text import DATE, RELATIVE_DAYS
 
@@ -242,38 +243,3 @@ def entities_of(clause: str, names: tuple[str, ...], when: datetime) -> list[str
         if re.search(r"\b" + word + r"\b", lowered):
             found.append((when + timedelta(days=offset)).date().isoformat())
     return list(dict.fromkeys(found))
-
-
-class Categorizer:
-    """Best keyword match against the configured categories (most distinct keywords wins,
-    ties go to the category listed first)."""
-
-    def __init__(self, config: MemoryConfig):
-        self.owners: dict[str, list[str]] = {}
-        for name, category in config.categories.items():
-            for keyword in category.keywords:
-                self.owners.setdefault(keyword, []).append(name)
-        self.order = {name: i for i, name in enumerate(config.categories)}
-        # Longest first, so "run the" wins over "run" and "oil change" over "change".
-        keywords = sorted(self.owners, key=len, reverse=True)
-        self.pattern = re.compile(r"\b(?:" + "|".join(re.escape(k) for k in keywords) + r")\b") if keywords else None
-
-    def hits(self, text: str) -> list[tuple[str, str]]:
-        if self.pattern is None:
-            return []
-        lowered = text.lower()
-        # "like" only counts as a liking after a subject ("I like"), not as a comparison.
-        masked = re.sub(r"\blike\b", "____", lowered)
-        for m in C.LIKE_AS_VERB.finditer(lowered):
-            masked = masked[:m.start()] + lowered[m.start():m.end()] + masked[m.end():]
-        return [(name, m.group(0)) for m in self.pattern.finditer(masked) for name in self.owners[m.group(0)]]
-
-    def best(self, text: str, default: str, skip: tuple[str, ...] = ()) -> tuple[str, list[str]]:
-        hits = list(dict.fromkeys(h for h in self.hits(text) if h[0] not in skip))
-        if not hits:
-            return default, []
-        scores: dict[str, int] = {}
-        for name, _ in hits:
-            scores[name] = scores.get(name, 0) + 1
-        best = min(scores, key=lambda c: (-scores[c], self.order[c]))
-        return best, list(dict.fromkeys(k for _, k in hits))
