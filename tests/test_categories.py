@@ -81,3 +81,44 @@ def test_a_category_without_description_is_chosen_by_keywords_only(categorizer):
 
 def test_a_description_is_compared_phrase_by_phrase():
     assert phrases_of("Health: an illness, an injury; sleep.") == ["Health", "an illness", "an injury", "sleep"]
+
+
+def test_in_a_session_about_code_a_fact_nothing_places_is_about_the_work():
+    from datetime import datetime, timezone
+
+    from memory_assets.lib.extraction.categories import technical_session
+    from memory_assets.lib.extraction.offline import OfflineExtractor
+    from retrieval.config import load_config
+    from retrieval.schema import Turn
+
+    t0 = datetime(2026, 3, 1, 9, tzinfo=timezone.utc)
+
+    def session(*lines: str) -> list[Turn]:
+        turns = []
+        for i, line in enumerate(lines):
+            turns += [Turn("s1", 2 * i + 1, "user", line, t0, "Ines"), Turn("s1", 2 * i + 2, "assistant", "OK.", t0, "assistant")]
+        return turns
+
+    coding = session("The build fails in src/billing/invoice.py after the bump to 2.4.1.",
+                     "Run it with --no-cache first.", "I own the invoice rendering now.")
+    chat = session("I own a small sailboat now.", "We keep it at the marina in Cascais.")
+    assert technical_session(coding) and not technical_session(chat)
+    extractor = OfflineExtractor(load_config())
+    owned = [c for c in extractor.extract(coding).candidates if "invoice rendering" in c.content]
+    assert owned and owned[0].category == "work"
+    boat = [c for c in extractor.extract(chat).candidates if "sailboat" in c.content]
+    assert boat and boat[0].category != "work"
+
+
+def test_a_rule_for_the_assistant_is_how_work_is_done_unless_it_is_a_choice():
+    from datetime import datetime, timezone
+
+    from memory_assets.lib.extraction.offline import OfflineExtractor
+    from retrieval.config import load_config
+    from retrieval.schema import Turn
+
+    t0 = datetime(2026, 3, 1, 9, tzinfo=timezone.utc)
+    turns = [Turn("s1", 1, "assistant", "How can I help?", t0, "assistant"),
+             Turn("s1", 2, "user", "Never touch the generated/ folder by hand.", t0, "Ines")]
+    rule = OfflineExtractor(load_config()).extract(turns).candidates[0]
+    assert rule.kind == "negative" and rule.category == "process"

@@ -211,3 +211,17 @@ def _local_embedder(config: MemoryConfig):
     embedder = Embedder(config if config.embedding.provider == "local"
                         else config.replace(embedding={"provider": "local"}))
     return lambda texts: [embedder.embed_one(texts[0])] if len(texts) == 1 else embedder.embed(texts)
+
+
+def technical_session(turns) -> bool:
+    """A session about code and systems: at least two of its turns name a path, a flag,
+    an identifier with a number or an underscore, a version or a source file, or hold code
+    in backticks. Its facts that nothing else places are about the work."""
+    hits = 0
+    for turn in turns:
+        text = turn.content or ""
+        if "`" in text or _TECHNICAL.search(text):
+            hits += 1
+            if hits >= 2:
+                return True
+    return False

@@ -20,6 +20,7 @@ import re
 from memory_assets.lib.extraction import cues as C
 from memory_assets.lib.extraction import rules as R
 from memory_assets.lib.extraction.base import ExtractionResult, Segment, segments
+from memory_assets.lib.extraction.categories import TECHNICAL_CATEGORY, technical_session
 from memory_assets.lib.extraction.clauses import (Categorizer, clauses, content_words, drop_tail_question, entities_of,
                                                   finish, has_verb, is_chatter, is_question, is_specific, kind_of,
                                                   sentences, speaker_name, split_caption, split_label, strength_of,
@@ -48,14 +49,16 @@ class OfflineExtractor:
     """
 
     name = "offline"
-    version = "rules-v12"  # v12: "since the reorg I'm…" and "from now on, window seats for me" are facts
+    version = "rules-v13"  # v13: a session about code and systems files unplaced facts under work; rules under process
 
     def __init__(self, config: MemoryConfig):
         self.config = config
         self._categorizer = Categorizer(config)
+        self._technical_session = False
 
     def extract(self, turns: list[Turn]) -> ExtractionResult:
         """Candidate facts from one session's turns, in order."""
+        self._technical_session = technical_session(turns)
         by_turn: dict[int, list[Segment]] = {}
         for seg in segments(turns):
             by_turn.setdefault(seg.turn.turn, []).append(seg)
@@ -336,8 +339,11 @@ class OfflineExtractor:
                    directive: str | None = None) -> Candidate:
         if trust == "untrusted":
             default = C.UNTRUSTED_DEFAULT_CATEGORY
-        elif directive is not None:  # a standing rule for the assistant
-            default = C.STANDING_DECISION_CATEGORY if self.config.tier_for(kind) == "permanent" else C.RULE_DEFAULT_CATEGORY
+        elif directive is not None:  # a standing rule for the assistant: how work is done, unless a choice
+            default = C.STANDING_DECISION_CATEGORY if kind == "decision" else C.RULE_DEFAULT_CATEGORY
+        elif self._technical_session:
+            # In a session about code and systems, a fact nothing else places is about the work.
+            default = TECHNICAL_CATEGORY
         elif R.FIRST_PERSON.search(clause) or voice.name in content:
             default = C.LIFE_DEFAULT_CATEGORY
         else:
