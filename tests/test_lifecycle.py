@@ -532,3 +532,17 @@ def test_memory_md_lists_active_promoted_items_by_category():
 def test_effective_score_is_importance_times_confidence_times_reinforcement():
     row = {"importance": 0.5, "confidence": 0.8, "reinforcement": 3.0}
     assert scoring.effective_score(CONFIG, row) == pytest.approx(0.5 * 0.8 * math.exp(0.2 * 3.0))
+
+
+def test_two_standing_rules_that_disagree_are_compared_whatever_category_each_was_filed_under(embedder):
+    items = _items(_fact("never", "Aaron wants the assistant to never force-push to main.", category="process",
+                         kind="negative"),
+                   _fact("do", "Aaron decided the assistant should force-push to main.", category="decision",
+                         kind="decision", at=T0 + timedelta(days=2), session="s2"))
+    out, report = lifecycle.apply(items, embedder.embed(items["content"].to_list()), CONFIG, T0 + timedelta(days=3))
+    assert _row(out, "never")["contradicts"] == ["do"] and _row(out, "do")["contradicts"] == ["never"]
+    # Facts of different categories are still not compared: a category is a subject's scope.
+    facts = _items(_fact("a", STANDUP_OLD, category="work"),
+                   _fact("b", STANDUP_NEW, category="personal", at=T0 + timedelta(days=2), session="s2"))
+    out, _ = lifecycle.apply(facts, embedder.embed(facts["content"].to_list()), CONFIG, T0 + timedelta(days=3))
+    assert _row(out, "a")["contradicts"] == [] and _row(out, "b")["contradicts"] == []

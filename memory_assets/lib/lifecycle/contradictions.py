@@ -30,8 +30,18 @@ BLOCK = 1024
 Neighbors = Sequence[Sequence[int]] | Mapping[int, Sequence[int]]
 
 
+RULES_GROUP = "\0rules"  # no category is named so
+RULE_KINDS = frozenset({"negative", "procedure", "decision"})
+
+
 def _group(row: dict) -> tuple[str, str]:
-    return row.get("namespace") or "", row.get("category") or ""
+    """Whom and what a row is compared with: its namespace's rows of its category; a
+    standing rule for the assistant (a negative rule, procedure or decision with a
+    ``directive``) with every such rule of its namespace, whatever category each was filed
+    under ("Never force-push to main" against "I decided you should force-push to main").
+    A correction stays with the facts of its category, which it corrects."""
+    rule = row.get("directive") and row.get("kind") in RULE_KINDS
+    return row.get("namespace") or "", RULES_GROUP if rule else row.get("category") or ""
 
 
 def _given(neighbors: Neighbors) -> Iterator[tuple[int, int]]:

@@ -125,7 +125,7 @@ _WRITTEN = ("retrieval_priority", "importance", "confidence", *_STATE, "updated_
 _READ = (
     "id", "content", "category", "kind", "tier", "namespace", "source_trust", "provenance", "session_id",
     "source_turn_ids", "created_at", "first_seen_at", "last_referenced_at", "reference_count", "echo_count", "fizzle_count",
-    "reinforcement", "supersedes_hint", "base_importance", "base_confidence",
+    "reinforcement", "supersedes_hint", "base_importance", "base_confidence", "directive",
 )
 # "conv-26-s3:4" (canonical <session>:<turn>) and LoCoMo "D3:4" (D<session>:<turn>).
 _TURN_ID = re.compile(r"^(?P<session>.+):\d+$")
