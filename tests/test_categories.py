@@ -110,7 +110,7 @@ def test_in_a_session_about_code_a_fact_nothing_places_is_about_the_work():
     assert boat and boat[0].category != "work"
 
 
-def test_a_rule_for_the_assistant_is_how_work_is_done_unless_it_is_a_choice():
+def test_a_rule_for_the_assistant_is_how_work_is_done_at_work_and_a_preference_elsewhere():
     from datetime import datetime, timezone
 
     from memory_assets.lib.extraction.offline import OfflineExtractor
@@ -118,7 +118,13 @@ def test_a_rule_for_the_assistant_is_how_work_is_done_unless_it_is_a_choice():
     from retrieval.schema import Turn
 
     t0 = datetime(2026, 3, 1, 9, tzinfo=timezone.utc)
-    turns = [Turn("s1", 1, "assistant", "How can I help?", t0, "assistant"),
-             Turn("s1", 2, "user", "Never touch the generated/ folder by hand.", t0, "Ines")]
-    rule = OfflineExtractor(load_config()).extract(turns).candidates[0]
-    assert rule.kind == "negative" and rule.category == "process"
+
+    def rule_in(*lines: str):
+        turns = [Turn("s1", 1, "assistant", "How can I help?", t0, "assistant")]
+        turns += [Turn("s1", i + 2, "user", line, t0, "Ines") for i, line in enumerate(lines)]
+        return [c for c in OfflineExtractor(load_config()).extract(turns).candidates if c.directive][0]
+
+    coding = rule_in("The linter fails on src/gen/models_pb2.py again.", "Never touch the generated/ folder by hand.")
+    assert coding.kind == "negative" and coding.category == "process"
+    personal = rule_in("Never book me flights that leave before 7am.")
+    assert personal.category == "preferences"

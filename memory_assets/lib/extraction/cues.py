@@ -293,6 +293,7 @@ UNTRUSTED_DEFAULT_CATEGORY = "operational"
 # longer") never lands there on a keyword alone.
 NOT_FOR_LIFE_FACTS = ("operational",)
 RULE_DEFAULT_CATEGORY = "process"  # a standing instruction to the assistant
+PERSONAL_RULE_CATEGORY = "preferences"  # the same outside a session about code and systems
 # …unless it is a permanent one ("never force-push to main"): a standing decision.
 STANDING_DECISION_CATEGORY = "decision"
 

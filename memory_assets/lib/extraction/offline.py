@@ -49,7 +49,7 @@ class OfflineExtractor:
     """
 
     name = "offline"
-    version = "rules-v13"  # v13: a session about code and systems files unplaced facts under work; rules under process
+    version = "rules-v14"  # v14: a standing rule is process in a session about code and systems, preferences elsewhere
 
     def __init__(self, config: MemoryConfig):
         self.config = config
@@ -349,6 +349,14 @@ class OfflineExtractor:
         else:
             default = C.OTHER_DEFAULT_CATEGORY
         category, keywords = self._categorizer.best(clause, default, C.NOT_FOR_LIFE_FACTS if trust == "trusted" else ())
+        if directive is not None and trust == "trusted" and kind != "decision":
+            # A standing instruction is how the work is done in a session about code and
+            # systems, whatever it names; elsewhere how the person wants things done for
+            # them, unless its own words say it is about the work ("run make lint").
+            if self._technical_session:
+                category = C.RULE_DEFAULT_CATEGORY
+            elif category not in (C.RULE_DEFAULT_CATEGORY, C.PERSONAL_RULE_CATEGORY):
+                category = C.PERSONAL_RULE_CATEGORY
         if kind == "preference" and category in (C.LIFE_DEFAULT_CATEGORY, C.OTHER_DEFAULT_CATEGORY):
             category = "preferences" if "preferences" in self.config.categories else category
         named = tuple(n for n in (voice.name, voice.addressee) if n)
