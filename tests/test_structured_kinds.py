@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from memory_assets.lib.extraction import structure
 from memory_assets.lib.extraction.kinds import memory_kinds, procedure_in, trigger_patterns
 from retrieval import MemoryClient
 from retrieval.config import load_config
@@ -69,7 +70,8 @@ def test_a_negative_rule_triggers_on_the_action_and_what_it_acts_on():
 def test_episodes_are_what_happened_once_and_notes_what_stays_true():
     facts = ["Caroline went to a LGBTQ support group on May 7.", "Caroline prefers tea to coffee.",
              "Melanie painted a sunset last week.", "Jon is a dancer.", "Aaron wants the assistant to run make lint."]
-    assert memory_kinds(facts, ["fact", "fact", "fact", "fact", "procedure"]) == \
+    shapes = structure.read_all(facts, load_config(), ["Caroline", "Caroline", "Melanie", "Jon", "Aaron"])
+    assert memory_kinds(facts, ["fact", "fact", "fact", "fact", "procedure"], shapes) == \
         ["episode", "note", "episode", "note", "note"]
 
 

@@ -71,7 +71,8 @@ def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryCo
                [by_turn[n].resource_id for n in cand.source_turns if n in by_turn])
     parsed = structure.read_all([c.content for c in candidates], config,
                                 [c.subject or speaker_of(c, by_turn) for c in candidates]) if candidates else []
-    memory_kinds = kinds.memory_kinds([c.content for c in candidates], [_pick(c.kind, KINDS, "fact") for c in candidates])
+    memory_kinds = kinds.memory_kinds([c.content for c in candidates], [_pick(c.kind, KINDS, "fact") for c in candidates],
+                                      parsed)
     for cand, shape, memory_kind in zip(candidates, parsed, memory_kinds):
         sources = [by_turn[n] for n in cand.source_turns if n in by_turn]
         resource_ids = [t.resource_id for t in sources]

@@ -247,48 +247,21 @@ def trigger_patterns(rule: str) -> list[str]:
     return list(dict.fromkeys(patterns))[:6]
 
 
-def matches(patterns: list[str] | tuple[str, ...], words: set[str], text: str) -> list[str]:
-    """The ``patterns`` a context names: a word pattern among its normalised ``words``, a
-    file name or flag anywhere in its lower-cased ``text``."""
-    hit = []
-    for pattern in patterns:
-        if not pattern:
-            continue
-        if pattern[0] in ".-/" or "." in pattern or "/" in pattern:
-            if re.search(rf"(?<![\w]){re.escape(pattern)}(?![\w])", text):
-                hit.append(pattern)
-        elif pattern in words:
-            hit.append(pattern)
-    return hit
-
-
-def memory_kinds(contents: list[str], kinds: list[str], batch_size: int = 256) -> list[str]:
+def memory_kinds(contents: list[str], kinds: list[str], shapes: list[structure.Structure]) -> list[str]:
     """``episode`` for what happened once, at a time; ``note`` for what stays true (see
-    the module doc), for each fact; only the facts the cues leave open are parsed."""
-    out: list[str | None] = []
-    pending: list[int] = []
-    texts: list[str] = []
-    for i, (content, kind) in enumerate(zip(contents, kinds)):
+    the module doc), for each fact, from its wording and its parse (``structure.read_all``,
+    which extraction has already run)."""
+    out = []
+    for content, kind, shape in zip(contents, kinds, shapes):
         text = re.sub(r"^[\w .'-]{1,40} said:\s*", "", content)
         if kind == "event":
             out.append("episode")
         elif kind in NOTE_KINDS or _NOTE_CUE.search(text) and not _TIME_MARKER.search(text):
             out.append("note")
         else:
-            out.append(None)
-            pending.append(i)
-            texts.append(text)
-    for i, doc in zip(pending, structure.nlp().pipe(texts, batch_size=batch_size)):
-        root = next((t for t in doc if t.dep_ == "ROOT"), None)
-        past_action = root is not None and root.tag_ == "VBD" and root.lemma_ not in ("be", "have")
-        dated = bool(_TIME_MARKER.search(doc.text)) or any(e.label_ in ("DATE", "TIME") for e in doc.ents)
-        out[i] = "episode" if past_action and (dated or not _NOTE_CUE.search(doc.text)) else "note"
-    return [k or "note" for k in out]
-
-
-def memory_kind_of(content: str, kind: str) -> str:
-    """One fact's episode/note split (``memory_kinds`` for many)."""
-    return memory_kinds([content], [kind])[0]
+            dated = shape.dated or bool(_TIME_MARKER.search(text))
+            out.append("episode" if shape.past_action and (dated or not _NOTE_CUE.search(text)) else "note")
+    return out
 
 
 def structure_of(kind: str, content: str, directive: str | None, steps: list[str], prerequisites: list[str],

@@ -74,6 +74,10 @@ class Structure:
     replaced: str | None = None
     tentative: bool = False
     entities: list[str] = field(default_factory=list)
+    # For the episode/note split (``kinds.memory_kinds``): the main verb is a past-tense
+    # action ("went", not "was" or "had"), and the sentence names a date or a time.
+    past_action: bool = False
+    dated: bool = False
 
 
 @functools.cache
@@ -354,7 +358,9 @@ def read(doc, config: MemoryConfig) -> Structure:
         negated and lemma in CHANGE_VERBS)  # "didn't switch to Linux after all"
     return Structure(subject=subject, subject_key=subject_key, relation=relation or None, value=value,
                      change=change and not tentative, replaced=replaced,
-                     tentative=tentative, entities=entities(doc))
+                     tentative=tentative, entities=entities(doc),
+                     past_action=root.tag_ == "VBD" and root.lemma_ not in ("be", "have"),
+                     dated=any(e.label_ in ("DATE", "TIME") for e in doc.ents))
 
 
 def entities(doc) -> list[str]:
