@@ -23,10 +23,10 @@ from datetime import datetime
 
 import polars as pl
 
-from memory_assets.lib.items.dedup import normalize
-from memory_assets.lib.summaries.writing import Summary, _eligible, _near_duplicate, _one_line, _words, version_stamp
+from memory_assets.lib.summaries.writing import Summary, _eligible, _one_line, bulleted, version_stamp
+from retrieval.citations import cited_ids
 from retrieval.config import MemoryConfig
-from retrieval.profiles import PROFILE_PREFIX
+from retrieval.profiles import profile_category
 from retrieval.scoring import memory_score
 
 
@@ -46,43 +46,22 @@ def important(entities: pl.DataFrame, config: MemoryConfig) -> pl.DataFrame:
 
 
 def profile(entity: dict, rows: list[dict], config: MemoryConfig, now: datetime) -> Summary | None:
-    """One entity's page from the items that mention it; None when none may be summarized."""
-    g, s = config.graph, config.summaries
+    """One entity's page from the items that mention it, written like an offline category
+    summary (``writing.bulleted``); None when none may be summarized."""
     ranked = sorted((r for r in rows if _eligible(r, now)), key=lambda r: (-memory_score(config, r, now), r["id"]))
-    text = f"# {entity['name']}\n\n"
-    kept: list[frozenset[str]] = []
-    seen: set[str] = set()
-    count = 0
-    for row in ranked:
-        if count >= int(g.profile_max_facts):
-            break
-        fact = _one_line(row["content"])
-        key, words = normalize(fact), _words(fact)
-        if not key or key in seen or _near_duplicate(words, kept, s.near_duplicate_overlap):
-            continue
-        line = f"- {fact} [{row['id']}]\n"
-        if len(text) + len(line) > int(s.max_chars):
-            continue
-        text += line
-        seen.add(key)
-        kept.append(words)
-        count += 1
+    text, count = bulleted(entity["name"], [(_one_line(r["content"]), [r["id"]]) for r in ranked], config,
+                           int(config.graph.profile_max_facts))
     if not count:
         return None
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:8]
-    ids = tuple(re.findall(r"\[([^\]\s]+)\]\n", text))
-    return Summary(category=f"{PROFILE_PREFIX}{entity['id']}", file_name=f"entities/{_slug(entity['name'], entity['id'])}.md",
-                   text=text, item_ids=ids, version=f"{version_stamp(now)}-{digest}", updated_at=now,
-                   summarizer="offline")
+    return Summary(category=profile_category(entity["id"]), file_name=f"entities/{_slug(entity['name'], entity['id'])}.md",
+                   text=text, item_ids=tuple(cited_ids(text)), version=f"{version_stamp(now)}-{digest}",
+                   updated_at=now, summarizer="offline")
 
 
-def profiles(items: pl.DataFrame, entities: pl.DataFrame, edges: pl.DataFrame, config: MemoryConfig,
-             now: datetime, only: set[str] | None = None) -> list[Summary]:
-    """The profiles of the important entities (``only``: just these entity ids), in
-    entity-id order."""
-    chosen = important(entities, config)
-    if only is not None:
-        chosen = chosen.filter(pl.col("id").is_in(list(only)))
+def profiles(items: pl.DataFrame, chosen: pl.DataFrame, edges: pl.DataFrame, config: MemoryConfig,
+             now: datetime) -> list[Summary]:
+    """The pages of the ``chosen`` entities (``important``, or some of them), in entity-id order."""
     if chosen.is_empty() or edges.is_empty() or items.is_empty():
         return []
     ids = chosen["id"].to_list()

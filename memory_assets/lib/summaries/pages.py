@@ -77,8 +77,9 @@ def update_summaries(paths: DataRoot, embed: Callable[[Sequence[str]], np.ndarra
                 fresh.append(summarize(category, None, items.filter(pl.col("category") == category), config, now, llm=llm))
             else:
                 fresh.append(summarize(category, old["markdown"][0], changed, config, now, llm=llm))
-    fresh += _profiles(paths, items, current, config, now, rebuild_all,
-                       None if rebuild_all or current.is_empty() else changed)
+    pages, wanted = _profiles(paths, items, current, config, now,
+                              None if rebuild_all or current.is_empty() else changed)
+    fresh += pages
     broken = {s.category: missing_citations(s, known) for s in fresh}
     broken = {k: v for k, v in broken.items() if v}
     if broken:  # audit before publish: a summary never cites an item that does not exist
@@ -90,7 +91,6 @@ def update_summaries(paths: DataRoot, embed: Callable[[Sequence[str]], np.ndarra
         updated = {s.category for s in fresh}
         kept = current.filter(~pl.col("category").is_in(list(updated)))
         # A profile whose entity is no longer important (or gone) is dropped.
-        wanted = {profile_category(e) for e in profiles.important(_entities(paths), config)["id"].to_list()}
         kept = kept.filter(~pl.col("category").str.starts_with(PROFILE_PREFIX) | pl.col("category").is_in(list(wanted)))
         table = pl.concat([kept, summaries_frame(fresh)], how="vertical_relaxed").sort("category")
     version = None
@@ -101,25 +101,23 @@ def update_summaries(paths: DataRoot, embed: Callable[[Sequence[str]], np.ndarra
     return SummariesUpdate(fresh, table, sum(a is not None for a in archived), version)
 
 
-def _entities(paths: DataRoot) -> pl.DataFrame:
-    return warehouse.read_frame(paths.published_entities, ENTITY_SCHEMA)
-
-
 def _profiles(paths: DataRoot, items: pl.DataFrame, current: pl.DataFrame, config: MemoryConfig, now: datetime,
-              rebuild_all: bool, changed: pl.DataFrame | None) -> list[Summary]:
-    """The entity profiles to write: every one on a rebuild or a first run; otherwise those
-    of the entities a changed item mentions, of the important entities without one yet,
-    and of the profiles citing an item that is gone."""
-    entities = _entities(paths)
+              changed: pl.DataFrame | None) -> tuple[list[Summary], set[str]]:
+    """The entity pages to write, and the categories of every page that should exist.
+    Every page on a rebuild or a first run (``changed`` None); otherwise the pages of the
+    entities a changed item mentions, of the important entities without a page yet, and of
+    the pages citing an item that is gone."""
+    chosen = profiles.important(warehouse.read_frame(paths.published_entities, ENTITY_SCHEMA), config)
+    wanted = {profile_category(e) for e in chosen["id"].to_list()}
     edges = warehouse.read_frame(paths.published_edges, EDGE_SCHEMA)
-    if rebuild_all or changed is None:
-        return profiles.profiles(items, entities, edges, config, now)
-    known = set(items["id"].to_list())
-    have = {r["category"][len(PROFILE_PREFIX):] for r in current.iter_rows(named=True)
-            if r["category"].startswith(PROFILE_PREFIX) and not set(r["item_ids"]) - known}
-    wanted = set(profiles.important(entities, config)["id"].to_list())
-    redo = (profiles.changed_entities(edges, set(changed["id"].to_list())) | (wanted - have)) & wanted
-    return profiles.profiles(items, entities, edges, config, now, only=redo) if redo else []
+    if changed is not None:
+        known = set(items["id"].to_list())
+        have = {r["category"] for r in current.iter_rows(named=True)
+                if r["category"] in wanted and not set(r["item_ids"]) - known}
+        redo = {profile_category(e) for e in profiles.changed_entities(edges, set(changed["id"].to_list()))}
+        redo = (redo | (wanted - have)) & wanted
+        chosen = chosen.filter((pl.lit(PROFILE_PREFIX) + pl.col("id")).is_in(list(redo)))
+    return profiles.profiles(items, chosen, edges, config, now), wanted
 
 
 def archive_versions(folder: Path, summary: Summary, now: datetime, *,

@@ -220,19 +220,17 @@ def _summary(category: str, text: str, config: MemoryConfig, now: datetime, **fi
 # --- the offline summarizer -------------------------------------------------------
 
 
-def _offline(category: str, plan: _Plan, config: MemoryConfig, now: datetime) -> Summary:
-    max_items = int(config.summaries.max_items)
+def bulleted(title: str, lines: list[tuple[str, list[str]]], config: MemoryConfig, max_items: int) -> tuple[str, int]:
+    """The extractive page: ``# title`` then one bullet per (fact, cited ids) in order,
+    near-duplicates dropped, at most ``max_items`` bullets and ``[summaries] max_chars``
+    characters. Returns the text and how many bullets it holds (category summaries and
+    entity pages are both written this way)."""
     max_chars = int(config.summaries.max_chars)
-    text = f"# {_title(category)}\n"
-    if plan.facts or plan.carried:
-        text += "\n"
+    text = f"# {title}\n" + ("\n" if lines else "")
     seen_hashes: set[str] = set()
     kept_words: list[frozenset[str]] = []
     count = 0
-    # Carried lines have no row to score; they rank after the new facts until the weekly
-    # rebuild scores everything afresh (pass the whole category to summarize it exactly).
-    candidates = [(_one_line(r["content"]), [r["id"]]) for _, r in plan.facts] + plan.carried
-    for fact, ids in candidates:
+    for fact, ids in lines:
         if count >= max_items:
             break
         key = normalize(fact)
@@ -246,6 +244,14 @@ def _offline(category: str, plan: _Plan, config: MemoryConfig, now: datetime) ->
         seen_hashes.add(key)
         kept_words.append(words)
         count += 1
+    return text, count
+
+
+def _offline(category: str, plan: _Plan, config: MemoryConfig, now: datetime) -> Summary:
+    # Carried lines have no row to score; they rank after the new facts until the weekly
+    # rebuild scores everything afresh (pass the whole category to summarize it exactly).
+    lines = [(_one_line(r["content"]), [r["id"]]) for _, r in plan.facts] + plan.carried
+    text, _ = bulleted(_title(category), lines, config, int(config.summaries.max_items))
     return _summary(category, text, config, now, summarizer="offline")
 
 
