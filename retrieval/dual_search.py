@@ -52,6 +52,7 @@ class GraphIndex:
         self.entities_path, self.edges_path = Path(entities), Path(edges)
         self._key: tuple | None = None
         self.names: dict[tuple[str, str], list[str]] = {}
+        self.any_namespace: dict[str, list[str]] = {}  # the same, for a reader of every namespace
         self.mentions: dict[str, list[tuple[str, float]]] = {}
         self.neighbours: dict[str, list[tuple[str, float]]] = {}
         self.items: dict[str, list[tuple[str, float]]] = {}
@@ -65,6 +66,7 @@ class GraphIndex:
         except FileNotFoundError:
             self._key = None
             self.names, self.mentions, self.neighbours, self.items = {}, {}, {}, {}
+            self.any_namespace = {}
             return False
         if key == self._key:
             return True
@@ -93,6 +95,9 @@ class GraphIndex:
                 items[source].append((target, weight))
                 items[target].append((source, weight))
         self.names, self.mentions, self.neighbours, self.items = dict(names), dict(mentions), dict(neighbours), dict(items)
+        self.any_namespace = defaultdict(list)
+        for (_, name), ids in names.items():
+            self.any_namespace[name].extend(ids)
         self._key = key
         return True
 
@@ -110,16 +115,9 @@ class GraphIndex:
                 phrase = " ".join(words[start:start + size])
                 if size == 1 and phrase in QUERY_STOPWORDS:
                     continue
-                options = [phrase]
-                if (single := _singular(words[start + size - 1])) is not None:
-                    options.append(" ".join([*words[start:start + size - 1], single]))
-                for option in options:
-                    ids = [e for (ns, name), es in self._lookup(option, namespace) for e in es]
-                    if ids:
-                        for eid in ids:
-                            found[eid] = 1.0
-                        taken |= span
-                        break
+                if ids := self._entities(words[start:start + size], namespace):
+                    found.update(dict.fromkeys(ids, 1.0))
+                    taken |= span
         return found
 
     def named(self, phrase: str, namespace: str | None) -> set[str]:
@@ -137,19 +135,24 @@ class GraphIndex:
         if tail and len(tail) < len(words):
             options.append(" ".join(tail))
         for option in options:
-            key = normal_phrase(option)
-            ids = {e for _, es in self._lookup(key, namespace) for e in es} if key else set()
-            if not ids and key and (single := _singular(key.split()[-1])) is not None:
-                ids = {e for _, es in self._lookup(" ".join([*key.split()[:-1], single]), namespace) for e in es}
-            if ids:
+            if ids := self._entities(normal_phrase(option).split(), namespace):
                 return ids
         return set()
 
-    def _lookup(self, name: str, namespace: str | None):
-        if namespace is not None:
-            hit = self.names.get((namespace, name))
-            return [((namespace, name), hit)] if hit else []
-        return [(key, ids) for key, ids in self.names.items() if key[1] == name]
+    def _entities(self, words: list[str], namespace: str | None) -> set[str]:
+        """The entities named by ``words`` (normal forms), as written or with the last word
+        singular ("turtles" → "turtle"), in ``namespace`` (None: any)."""
+        if not words:
+            return set()
+        options = [" ".join(words)]
+        if (single := _singular(words[-1])) is not None:
+            options.append(" ".join([*words[:-1], single]))
+        for name in options:
+            ids = set(self.names.get((namespace, name), ()) if namespace is not None
+                      else self.any_namespace.get(name, ()))
+            if ids:
+                return ids
+        return set()
 
     def expand(self, seeds: dict[str, float], config: MemoryConfig) -> dict[str, float]:
         """item id → graph score: the breadth-first walk from ``seeds`` (see the module doc)."""
