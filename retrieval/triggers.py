@@ -45,7 +45,7 @@ class NegativeRules:
     def __init__(self) -> None:
         self._key: object = None
         self.rules: list[tuple[dict[str, Any], tuple[str, ...]]] = []
-        self.by_form: dict[str, list[int]] = {}
+        self.by_form: dict[str, list[tuple[int, str]]] = {}  # an inflected form → (rule, its pattern)
         self.literals: list[tuple[int, str, re.Pattern]] = []
 
     def load(self, key: object, frame: Any) -> None:
@@ -58,7 +58,8 @@ class NegativeRules:
             return
         import polars as pl
 
-        rules = frame.filter((pl.col("kind") == "negative") & (pl.col("trigger_patterns").list.len() > 0))
+        rules = frame.filter((pl.col("kind") == "negative") & (pl.col("status") == "active")
+                             & (pl.col("trigger_patterns").list.len() > 0))
         for row in rules.to_dicts():
             patterns = tuple(dict.fromkeys(p.lower() for p in row["trigger_patterns"] if p))
             index = len(self.rules)
@@ -68,7 +69,7 @@ class NegativeRules:
                     self.literals.append((index, pattern, re.compile(rf"(?<![\w]){re.escape(pattern)}(?![\w])")))
                 else:
                     for form in forms(normal_phrase(pattern) or pattern):
-                        self.by_form.setdefault(form, []).append(index)
+                        self.by_form.setdefault(form, []).append((index, pattern))
 
     def matching(self, text: str, visible: Callable[[Mapping[str, Any]], bool], limit: int
                  ) -> list[tuple[dict[str, Any], list[str]]]:
@@ -79,18 +80,17 @@ class NegativeRules:
         lowered = text.lower()
         matched: dict[int, list[str]] = {}
         for word in {normal_phrase(w) for w in PHRASE_WORD.findall(lowered)}:
-            for index in self.by_form.get(word, ()):
-                matched.setdefault(index, []).append(word)
+            for index, pattern in self.by_form.get(word, ()):
+                matched.setdefault(index, []).append(pattern)
         for index, pattern, regex in self.literals:
             if pattern in lowered and regex.search(lowered):
                 matched.setdefault(index, []).append(pattern)
         ranked = sorted(matched.items(), key=lambda kv: (-len(set(kv[1])), kv[0]))
         out = []
-        for index, words in ranked:
+        for index, hit in ranked:
             row, patterns = self.rules[index]
-            if row.get("status", "active") == "active" and visible(row):
-                hit = [p for p in patterns if p in words or forms(p) & set(words)]
-                out.append((row, hit or list(dict.fromkeys(words))))
+            if visible(row):  # a rule the reader may see (namespace, scope)
+                out.append((row, [p for p in patterns if p in hit]))
             if len(out) >= limit:
                 break
         return out
