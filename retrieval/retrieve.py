@@ -361,9 +361,7 @@ def tier1(stores: Stores, view: View, config: MemoryConfig, query: str, terms: s
         lines.sort(key=lambda c: -c[0])
         served = 0
         for _, line, ids in lines:
-            found = stores.rows.rows(ids)
-            items = [found.get(i) for i in ids]
-            if served == 3 or not all(item is not None and view.visible(item) for item in items):
+            if served == 3 or (items := _visible_citations(stores, view, ids)) is None:
                 continue
             served += 1
             hits.append(_summary_hit(row, line, ids, items, len(hits), best))
@@ -389,13 +387,19 @@ def profile_tier(stores: Stores, view: View, message: str, cap: int) -> list[Hit
     hits: list[Hit] = []
     for row in sorted(rows, key=lambda r: r["category"]):
         for line, ids in summary_lines(row.get("markdown") or ""):
-            found = stores.rows.rows(ids)
-            items = [found.get(i) for i in ids]
-            if ids and all(item is not None and view.visible(item) for item in items):
+            if ids and (items := _visible_citations(stores, view, ids)) is not None:
                 hits.append(_summary_hit(row, line, ids, items, len(hits), 1.0))
             if len(hits) >= cap:
                 break
     return _with_counterparts(stores, view, hits, 1.0) if hits else None
+
+
+def _visible_citations(stores: Stores, view: View, ids: list[str]) -> list[dict[str, Any]] | None:
+    """The items a summary line cites, or None when the reader may not see one of them
+    (no longer active, another namespace or scope): then the line is not served."""
+    found = stores.rows.rows(ids)
+    items = [found.get(i) for i in ids]
+    return items if all(item is not None and view.visible(item) for item in items) else None
 
 
 def _summary_hit(row: Mapping[str, Any], line: str, ids: list[str], items: list[Any], n: int, best: float) -> Hit:
