@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 import polars as pl
 
+from memory_assets.lib.quality.items_suite import _in_set
 from memory_assets.lib.quality.suite_report import QualityReport
 from memory_assets.lib.quality.validation import Rule, validate
 from retrieval.schema import EDGE_KINDS
@@ -24,8 +25,7 @@ EDGE_RULES = [
     Rule("edge_target_exists", "ExpectColumnValuesToBeNull", "ERROR",
          "dual search walks to an edge's target: an item, an entity, or (derived_from) a stored resource",
          {"column": "missing_target"}),
-    Rule("edge_kind_in_set", "ExpectColumnValuesToBeInSet", "ERROR",
-         "the walk weighs edges by kind; an unknown kind has no weight", {"column": "kind", "value_set": list(EDGE_KINDS)}),
+    _in_set("edge_kind_in_set", "kind", EDGE_KINDS, "ERROR", "the walk weighs edges by kind; an unknown kind has no weight"),
     Rule("edge_confidence_in_range", "ExpectColumnValuesToBeBetween", "ERROR",
          "the walk multiplies by confidence: outside [0, 1] one edge outweighs every other",
          {"column": "confidence", "min_value": 0.0, "max_value": 1.0}),
@@ -35,8 +35,7 @@ ENTITY_RULES = [
     Rule("entity_has_active_fact", "ExpectColumnValuesToBeNull", "ERROR",
          "an active entity is one some active fact mentions; otherwise it is archived",
          {"column": "orphan"}),
-    Rule("entity_status_in_set", "ExpectColumnValuesToBeInSet", "ERROR",
-         "entities are active or archived", {"column": "status", "value_set": ["active", "archived"]}),
+    _in_set("entity_status_in_set", "status", ("active", "archived"), "ERROR", "entities are active or archived"),
 ]
 
 
