@@ -24,15 +24,13 @@ from retrieval.text import PHRASE_WORD, normal_phrase
 
 
 def forms(word: str) -> set[str]:
-    """``word`` and its regular inflections: commit → commits, committed, committing."""
-    out = {word, word + "s", word + "es", word + "ed", word + "ing", word + "d"}
-    if word.endswith("e"):
-        out |= {word[:-1] + "ing", word + "d"}
-    if word.endswith("y") and len(word) > 2:
-        out |= {word[:-1] + "ies", word[:-1] + "ied"}
-    if len(word) >= 3 and word[-1] not in "aeiouwxy" and word[-2] in "aeiou" and word[-3] not in "aeiou":
-        out |= {word + word[-1] + "ed", word + word[-1] + "ing"}
-    return out
+    """``word`` and its inflections from lemminflect's lexicon (commit → commits,
+    committed, committing; a word it does not know, "repo", by its rules for nouns and
+    verbs). Imported when rules are indexed, not when an agent imports ``retrieval``."""
+    from lemminflect import getAllInflections, getAllInflectionsOOV
+
+    found = getAllInflections(word) or {**getAllInflectionsOOV(word, "NOUN"), **getAllInflectionsOOV(word, "VERB")}
+    return {word, *(form.lower() for forms_ in found.values() for form in forms_)}
 
 
 def _literal(pattern: str) -> bool:
