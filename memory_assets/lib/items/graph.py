@@ -28,6 +28,7 @@ items': ``build_graph(items, vectors, events, config, now)``.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -83,8 +84,6 @@ _POSSESSOR = r"(?:\b[\w'-]+'s|\b(?:my|his|her|their|our))"
 def _stated_aliases(rows: list[dict], names: dict[str, dict[str, dict]]) -> list[tuple[str, str, str]]:
     """(namespace, concept key, name key) for every active item that says a possessed
     thing ("Aaron's car") is a name of the same namespace ("Subaru WRX")."""
-    import re
-
     found = []
     for row in rows:
         if row["status"] != "active":
