@@ -291,3 +291,16 @@ def test_a_when_question_ranks_a_line_holding_a_time_above_an_equal_one_without(
     # Answer-type matching is for time and number questions only.
     assert sufficiency.asked("How many turtles does Nate have?") == "number"
     assert sufficiency.asked("What does Nate like?") == "open"
+
+
+@pytest.mark.parametrize(("message", "name"), [
+    ("What do we know about Priya?", "Priya"), ("Tell me about the WRX.", "WRX"), ("Who is Priya?", "Priya"),
+    ("hey, what do you know about my sister Maya?", "sister Maya"), ("Who is Priya dating?", "Priya dating"),
+    ("When did Priya move to Leeds?", None), ("Where does Bea live?", None),
+])
+def test_a_question_about_an_entity_as_a_whole_names_it(message, name):
+    """What tier 1's profile path looks up; "Priya dating" then names no entity as a whole
+    (``GraphIndex.named``), so a question about one thing of hers goes to search."""
+    from retrieval.profiles import asked_about
+
+    assert asked_about(message) == name
