@@ -230,6 +230,17 @@ class Graph(_Section):
     profile_max_entities: int = Field(ge=0)
 
 
+class Service(_Section):
+    host: str
+    port: int = Field(ge=0, le=65535)
+    writes_per_minute: int = Field(ge=1)
+    max_request_bytes: int = Field(ge=1024)
+    max_list: int = Field(ge=1)
+    shared_penalty: float = Field(gt=0.0, le=1.0)
+    checkpoint_dsn: str
+    signal_scan: bool
+
+
 class MemoryConfig(_Section):
     categories: dict[str, Category]
     importance: Importance
@@ -251,6 +262,7 @@ class MemoryConfig(_Section):
     feedback: Feedback
     privacy: Privacy
     graph: Graph
+    service: Service
     source: tuple[str, ...] = ()
 
     @property
