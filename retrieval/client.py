@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import re
@@ -17,6 +18,8 @@ from retrieval.inbox import write_session
 from retrieval.injection import Injection
 from retrieval.options import RetrievalOptions
 from retrieval.paths import DataRoot
+from retrieval.pending import PENDING, Overlay, Pending
+from retrieval.pending import write as write_pending
 from retrieval.retrieve import Messages, Stores, View, block, rank, retrieve
 from retrieval.rewrite import CONTEXT_MESSAGES, keywords
 from retrieval.text import QUERY_STOPWORDS
@@ -38,6 +41,14 @@ def _redacted_context(context: str | Messages, pii: tuple[str, ...]) -> str | Me
         return credentials.redact(context, pii=pii)
     return [{**m, "content": credentials.redact(str(m.get("content", "")), pii=pii)}
             for m in list(context)[-CONTEXT_MESSAGES:]]
+
+
+def _public(row: dict[str, Any], short_id: str | None = None) -> dict[str, Any]:
+    """An item row as a reader gets it: no vector, times as ISO strings, its short id."""
+    out = {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in row.items() if k != "vector"}
+    if short_id:
+        out["ref"] = short_id
+    return out
 
 
 class MemoryClient:
@@ -65,7 +76,18 @@ class MemoryClient:
         self.stores = Stores(self.paths, self.config)
         self.store = self.stores.store
         self._rows = self.stores.rows
+        self.overlay = Overlay(self.paths, lambda texts: self.embedder.embed(texts))
         self.last_tier: str = "none"
+
+    def scoped(self, namespace: str | None, scopes: Sequence[str] | None = None) -> "MemoryClient":
+        """This client for another reader: ``namespace`` and ``scopes`` as in the
+        constructor, sharing the open stores, the model and the pending overlay (a
+        service holds one client and serves each caller through its scoped copy)."""
+        other = copy.copy(self)
+        other.view = View.of(self.config, namespace, scopes)
+        other.namespace, other.scopes = other.view.namespace, other.view.scopes
+        other.last_tier = "none"
+        return other
 
     # -- reading -----------------------------------------------------------------------
 
@@ -86,8 +108,19 @@ class MemoryClient:
             as_of: what was true on that day: items valid then, including those a later
                 fact has superseded since (default: what is true now).
         """
-        return rank(self.stores, self.view.at(as_of), self.config, self.options, query, k,
+        hits = rank(self.stores, self.view.at(as_of), self.config, self.options, query, k,
                     now or datetime.now(timezone.utc))[0]
+        if as_of is not None:
+            return hits
+        pending = self._pending_for(query)
+        return (pending + [h for h in hits])[:k] if pending else hits
+
+    def _pending_for(self, query: str) -> list[Hit]:
+        """What this reader wrote with ``remember`` that the pipeline has not published
+        yet and ``query`` is about (read-your-writes; ``retrieval.pending``)."""
+        floor = float(self.config.injection.min_similarity)
+        vector = self.stores.embed(query) if query.strip() else None
+        return self.overlay.matching(query, vector, self.namespace, floor=floor)
 
     def inject(self, context: str | Messages, *, max_items: int | None = None, token_budget: int | None = None,
                now: datetime | None = None, budget_aware: bool | None = None, session_id: str | None = None,
@@ -111,6 +144,9 @@ class MemoryClient:
         context = _redacted_context(context, self._pii)
         found = retrieve(context, self.stores, self.config, self.options, now, view=self.view.at(as_of),
                          max_items=max_items, budget_aware=budget_aware)
+        if as_of is None and (pending := self._pending_for(found.query.text)):
+            found.hits = pending + found.hits
+            found.flags.update({h.id: ["[pending]"] for h in pending})
         injection = block(found, self.config, now, token_budget=token_budget)
         self.last_tier = injection.tier
         kept = injection.items
@@ -120,6 +156,84 @@ class MemoryClient:
             events.record(self.paths.events, "injected", injected, now, session_id=session_id,
                           payload={"tier": self.last_tier, "query": found.query.text})
         return injection
+
+    # -- writing now ------------------------------------------------------------------------
+
+    def remember(self, content: str, *, project: str | None = None, now: datetime | None = None) -> dict[str, Any]:
+        """Store ``content`` as a memory, as written: a direct write (koshi's ``memory_store``).
+
+        It is appended to the inbox like a transcript, so credentials and configured
+        personal data are redacted before anything is written, and the next pipeline
+        run passes it through the same gate as extracted facts. Until that run publishes
+        it, this client's ``search`` and ``inject`` show it flagged ``[pending]``
+        (read-your-writes). Returns the pending row (``id`` = ``pending:<session>``).
+        """
+        text = " ".join(str(content).split())
+        if not text:
+            raise ValueError("remember: the content is empty")
+        if not self.namespace:
+            raise ValueError("remember needs a namespace (this client reads every namespace)")
+        written = write_pending(self.paths, self.namespace, text, now=now or datetime.now(timezone.utc),
+                                pii=self._pii, project=project)
+        return written.as_row()
+
+    def get(self, item_id: str) -> dict[str, Any]:
+        """One memory by id, short id (``m:4821``) or pending id, every status; raises
+        ``ItemStore.DoesNotExist`` for an id this reader may not see."""
+        if item_id.startswith(f"{PENDING}:"):
+            found = self.overlay.get(item_id)
+            if found is None or (self.namespace and found.namespace != self.namespace):
+                raise ItemStore.DoesNotExist(f"no pending write with id {item_id!r}")
+            return found.as_row()
+        full = self._known(item_id)
+        row = self._rows.rows([full]).get(full)
+        if row is None or (self.namespace and row.get("namespace") != self.namespace):
+            raise ItemStore.DoesNotExist(f"no published item with id {item_id!r}")
+        return _public(row, self._rows.short_ids.short(full))
+
+    def list(self, *, scope: str | None = None, project: str | None = None, category: str | None = None,
+             kind: str | None = None, status: str | None = "active", tag: str | None = None,
+             text: str | None = None, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
+        """Memories matching every filter given, newest first: ``status`` (default active;
+        None: every status; ``pending``: writes not yet published), ``scope``, ``project``,
+        ``category``, ``kind``, a ``tag``, and ``text`` (a case-insensitive substring)."""
+        import polars as pl
+
+        rows: list[dict[str, Any]] = []
+        if status in (None, PENDING):
+            rows += [p.as_row() for p in self.overlay.pending(self.namespace)
+                     if project in (None, p.project) and (not text or text.lower() in p.content.lower())]
+        self._rows.refresh()
+        frame = self._rows.frame
+        if status != PENDING and frame is not None and frame.height:
+            wanted = [pl.lit(True)]
+            if self.namespace:
+                wanted.append(pl.col("namespace") == self.namespace)
+            for column, value in (("status", status), ("scope", scope), ("category", category), ("kind", kind),
+                                  ("project", project)):
+                if value is not None and column in frame.columns:
+                    wanted.append(pl.col(column) == value)
+            if tag:
+                wanted.append(pl.col("tags").list.contains(tag.lower()))
+            if text:
+                wanted.append(pl.col("content").str.to_lowercase().str.contains(text.lower(), literal=True))
+            chosen = frame.filter(pl.all_horizontal(wanted)).sort("created_at", descending=True, nulls_last=True)
+            short = self._rows.short_ids
+            rows += [_public(r, short.short(r["id"])) for r in chosen.slice(0, offset + limit).to_dicts()]
+        return rows[offset:offset + limit]
+
+    def history(self, item_id: str) -> dict[str, Any]:
+        """Where a memory came from and what happened to it: the item, the turns it was
+        read from (``sources``), the items it replaced or that replaced it, and every
+        feedback event about it still on record (``events``), oldest first."""
+        item = self.get(item_id)
+        if item["status"] == PENDING:
+            return {"item": item, "sources": [], "events": [], "related": []}
+        from retrieval.audit import events_about, related_items, sources_of
+
+        return {"item": item, "sources": sources_of(self.paths, item.get("source_resource_ids") or []),
+                "events": events_about(self.paths, item["id"]),
+                "related": [_public(r) for r in related_items(self._rows.frame, item)]}
 
     # -- feedback (append-only events) ----------------------------------------------------
 

@@ -139,6 +139,8 @@ class Stores:
         opened_at, table = self._tables.get(name, (-_REOPEN_SECONDS - 1.0, None))
         if time.monotonic() - opened_at > _REOPEN_SECONDS:
             table = self.store.table() if name == "items" else self.store.summaries_table()
+            if table is not None and table.count_rows() == 0:
+                table = None  # a version with no rows (every fact refused) has no index to search
             self._tables[name] = (time.monotonic(), table)
             if name == "items":
                 self.rows.refresh()

@@ -12,6 +12,8 @@ from datetime import date, datetime
 import polars as pl
 
 ROLES = ("user", "assistant", "tool", "system")
+# How a turn reached the inbox (``Turn.source_format``).
+SOURCE_FORMATS = ("jsonl", "remember", "checkpoint")
 TRUST = ("trusted", "untrusted")
 KINDS = (
     "fact", "preference", "decision", "correction", "commitment",
@@ -54,6 +56,9 @@ class Turn:
     external_id: str | None = None
     resource_id: str = ""
     namespace: str | None = None  # the user or agent it belongs to (None: [pipeline] namespace)
+    # How it arrived: "jsonl" (a transcript), "remember" (a direct write: the turn is the
+    # memory, stored as said), "checkpoint" (turns an agent checkpointed one by one).
+    source_format: str = "jsonl"
 
 
 @dataclass

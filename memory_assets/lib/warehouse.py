@@ -221,7 +221,7 @@ def fact_files(paths: DataRoot, sessions: Iterable[str] | None = None) -> list[P
 
 
 def fact_file(paths: DataRoot, session_id: str) -> Path:
-    return paths.extracted_facts / f"{session_id}.parquet"
+    return paths.session_file(paths.extracted_facts, session_id)
 
 
 def _folders(root: Path) -> list[Path]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import polars as pl
 
 from memory_assets.lib import warehouse
-from memory_assets.lib.extraction import forgetting, quarantine
+from memory_assets.lib.extraction import direct, forgetting, quarantine
 from memory_assets.lib.extraction.base import ExtractionFailed, ExtractionResult, Extractor
 from memory_assets.lib.extraction.facts import GatedFacts, build_facts
 from memory_assets.lib.extraction.offline import OfflineExtractor
@@ -53,7 +53,8 @@ def to_turns(frame: pl.DataFrame) -> list[Turn]:
     return [
         Turn(session_id=r["session_id"], turn=r["turn"], role=r["role"], content=r["content"],
              content_at=r["content_at"], speaker=r["speaker"], trust=r["trust"],
-             external_id=r["external_id"], resource_id=r["resource_id"], namespace=r.get("namespace"))
+             external_id=r["external_id"], resource_id=r["resource_id"], namespace=r.get("namespace"),
+             source_format=r.get("source_format") or "jsonl")
         for r in frame.sort("turn").iter_rows(named=True)
     ]
 
@@ -79,18 +80,20 @@ def extract_session(paths: DataRoot, session_id: str, extractor: Extractor, conf
     """Extract ``session_id``'s stored turns, gate them, and write the session's facts,
     rejections and one cost row; a forget request in the session retires what it names."""
     turns = to_turns(warehouse.read_resources(paths, [session_id]))
+    remembered, conversation = direct.split_remembered(turns)
     failed: ExtractionFailed | None = None
     record = None
     try:
-        result = extractor.extract(turns)
+        result = extractor.extract(conversation) if conversation else ExtractionResult([])
     except ExtractionFailed as failure:
         failed = failure
         record = quarantine.put(paths, session_id, reason=failure.reason, raw_response=failure.raw_response,
                                 attempts=failure.attempts, extractor=extractor.name, now=now)
         extractor = OfflineExtractor(config)
-        result = extractor.extract(turns)
+        result = extractor.extract(conversation)
     asked = forgetting.requests(turns)
-    candidates, forgotten = forgetting.drop_forgotten(result.candidates, asked)
+    written = direct.remembered_candidates(remembered, config)
+    candidates, forgotten = forgetting.drop_forgotten(result.candidates + written, asked)
     gated = build_facts(candidates, turns, config, session_id=session_id,
                         extractor=extractor.name, prompt_version=extractor.version, now=now,
                         forgotten=[(c, r.topic) for c, r in forgotten])

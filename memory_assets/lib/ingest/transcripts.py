@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from retrieval.schema import ROLES, TRUST
+from retrieval.schema import ROLES, SOURCE_FORMATS, TRUST
 
 FORMATS = ("jsonl", "openai", "locomo")
 _SESSION_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -104,6 +104,9 @@ def _message(path: Path, line: int | None, raw: Any, *, max_bytes: int,
     if trust not in TRUST:
         raise TranscriptError(path, line, f'"trust" is {trust!r}; expected trusted or untrusted')
     speaker = raw.get("speaker") or raw.get("name") or role
+    source_format = raw.get("source_format", "jsonl")
+    if source_format not in SOURCE_FORMATS:
+        raise TranscriptError(path, line, f'"source_format" is {source_format!r}; expected one of {", ".join(SOURCE_FORMATS)}')
     namespace = raw.get("namespace")
     if namespace is not None and (not isinstance(namespace, str) or not namespace.strip()):
         raise TranscriptError(path, line, f'"namespace" must be a non-empty string (the user or agent), got {namespace!r}')
@@ -117,6 +120,7 @@ def _message(path: Path, line: int | None, raw: Any, *, max_bytes: int,
         "trust": trust,
         "external_id": raw.get("external_id"),
         "namespace": namespace.strip() if namespace else None,
+        "source_format": source_format,
     }
 
 

@@ -67,7 +67,7 @@ def new_turns(files: Sequence[Path], session_id: str, stored: Iterable[str], *, 
                 "external_id": message.get("external_id"), "role": message["role"],
                 "speaker": message["speaker"], "content": clean,
                 "content_at": datetime.fromisoformat(message["ts"]), "trust": message["trust"],
-                "source_format": "jsonl", "source_file": file.name, "ingested_at": now,
+                "source_format": message.get("source_format", "jsonl"), "source_file": file.name, "ingested_at": now,
                 "namespace": message.get("namespace"),
             })
     out.frame = pl.DataFrame(rows, schema=RESOURCE_SCHEMA)

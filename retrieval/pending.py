@@ -1,0 +1,146 @@
+"""Read-your-writes: what ``remember`` wrote that the pipeline has not published yet.
+
+``remember`` is a direct write, but the one-writer rule holds (DESIGN principle 1): it
+appends a one-turn session to the inbox (``source_format = "remember"``), redacted like
+any transcript, and only a pipeline run turns it into an item, through the same gate.
+Until then the writer sees it from this overlay: ``MemoryClient.search`` and ``inject``
+add the pending writes the query is about, flagged ``[pending]``.
+
+A write leaves the overlay once the pipeline has dealt with it: its session's facts were
+extracted and a published items version is newer than them, whether the gate kept it,
+merged it into an item already known, or refused it (``memory_assets.lib.items``).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+import numpy as np
+
+from retrieval import credentials
+from retrieval.inbox import write_session
+from retrieval.paths import DataRoot
+from retrieval.rewrite import keywords
+from retrieval.search import Hit
+from retrieval.text import QUERY_STOPWORDS
+
+PREFIX = "remember-"
+PENDING = "pending"
+
+
+@dataclass(frozen=True)
+class Pending:
+    """One write the pipeline has not published yet."""
+
+    session_id: str
+    namespace: str
+    content: str
+    written_at: datetime
+    project: str | None = None
+
+    @property
+    def id(self) -> str:
+        return f"{PENDING}:{self.session_id}"
+
+    def as_row(self) -> dict:
+        return {"id": self.id, "content": self.content, "category": PENDING, "kind": "fact", "status": PENDING,
+                "namespace": self.namespace, "project": self.project, "scope": "project" if self.project else "global",
+                "importance": 0.5, "confidence": 1.0, "source_trust": "trusted", "provenance": "user_stated",
+                "session_id": self.session_id, "source_session": self.session_id, "created_at": self.written_at,
+                "source_resource_ids": [], "source_turn_ids": []}
+
+    def hit(self, relevance: float) -> Hit:
+        row = self.as_row()
+        return Hit(id=self.id, content=self.content, category=PENDING, importance=0.5, confidence=1.0,
+                   source_trust="trusted", session_id=self.session_id, source_resource_ids=[], source_turn_ids=[],
+                   relevance=relevance, score=relevance, row=row)
+
+
+def write(paths: DataRoot, namespace: str, content: str, *, now: datetime, pii: Sequence[str],
+          project: str | None = None) -> Pending:
+    """Append ``content`` as a remembered turn of its own session; returns it as the
+    overlay will show it (redacted, as stored)."""
+    session_id = f"{PREFIX}{uuid.uuid4().hex[:20]}"
+    message = {"session_id": session_id, "turn": 1, "role": "user", "content": content, "ts": now.isoformat(),
+               "speaker": "user", "trust": "trusted", "namespace": namespace, "source_format": "remember",
+               **({"project": project} if project else {})}
+    write_session(paths.inbox, session_id, [message], pii=pii)
+    return Pending(session_id, namespace, credentials.redact(content, pii=tuple(pii)), now, project)
+
+
+class Overlay:
+    """The pending writes under a data root, read from the inbox; a session the pipeline
+    has dealt with is remembered as done and never read again."""
+
+    def __init__(self, paths: DataRoot, embed: Callable[[list[str]], np.ndarray]):
+        self.paths, self._embed = paths, embed
+        self._done: set[str] = set()
+        self._read: dict[str, Pending | None] = {}
+        self._vectors: dict[str, np.ndarray] = {}
+
+    def _published_at(self) -> float:
+        try:
+            return self.paths.published_items.stat().st_mtime
+        except OSError:
+            return float("-inf")
+
+    def _load(self, session_id: str) -> Pending | None:
+        folder = self.paths.inbox / session_id
+        for file in sorted(folder.glob("*.jsonl")):
+            try:
+                line = json.loads(file.read_text(encoding="utf-8").splitlines()[0])
+            except (OSError, ValueError, IndexError):
+                return None  # being written: read again next time
+            return Pending(session_id, str(line.get("namespace") or ""), str(line["content"]),
+                           datetime.fromisoformat(line["ts"]), line.get("project"))
+        return None
+
+    def pending(self, namespace: str | None) -> list[Pending]:
+        """The writes of ``namespace`` (None: every one) not published yet, newest first."""
+        if not self.paths.inbox.exists():
+            return []
+        published_at = self._published_at()
+        out: list[Pending] = []
+        for folder in self.paths.inbox.glob(f"{PREFIX}*"):
+            session_id = folder.name
+            if session_id in self._done:
+                continue
+            facts = self.paths.session_file(self.paths.extracted_facts, session_id)
+            if facts.exists() and facts.stat().st_mtime <= published_at:
+                self._done.add(session_id)
+                self._read.pop(session_id, None)
+                continue
+            if self._read.get(session_id) is None:
+                self._read[session_id] = self._load(session_id)
+            found = self._read[session_id]
+            if found is not None and (namespace is None or found.namespace == namespace):
+                out.append(found)
+        return sorted(out, key=lambda p: p.written_at, reverse=True)
+
+    def matching(self, query: str, query_vector: np.ndarray | None, namespace: str | None, *,
+                 floor: float, project: str | None = None, limit: int = 3) -> list[Hit]:
+        """The pending writes ``query`` is about: a cosine of at least ``floor`` to the
+        query, or a content word in common; at most ``limit``, the closest first."""
+        found = [p for p in self.pending(namespace) if p.project in (None, project)]
+        if not found:
+            return []
+        missing = [p.content for p in found if p.content not in self._vectors]
+        if missing:
+            for text, vector in zip(missing, self._embed(missing)):
+                self._vectors[text] = vector
+        words = {w.lower() for w in keywords(query)} - QUERY_STOPWORDS
+        hits = []
+        for p in found:
+            similarity = float(self._vectors[p.content] @ query_vector) if query_vector is not None else 0.0
+            shared = words & ({w.lower() for w in keywords(p.content)} - QUERY_STOPWORDS)
+            if similarity >= floor or shared:
+                hits.append(p.hit(max(similarity, 0.0)))
+        return sorted(hits, key=lambda h: -h.relevance)[:limit]
+
+    def get(self, pending_id: str) -> Pending | None:
+        session_id = pending_id.removeprefix(f"{PENDING}:")
+        return next((p for p in self.pending(None) if p.session_id == session_id), None)
