@@ -11,22 +11,25 @@ from datetime import datetime, timezone
 from typing import Any
 
 
-from retrieval import credentials, events, jobs, trust
+from retrieval import credentials, events, jobs, signals, trust
+from retrieval.checkpoints import CheckpointStore
 from retrieval.config import MemoryConfig, load_config
 from retrieval.embeddings import Embedder
 from retrieval.inbox import write_session
 from retrieval.injection import Injection
 from retrieval.options import RetrievalOptions
 from retrieval.paths import DataRoot
-from retrieval.pending import PENDING, Overlay, Pending
+from retrieval.pending import PENDING, Overlay
 from retrieval.pending import write as write_pending
 from retrieval.retrieve import Messages, Stores, View, block, rank, retrieve
 from retrieval.rewrite import CONTEXT_MESSAGES, keywords
 from retrieval.text import QUERY_STOPWORDS
 from retrieval.schema import ROLES
-from retrieval.search import Hit
+from retrieval.search import Hit, to_hit
 from retrieval.store import INSIGHTS_TABLE, ItemStore
 
+# The signal scan reads at most this much of a turn (a pasted log can be megabytes).
+_SCANNED_CHARS = 20_000
 # Where a reply's sentences end, for the paraphrase test of record_response.
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
@@ -77,14 +80,18 @@ class MemoryClient:
         self.store = self.stores.store
         self._rows = self.stores.rows
         self.overlay = Overlay(self.paths, lambda texts: self.embedder.embed(texts))
+        self._checkpoints: CheckpointStore | None = None
         self.last_tier: str = "none"
 
-    def scoped(self, namespace: str | None, scopes: Sequence[str] | None = None) -> "MemoryClient":
+    def scoped(self, namespace: str | None, scopes: Sequence[str] | None = None, *,
+               shared: Sequence[str] = ()) -> "MemoryClient":
         """This client for another reader: ``namespace`` and ``scopes`` as in the
-        constructor, sharing the open stores, the model and the pending overlay (a
-        service holds one client and serves each caller through its scoped copy)."""
+        constructor, and ``shared`` namespaces it may read too, ranked × ``[service]
+        shared_penalty`` (another agent's memory is off-domain for this one). The copy
+        shares the open stores, the model and the pending overlay: a service holds one
+        client and serves each caller through a scoped copy."""
         other = copy.copy(self)
-        other.view = View.of(self.config, namespace, scopes)
+        other.view = View.of(self.config, namespace, scopes).sharing(shared, float(self.config.service.shared_penalty))
         other.namespace, other.scopes = other.view.namespace, other.view.scopes
         other.last_tier = "none"
         return other
@@ -186,10 +193,7 @@ class MemoryClient:
                 raise ItemStore.DoesNotExist(f"no pending write with id {item_id!r}")
             return found.as_row()
         full = self._known(item_id)
-        row = self._rows.rows([full]).get(full)
-        if row is None or (self.namespace and row.get("namespace") != self.namespace):
-            raise ItemStore.DoesNotExist(f"no published item with id {item_id!r}")
-        return _public(row, self._rows.short_ids.short(full))
+        return _public(self._rows.rows([full])[full], self._rows.short_ids.short(full))
 
     def list(self, *, scope: str | None = None, project: str | None = None, category: str | None = None,
              kind: str | None = None, status: str | None = "active", tag: str | None = None,
@@ -229,7 +233,7 @@ class MemoryClient:
         item = self.get(item_id)
         if item["status"] == PENDING:
             return {"item": item, "sources": [], "events": [], "related": []}
-        from retrieval.audit import events_about, related_items, sources_of
+        from retrieval.lineage import events_about, related_items, sources_of
 
         return {"item": item, "sources": sources_of(self.paths, item.get("source_resource_ids") or []),
                 "events": events_about(self.paths, item["id"]),
@@ -243,7 +247,10 @@ class MemoryClient:
         ``retrieval.ids.AmbiguousId``."""
         self._rows.refresh()
         found = self._rows.short_ids.resolve(item_id)
-        if found is None:
+        row = self._rows.rows([found]).get(found) if found is not None else None
+        # Another namespace's item is not there for this reader: the same answer as an
+        # unknown id, so a caller learns nothing about what others hold.
+        if row is None or (self.namespace and row.get("namespace") != self.namespace):
             raise ItemStore.DoesNotExist(f"no published item with id {item_id!r} under {self.paths.root}")
         return found
 
@@ -297,6 +304,12 @@ class MemoryClient:
         appends a request; ``overdue_jobs_sensor`` or the next ``memory materialize`` runs it."""
         return str(jobs.request_run(self.paths, job, now or datetime.now(timezone.utc)))
 
+    def injection_of(self, item_ids: Sequence[str]) -> Injection:
+        """An injection of these published items, for ``record_response`` from a caller
+        that holds only the ids its block showed (an HTTP or MCP client)."""
+        rows = self._rows.rows([self._known(i) for i in item_ids])
+        return Injection(text="", items=[to_hit(row, 1.0, 1.0) for row in rows.values()])
+
     def _used(self, injection: Injection, response_text: str) -> dict[str, bool]:
         """Hit id → whether the reply states it: ``[feedback] echo_overlap`` of its content
         words or one of its numbers, or a reply sentence at cosine ≥ ``[feedback] echo_similarity`` (the same
@@ -339,11 +352,59 @@ class MemoryClient:
 
     # -- handing over and reading what the pipeline publishes ------------------------------
 
-    def flush_session(self, session_id: str, messages: Messages, *, user: str | None = None) -> str | None:
+    # -- per-turn checkpoints -------------------------------------------------------------
+
+    @property
+    def checkpoints(self) -> CheckpointStore:
+        """The per-turn checkpoint store (SQLite in the data root, or ``[service] checkpoint_dsn``)."""
+        if self._checkpoints is None:
+            self._checkpoints = CheckpointStore.for_root(self.paths, self.config)
+        return self._checkpoints
+
+    def append_turn(self, session_id: str, turn: int, record: dict[str, Any], *, project: str | None = None,
+                    now: datetime | None = None) -> dict[str, Any]:
+        """Checkpoint one turn of a live session: ``{user_input, tool_calls, llm_output,
+        internal_state}``, durable when this returns, so a crash loses no acknowledged turn.
+
+        A turn that says something worth keeping at once ("remember…", a correction,
+        "never/always…", a credential to refuse: ``retrieval.signals``) hands the session
+        so far to the pipeline now (``flush_session``) instead of at its end. Returns the
+        checkpoint and the signals found.
+        """
+        namespace = self._own_namespace("append_turn")
+        now = now or datetime.now(timezone.utc)
+        # Scanned as sent: the checkpoint is stored redacted, and a credential is a signal.
+        said = " ".join(str(record.get(k) or "") for k in ("user_input", "llm_output"))[:_SCANNED_CHARS]
+        saved = self.checkpoints.append(namespace, session_id, turn, record, project=project, now=now)
+        found = sorted(signals.scan(said, pii=self._pii)) if self.config.service.signal_scan else []
+        flushed = None
+        if signals.HIGH_SIGNALS.intersection(found):
+            flushed = self.flush_session(session_id, project=project)
+            self.request_run("materialize", now=now)
+        return {"session_id": session_id, "turn": saved.turn, "signals": found, "flushed": flushed is not None,
+                "checkpointed_at": saved.created_at.isoformat()}
+
+    def replay(self, session_id: str, upto_turn: int | None = None) -> list[dict[str, Any]]:
+        """The session's checkpointed turns in order, up to ``upto_turn``: its state to
+        rebuild after a crash."""
+        namespace = self._own_namespace("replay")
+        return [{"turn": c.turn, "record": c.record, "project": c.project, "created_at": c.created_at.isoformat(),
+                 "flushed": c.flushed_at is not None}
+                for c in self.checkpoints.replay(namespace, session_id, upto_turn)]
+
+    def _own_namespace(self, what: str) -> str:
+        if not self.namespace:
+            raise ValueError(f"{what} needs a namespace (this client reads every namespace)")
+        return self.namespace
+
+    def flush_session(self, session_id: str, messages: Messages | None = None, *, user: str | None = None,
+                      project: str | None = None) -> str | None:
         """Hand a session's transcript to the pipeline (session end, or before compaction).
 
         Messages need ``role`` and ``content``; ``turn``, ``ts``, ``speaker`` and ``trust``
-        are filled in when missing. ``user`` is the namespace the session's memories
+        are filled in when missing. Without ``messages``, the session's checkpointed
+        turns (``append_turn``) are handed over: after a crash, this recovers every
+        turn that was acknowledged. ``user`` is the namespace the session's memories
         belong to (default: this client's), so two users' memories never mix in one
         block. Credentials, configured PII and off-the-record exchanges are removed
         before the file is written (``inbox.write_session``). Returns the inbox file, or
@@ -351,6 +412,13 @@ class MemoryClient:
         """
         now = datetime.now(timezone.utc).isoformat()
         namespace = user or self.namespace
+        checkpointed = None
+        if messages is None:
+            checkpointed = self.checkpoints.replay(self._own_namespace("flush_session"), session_id)
+            messages = CheckpointStore.to_messages(checkpointed)
+            project = project or next((c.project for c in checkpointed if c.project), None)
+            if not messages:
+                return None
         canonical = []
         for index, message in enumerate(messages, start=1):
             role = message.get("role")
@@ -362,8 +430,12 @@ class MemoryClient:
                 "speaker": message.get("speaker", role),
                 "trust": message.get("trust", "untrusted" if role == "tool" else "trusted"),
                 **({"namespace": namespace} if namespace else {}),
+                **({"project": project} if project else {}),
             })
         path = write_session(self.paths.inbox, session_id, canonical, pii=self._pii)
+        if checkpointed:
+            self.checkpoints.mark_flushed(namespace, session_id, max(c.turn for c in checkpointed),
+                                          datetime.now(timezone.utc))
         return str(path) if path else None
 
     def lessons(self) -> list[str]:

@@ -54,7 +54,7 @@ def encode_jsonl(messages: Iterable[Mapping[str, Any]]) -> bytes:
     return "".join(json.dumps(m, ensure_ascii=False, sort_keys=True) + "\n" for m in messages).encode()
 
 
-def _pii(pii: Iterable[str] | None) -> tuple[str, ...]:
+def pii_kinds(pii: Iterable[str] | None) -> tuple[str, ...]:
     """The PII kinds to redact: as given, else ``[privacy] redact`` of the config in force."""
     if pii is not None:
         return tuple(pii)
@@ -63,14 +63,15 @@ def _pii(pii: Iterable[str] | None) -> tuple[str, ...]:
     return credentials.pii_from_config(load_config())
 
 
-def _redacted(value: Any, pii: tuple[str, ...]) -> Any:
-    """``value`` with every string in it redacted (event payloads are nested JSON)."""
+def redacted(value: Any, pii: tuple[str, ...]) -> Any:
+    """``value`` with every string in it redacted, keys included (event payloads, a
+    checkpoint's tool calls and state are nested JSON)."""
     if isinstance(value, str):
         return credentials.redact(value, pii=pii)
     if isinstance(value, Mapping):
-        return {k: _redacted(v, pii) for k, v in value.items()}
+        return {redacted(str(k), pii): redacted(v, pii) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_redacted(v, pii) for v in value]
+        return [redacted(v, pii) for v in value]
     return value
 
 
@@ -86,7 +87,7 @@ def write_session(inbox: Path, session_id: str, messages: list[Mapping[str, Any]
     hash, so dropping the same transcript twice writes nothing new. Returns the path,
     or None when the file was already there.
     """
-    kinds = _pii(pii)
+    kinds = pii_kinds(pii)
     kept = withhold_off_the_record(messages)
     data = encode_jsonl({**m, "content": credentials.redact(str(m.get("content", "")), pii=kinds)} for m in kept)
     digest = hashlib.sha256(data).hexdigest()[:16]
@@ -104,6 +105,23 @@ def write_event(events_dir: Path, event: Mapping[str, Any], *, durable: bool = T
     The file name carries the event type, so a reader can find one type (``fired``)
     without opening every file.
     """
-    clean = {**event, "payload": _redacted(event.get("payload") or {}, _pii(pii))}
+    clean = {**event, "payload": redacted(event.get("payload") or {}, pii_kinds(pii))}
     name = f"{event.get('ts', '')}-{event.get('type', 'event')}-{uuid.uuid4().hex}.json".replace(":", "")
     return atomic_write(events_dir / name, json.dumps(clean, ensure_ascii=False).encode(), durable=durable)
+
+
+def write_import(folder: Path, records: Iterable[Mapping[str, Any]], *, stamp: str,
+                 pii: Iterable[str] | None = None) -> Path | None:
+    """Append one validated import (``memory import``: a header and its records) as its
+    own JSONL file, every string redacted like a transcript.
+
+    Named ``<stamp>-<content hash>.jsonl``: the stamp orders imports (an earlier import
+    wins a tie between two of them), the hash makes the same import written twice one
+    file. Returns the path, or None when an import with this content is already there.
+    """
+    kinds = pii_kinds(pii)
+    data = "".join(json.dumps(redacted(r, kinds), ensure_ascii=False, sort_keys=True) + "\n" for r in records).encode()
+    digest = hashlib.sha256(data).hexdigest()[:16]
+    if folder.exists() and any(folder.glob(f"*-{digest}.jsonl")):
+        return None
+    return atomic_write(folder / f"{stamp}-{digest}.jsonl", data)

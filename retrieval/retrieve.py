@@ -64,11 +64,17 @@ def context_text(context: str | Messages, last: int = CONTEXT_MESSAGES) -> str:
 class View:
     """Whose memory a reader sees, and when: one namespace (None: every one), scopes
     (None: all) and ``as_of`` (None: now). As of a past day, an item is seen when it was
-    true then (``valid_from`` ≤ day < ``invalid_at``), superseded since or not."""
+    true then (``valid_from`` ≤ day < ``invalid_at``), superseded since or not.
+
+    ``shared``: other namespaces this reader was granted (another agent's memory, a
+    team's), read too but ranked × ``shared_penalty``: off-domain for this reader
+    (ADR-0077, cross-agent)."""
 
     namespace: str | None = None
     scopes: tuple[str, ...] | None = None
     as_of: datetime | None = None
+    shared: tuple[str, ...] = ()
+    shared_penalty: float = 1.0
 
     @classmethod
     def of(cls, config: MemoryConfig, namespace: str | None = None, scopes: Sequence[str] | None = None) -> View:
@@ -92,10 +98,18 @@ class View:
         start, end = row.get("valid_from") or row.get("created_at"), row.get("invalid_at")
         return (start is None or _aware(start) <= self.as_of) and (end is None or _aware(end) > self.as_of)
 
+    def sharing(self, shared: Sequence[str], penalty: float) -> View:
+        """This view reading ``shared`` namespaces too, their items × ``penalty``."""
+        return dataclasses.replace(self, shared=tuple(n for n in shared if n != self.namespace), shared_penalty=penalty)
+
+    def owns(self, row: Mapping[str, Any]) -> bool:
+        """The row is of this reader's namespace (not one shared with it)."""
+        return not self.namespace or row.get("namespace") == self.namespace
+
     def visible(self, row: Mapping[str, Any], statuses: Sequence[str] = ("active",)) -> bool:
         """What ``where`` says, for a row in hand."""
         return (row.get("status") in self.statuses(statuses)
-                and (not self.namespace or row.get("namespace") == self.namespace)
+                and (self.owns(row) or row.get("namespace") in self.shared)
                 and (not self.scopes or row.get("scope") in self.scopes)
                 and self.held(row))
 
@@ -103,7 +117,8 @@ class View:
         """The same filter as a LanceDB predicate (``as_of`` is applied to the rows after)."""
         clauses = ["status IN (" + ", ".join(f"'{s}'" for s in self.statuses(statuses)) + ")"]
         if self.namespace:
-            clauses.append(f"namespace = '{self.namespace.replace(chr(39), chr(39) * 2)}'")
+            names = (self.namespace, *self.shared)
+            clauses.append("namespace IN (" + ", ".join("'" + n.replace("'", "''") + "'" for n in names) + ")")
         if self.scopes:
             clauses.append("scope IN (" + ", ".join(f"'{s}'" for s in self.scopes) + ")")
         return " AND ".join(clauses)
@@ -302,7 +317,8 @@ def rank(stores: Stores, view: View, config: MemoryConfig, options: RetrievalOpt
                                        answer_match=typed is not None and sufficiency.answers(row["content"], typed, message))
         else:
             score = relevance
-        groups[status].append((score * penalty[status], relevance, row))
+        off_domain = 1.0 if view.owns(row) else view.shared_penalty
+        groups[status].append((score * penalty[status] * off_domain, relevance, row))
     hits: list[Hit] = []
     for status in RECALLABLE:
         if len(hits) >= k:

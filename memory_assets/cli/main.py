@@ -169,7 +169,7 @@ def cmd_pin(args: argparse.Namespace) -> int:
     from retrieval import MemoryClient
     from retrieval.store import ItemStore
 
-    client = MemoryClient(args.data_root)
+    client = MemoryClient(args.data_root, namespace="*")  # the operator: any namespace
     try:
         item_id = (client.pin if args.command == "pin" else client.unpin)(args.id)
     except (ItemStore.DoesNotExist, LookupError) as exc:
@@ -270,6 +270,10 @@ def build_parser() -> argparse.ArgumentParser:
         p = command(name, help=what)
         p.add_argument("id", help="an item id, or the short id its line shows (m:4821)")
         p.set_defaults(func=cmd_pin)
+
+    from memory_assets.cli import service
+
+    service.add_commands(command)
 
     p = command("eval", help="measure quality: `memory eval retrieval --dataset PATH... [--k 10] [--json]`")
     p.add_argument("what", choices=["retrieval", "extraction", "changes"])

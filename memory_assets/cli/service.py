@@ -1,0 +1,111 @@
+"""``memory serve`` and ``memory keys``: the service's shell (``retrieval.service``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Callable
+
+KEY_ENV = "MEMORY_API_KEY"
+
+
+def _service(data_root: str):
+    from retrieval import MemoryClient
+    from retrieval.service.core import Service
+    from retrieval.service.db import engine_for
+    from retrieval.service.keys import KeyStore
+
+    client = MemoryClient(data_root, namespace="*")
+    return Service(client, KeyStore(engine_for(client.paths, client.config)))
+
+
+def _keys(data_root: str):
+    from retrieval.config import load_config
+    from retrieval.paths import DataRoot
+    from retrieval.service.db import engine_for
+    from retrieval.service.keys import KeyStore
+
+    return KeyStore(engine_for(DataRoot.resolve(data_root), load_config()))
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from retrieval.service.mcp_server import build_mcp
+
+    service = _service(args.data_root)
+    if args.mcp_stdio:
+        presented = os.environ.get(KEY_ENV)
+        if service.keys.verify(presented) is None:
+            print(f"memory serve --mcp-stdio: set {KEY_ENV} to a live key (`memory keys create AGENT`)", file=sys.stderr)
+            return 2
+        build_mcp(service, stdio_key=presented).run(transport="stdio")
+        return 0
+    import uvicorn
+
+    from retrieval.service.http import create_app
+
+    host = args.host or service.config.service.host
+    port = service.config.service.port if args.port is None else args.port
+    service.client.embedder.embed_one("warm up")  # the model loads before the first request, not during it
+    app = create_app(service, mcp=build_mcp(service))
+    print(f"memory serve: http://{host}:{port}/v1 and MCP at http://{host}:{port}/mcp/ "
+          f"(data root {service.client.paths.root})", file=sys.stderr, flush=True)
+    uvicorn.run(app, host=host, port=port, log_level=args.log_level, access_log=args.log_level == "debug")
+    return 0
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    import json
+
+    from retrieval.service.keys import KeyRefused
+
+    keys = _keys(args.data_root)
+    try:
+        if args.action == "create":
+            plain, record = keys.create(args.agent, args.namespace, grants=tuple(args.grant or ()),
+                                        writes_per_minute=args.writes_per_minute)
+            if args.json:
+                print(json.dumps({"key": plain, **record.as_dict()}, indent=2))
+            else:
+                print(plain)
+                print(f"agent {record.agent}, namespace {record.namespace}, reads also {', '.join(record.grants) or '-'}"
+                      f" (key id {record.key_id}; shown once, only its hash is stored)", file=sys.stderr)
+        elif args.action == "list":
+            rows = [k.as_dict() for k in keys.list(revoked=args.all)]
+            if args.json:
+                print(json.dumps(rows, indent=2))
+            for k in rows if not args.json else []:
+                print(f"{k['key_id']}  {k['agent']:<20} {k['namespace']:<20} grants={','.join(k['grants']) or '-'}"
+                      f"  created {k['created_at'][:19]}" + (f"  REVOKED {k['revoked_at'][:19]}" if k["revoked_at"] else ""))
+        else:
+            record = keys.revoke(args.key_id)
+            print(f"revoked {record.key_id} ({record.agent}); refused within seconds by a running server")
+    except KeyRefused as exc:
+        print(f"KeyRefused: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def add_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
+    p = command("serve", help="the HTTP API and MCP server (127.0.0.1 unless --host says otherwise)")
+    p.add_argument("--host", default=None, help="interface to bind (default [service] host: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=None, help="port (default [service] port; 0: any free port)")
+    p.add_argument("--mcp-stdio", action="store_true",
+                   help=f"serve MCP over stdin/stdout for a local agent; the key comes from ${KEY_ENV}")
+    p.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    p.set_defaults(func=cmd_serve)
+
+    p = command("keys", help="API keys for the service: create, list, revoke")
+    keys = p.add_subparsers(dest="action", required=True)
+    create = keys.add_parser("create", help="a new key for an agent (printed once)")
+    create.add_argument("agent")
+    create.add_argument("--namespace", default=None, help="the namespace it reads and writes (default: the agent's name)")
+    create.add_argument("--grant", action="append", metavar="NAMESPACE", help="a shared namespace it may read (repeat)")
+    create.add_argument("--writes-per-minute", type=int, default=None, help="default [service] writes_per_minute")
+    create.add_argument("--json", action="store_true")
+    listing = keys.add_parser("list", help="keys (never their secrets)")
+    listing.add_argument("--all", action="store_true", help="revoked keys too")
+    listing.add_argument("--json", action="store_true")
+    revoke = keys.add_parser("revoke", help="revoke a key by its id")
+    revoke.add_argument("key_id")
+    p.set_defaults(func=cmd_keys)

@@ -1,0 +1,78 @@
+"""The service's database: per-turn checkpoints (``retrieval.checkpoints``) and API keys
+(``retrieval.service.keys``), one database for both.
+
+SQLite in the data root by default (``<data root>/service/service.sqlite3``); the
+PostgreSQL of ``MEMORY_CHECKPOINT_DSN`` or ``[service] checkpoint_dsn`` when one is
+configured, so several service processes on several machines share it. One SQLAlchemy
+Core code path serves both.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, MetaData, create_engine, event
+from sqlalchemy.engine import make_url
+
+from retrieval.paths import DataRoot
+
+metadata = MetaData()
+DSN_ENV = "MEMORY_CHECKPOINT_DSN"
+# Two processes writing at once: the second waits this long for the first's lock.
+BUSY_TIMEOUT_SECONDS = 30.0
+
+
+class DatabaseRefused(ValueError):
+    """The configured database URL cannot be used (the message says why)."""
+
+
+def sqlite_path(paths: DataRoot) -> Path:
+    """Where the embedded database lives under a data root."""
+    return paths.root / "service" / "service.sqlite3"
+
+
+def configured_dsn(config: Any) -> str | None:
+    """The DSN in force: ``MEMORY_CHECKPOINT_DSN``, else ``[service] checkpoint_dsn``;
+    None (the embedded SQLite database) when both are empty."""
+    return os.environ.get(DSN_ENV) or config.service.checkpoint_dsn or None
+
+
+def _sqlite_engine(paths: DataRoot) -> Engine:
+    path = sqlite_path(paths)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(f"sqlite:///{path}", connect_args={"timeout": BUSY_TIMEOUT_SECONDS,
+                                                               "check_same_thread": False})
+
+    @event.listens_for(engine, "connect")
+    def _durable(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        # WAL lets readers (replay, key checks) run beside the one writer. synchronous=FULL
+        # fsyncs the WAL at every commit: NORMAL would already survive a kill -9 (the WAL
+        # sits in the OS page cache, which outlives the process), but an acknowledged turn
+        # must also survive a power cut or a kernel crash, and only FULL promises that.
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=FULL")
+        cursor.close()
+
+    return engine
+
+
+def engine(paths: DataRoot, dsn: str | None) -> Engine:
+    """The engine for ``dsn`` (None: SQLite in the data root)."""
+    if not dsn:
+        return _sqlite_engine(paths)
+    url = make_url(dsn)
+    if url.drivername == "postgresql":
+        url = url.set(drivername="postgresql+psycopg")  # psycopg 3 is the installed driver
+    if url.get_backend_name() == "sqlite":
+        raise DatabaseRefused(f"service DSN {url.render_as_string(hide_password=True)!r}: "
+                              "leave it empty for the SQLite database in the data root")
+    # pool_pre_ping: a server restart between two turns is not an error for the next turn.
+    return create_engine(url, pool_pre_ping=True)
+
+
+def engine_for(paths: DataRoot, config: Any) -> Engine:
+    """The engine the config names."""
+    return engine(paths, configured_dsn(config))

@@ -1,0 +1,345 @@
+"""The HTTP API: FastAPI over ``Service`` (``memory serve``).
+
+Every route, the OpenAPI schema included, needs an API key (``Authorization: Bearer
+mem_…``). Reads take an optional ``namespace`` (default: the key's own, with the shared
+namespaces it was granted ranked lower); writes go to the key's own namespace only. A
+request body over ``[service] max_request_bytes`` is refused with 413 before it is read
+further. The MCP server's streamable HTTP transport is mounted at ``/mcp`` behind the
+same key check and size limit.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Any, Literal
+
+from fastapi import Depends, FastAPI, Path, Query, Request
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field
+
+from retrieval.checkpoints import CheckpointConflict, CheckpointError
+from retrieval.ids import AmbiguousId
+from retrieval.service.core import Refused, Service, Unauthorized
+from retrieval.service.keys import ApiKey
+from retrieval.store import ItemStore
+
+_bearer = HTTPBearer(auto_error=False, description="An API key from `memory keys create`")
+_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$"
+_SESSION = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$"
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Message(_Body):
+    role: Literal["user", "assistant", "tool", "system"]
+    content: str
+    turn: int | None = Field(default=None, ge=0)
+    ts: str | None = None
+    speaker: str | None = None
+    trust: Literal["trusted", "untrusted"] | None = None
+
+
+class InjectBody(_Body):
+    context: str | list[Message] = Field(description="The recent conversation (the last 5 messages count) or plain text")
+    max_items: int | None = Field(default=None, ge=1, le=50)
+    token_budget: int | None = Field(default=None, ge=50, le=20000)
+    budget_aware: bool | None = None
+    session_id: str | None = Field(default=None, pattern=_SESSION)
+    as_of: datetime | None = None
+    namespace: str | None = Field(default=None, pattern=_NAME)
+
+
+class SearchBody(_Body):
+    query: str = Field(min_length=1, max_length=4000)
+    k: int = Field(default=10, ge=1, le=100)
+    as_of: datetime | None = None
+    namespace: str | None = Field(default=None, pattern=_NAME)
+
+
+class RememberBody(_Body):
+    content: str = Field(min_length=1, max_length=4000)
+    project: str | None = Field(default=None, pattern=_NAME)
+
+
+class UpdateBody(_Body):
+    content: str = Field(min_length=1, max_length=4000)
+    tags: list[str] | None = None
+
+
+class ResponseBody(_Body):
+    item_ids: list[str] = Field(max_length=50, description="The ids (or short ids) of the items the block held")
+    response_text: str = Field(max_length=100_000)
+    session_id: str | None = Field(default=None, pattern=_SESSION)
+
+
+class TurnBody(_Body):
+    turn: int = Field(ge=0, le=1_000_000)
+    user_input: str = ""
+    tool_calls: list[Any] = Field(default_factory=list)
+    llm_output: str = ""
+    internal_state: dict[str, Any] = Field(default_factory=dict)
+    project: str | None = Field(default=None, pattern=_NAME)
+
+
+class FlushBody(_Body):
+    messages: list[Message] | None = Field(default=None, description="The transcript; omitted: the checkpointed turns")
+    project: str | None = Field(default=None, pattern=_NAME)
+
+
+class EraseBody(_Body):
+    confirm: Literal[True] = Field(description="Erasing every memory of the namespace cannot be undone")
+
+
+def _json(obj: Any) -> Any:
+    return json.loads(json.dumps(obj, default=str))
+
+
+class BodyLimit:
+    """Refuse a request body over ``limit`` bytes with 413: by its Content-Length when
+    it gives one, else while it is read (the body is held, at most ``limit`` bytes, and
+    handed on whole)."""
+
+    def __init__(self, app: Callable[..., Awaitable[None]], limit: int):
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        headers = dict(scope.get("headers") or [])
+        length = headers.get(b"content-length")
+        too_big = JSONResponse({"error": f"request body over {self.limit} bytes ([service] max_request_bytes)"},
+                               status_code=413)
+        if length is not None and (not length.isdigit() or int(length) > self.limit):
+            return await too_big(scope, receive, send)
+        if scope.get("method") in ("GET", "HEAD", "DELETE", "OPTIONS") and length is None:
+            return await self.app(scope, receive, send)
+        body, more = b"", True
+        while more:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return
+            body += message.get("body", b"")
+            more = message.get("more_body", False)
+            if len(body) > self.limit:
+                return await too_big(scope, receive, send)
+        sent = False
+
+        async def replay() -> dict:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
+
+
+def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
+    """The API over ``service``; ``mcp`` (a FastMCP server) is mounted at ``/mcp``."""
+
+    @asynccontextmanager
+    async def lifespan(_app: FastAPI):
+        if mcp is None:
+            yield
+            return
+        async with mcp.session_manager.run():
+            yield
+
+    app = FastAPI(title="agent-memory", version="1", lifespan=lifespan, openapi_url=None, docs_url=None,
+                  redoc_url=None, description="Agent memory as a service: inject, search, remember, feedback, "
+                  "per-turn checkpoints, export. Every route needs an API key (`memory keys create`).")
+
+    def caller(request: Request, credentials: HTTPAuthorizationCredentials | None = Depends(_bearer)) -> ApiKey:
+        presented = credentials.credentials if credentials is not None else request.headers.get("x-api-key")
+        key = service.authenticate(presented)
+        request.state.key = key
+        return key
+
+    @app.exception_handler(Refused)
+    async def _refused(_request: Request, exc: Refused) -> JSONResponse:
+        headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthorized) else {}
+        if getattr(exc, "retry_after", None):
+            headers["Retry-After"] = str(exc.retry_after)
+        return JSONResponse({"error": exc.message}, status_code=exc.status, headers=headers)
+
+    @app.exception_handler(ItemStore.DoesNotExist)
+    async def _missing(_request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"error": str(exc).split(" under ")[0]}, status_code=404)
+
+    @app.exception_handler(AmbiguousId)
+    async def _ambiguous(_request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"error": str(exc)}, status_code=409)
+
+    @app.exception_handler(CheckpointConflict)
+    async def _conflict(_request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"error": str(exc)}, status_code=409)
+
+    @app.exception_handler(CheckpointError)
+    @app.exception_handler(ValueError)
+    async def _invalid(_request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"error": str(exc)}, status_code=422)
+
+    # -- reading -------------------------------------------------------------------------
+
+    @app.post("/v1/inject", tags=["read"], summary="The memory block for the agent's next prompt")
+    def inject(body: InjectBody, key: ApiKey = Depends(caller)) -> dict:
+        client = service.reader(key, body.namespace)
+        context = body.context if isinstance(body.context, str) else [m.model_dump(exclude_none=True)
+                                                                        for m in body.context]
+        with service.lock:
+            found = client.inject(context, max_items=body.max_items, token_budget=body.token_budget,
+                                  budget_aware=body.budget_aware, session_id=body.session_id, as_of=body.as_of)
+        return _json(found.as_dict())
+
+    @app.post("/v1/search", tags=["read"], summary="The best memories for a query")
+    def search(body: SearchBody, key: ApiKey = Depends(caller)) -> list[dict]:
+        client = service.reader(key, body.namespace)
+        with service.lock:
+            hits = client.search(body.query, k=body.k, as_of=body.as_of)
+        return _json([{**h.as_dict(), "status": h.row.get("status")} for h in hits])
+
+    @app.get("/v1/items", tags=["read"], summary="Memories matching every filter given, newest first")
+    def list_items(key: ApiKey = Depends(caller), namespace: str | None = Query(None, pattern=_NAME),
+                   scope: Literal["global", "project", "session"] | None = None,
+                   project: str | None = Query(None, pattern=_NAME), category: str | None = Query(None, max_length=64),
+                   kind: str | None = Query(None, max_length=32),
+                   status: Literal["active", "candidate", "superseded", "archived", "cold", "purged", "pending", "any"]
+                   = "active", tag: str | None = Query(None, max_length=64),
+                   text: str | None = Query(None, max_length=200), limit: int = Query(100, ge=1, le=500),
+                   offset: int = Query(0, ge=0, le=1_000_000)) -> list[dict]:
+        client = service.reader(key, namespace)
+        client = client.scoped(client.namespace)  # a list is of one namespace
+        with service.lock:
+            rows = client.list(scope=scope, project=project, category=category, kind=kind,
+                               status=None if status == "any" else status, tag=tag, text=text,
+                               limit=min(limit, int(service.config.service.max_list)), offset=offset)
+        return _json(rows)
+
+    @app.get("/v1/items/{item_id}", tags=["read"], summary="One memory by id or short id (m:4821)")
+    def get_item(item_id: str = Path(max_length=64), key: ApiKey = Depends(caller),
+                 namespace: str | None = Query(None, pattern=_NAME)) -> dict:
+        client = service.reader(key, namespace)
+        with service.lock:
+            return _json(client.scoped(client.namespace).get(item_id))
+
+    @app.get("/v1/items/{item_id}/history", tags=["read"],
+             summary="Where a memory came from: its sources, related items and feedback events")
+    def history(item_id: str = Path(max_length=64), key: ApiKey = Depends(caller),
+                namespace: str | None = Query(None, pattern=_NAME)) -> dict:
+        client = service.reader(key, namespace)
+        with service.lock:
+            return _json(client.scoped(client.namespace).history(item_id))
+
+    @app.get("/v1/lessons", tags=["read"], summary="Lessons learned from corrections")
+    def lessons(key: ApiKey = Depends(caller)) -> list[str]:
+        return service.reader(key).lessons()
+
+    @app.get("/v1/triggers/due", tags=["read"], summary="Forward reminders due now (each returned once)")
+    def due_triggers(key: ApiKey = Depends(caller), mark_fired: bool = True) -> list[dict]:
+        client = service.writer(key) if mark_fired else service.reader(key)
+        with service.lock:
+            return _json(client.due_triggers(mark_fired=mark_fired))
+
+    # -- writing -------------------------------------------------------------------------
+
+    @app.post("/v1/remember", tags=["write"], status_code=202,
+              summary="Store a memory now; searchable at once, published by the next pipeline run")
+    def remember(body: RememberBody, key: ApiKey = Depends(caller)) -> dict:
+        return _json(service.writer(key).remember(body.content, project=body.project))
+
+    @app.patch("/v1/items/{item_id}", tags=["write"], status_code=202, summary="Replace a memory's wording")
+    def update(body: UpdateBody, item_id: str = Path(max_length=64), key: ApiKey = Depends(caller)) -> dict:
+        client = service.writer(key)
+        with service.lock:
+            return {"id": client.update(item_id, body.content, body.tags), "applied": "by the next pipeline run"}
+
+    @app.post("/v1/items/{item_id}/{action}", tags=["write"], status_code=202,
+              summary="Feedback on a memory: forget, pin, unpin, reinforce or demote")
+    def act(action: Literal["forget", "pin", "unpin", "reinforce", "demote"], item_id: str = Path(max_length=64),
+            key: ApiKey = Depends(caller)) -> dict:
+        client = service.writer(key)
+        with service.lock:
+            return {"id": getattr(client, action)(item_id), "action": action, "applied": "by the next pipeline run"}
+
+    @app.post("/v1/responses", tags=["write"], summary="Which injected memories the agent's reply used")
+    def record_response(body: ResponseBody, key: ApiKey = Depends(caller)) -> dict:
+        client = service.writer(key)
+        with service.lock:
+            used = client.record_response(client.injection_of(body.item_ids), body.response_text,
+                                          session_id=body.session_id)
+        return {"used": used}
+
+    @app.post("/v1/sessions/{session_id}/turns", tags=["write"], status_code=201,
+              summary="Checkpoint one turn of a live session (durable when acknowledged)")
+    def append_turn(body: TurnBody, session_id: str = Path(pattern=_SESSION), key: ApiKey = Depends(caller)) -> dict:
+        record = body.model_dump(exclude={"turn", "project"})
+        return _json(service.writer(key).append_turn(session_id, body.turn, record, project=body.project))
+
+    @app.get("/v1/sessions/{session_id}/turns", tags=["read"], summary="Replay a session's checkpointed turns")
+    def replay(session_id: str = Path(pattern=_SESSION), key: ApiKey = Depends(caller),
+               upto_turn: int | None = Query(None, ge=0, le=1_000_000)) -> list[dict]:
+        return _json(service.reader(key).replay(session_id, upto_turn))
+
+    @app.post("/v1/sessions/{session_id}/flush", tags=["write"], status_code=202,
+              summary="Hand a session to the pipeline (its transcript, or its checkpointed turns)")
+    def flush(body: FlushBody, session_id: str = Path(pattern=_SESSION), key: ApiKey = Depends(caller)) -> dict:
+        messages = None if body.messages is None else [m.model_dump(exclude_none=True) for m in body.messages]
+        written = service.writer(key).flush_session(session_id, messages, project=body.project)
+        return {"session_id": session_id, "written": written is not None}
+
+    @app.post("/v1/erase", tags=["write"], status_code=202,
+              summary="Erase every memory of this key's namespace (the right to be forgotten)")
+    def erase(body: EraseBody, key: ApiKey = Depends(caller)) -> dict:
+        service.writer(key).erase()
+        return {"namespace": key.namespace, "erased": "by the next pipeline run"}
+
+    # -- the service itself --------------------------------------------------------------
+
+    @app.get("/v1/whoami", tags=["service"], summary="The calling key's agent, namespace and grants")
+    def whoami(key: ApiKey = Depends(caller)) -> dict:
+        return {k: v for k, v in key.as_dict().items() if k != "revoked_at"}
+
+    @app.get("/openapi.json", include_in_schema=False)
+    def openapi(_key: ApiKey = Depends(caller)) -> JSONResponse:
+        return JSONResponse(schema())
+
+    def schema() -> dict:
+        if app.openapi_schema is None:
+            app.openapi_schema = get_openapi(title=app.title, version=app.version, description=app.description,
+                                             routes=app.routes)
+        return app.openapi_schema
+
+    app.state.schema = schema
+    app.add_middleware(BodyLimit, limit=int(service.config.service.max_request_bytes))
+    if mcp is not None:
+        app.mount("/mcp", _KeyRequired(mcp.streamable_http_app(), service))
+    return app
+
+
+class _KeyRequired:
+    """The MCP transport behind the same key check as every route: 401 without a valid
+    key; the key is handed to the tools in the ASGI scope's state."""
+
+    def __init__(self, app: Callable[..., Awaitable[None]], service: Service):
+        self.app, self.service = app, service
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] == "http":
+            headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers") or []}
+            auth = headers.get("authorization", "")
+            presented = auth[7:].strip() if auth.lower().startswith("bearer ") else headers.get("x-api-key")
+            try:
+                key = self.service.authenticate(presented)
+            except Unauthorized as exc:
+                response = JSONResponse({"error": exc.message}, status_code=401, headers={"WWW-Authenticate": "Bearer"})
+                return await response(scope, receive, send)
+            scope.setdefault("state", {})["memory_key"] = key
+        await self.app(scope, receive, send)
+
