@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import json
 import os
 import re
 from collections.abc import Sequence
@@ -17,6 +16,7 @@ from retrieval.config import MemoryConfig, load_config
 from retrieval.embeddings import Embedder
 from retrieval.inbox import write_session
 from retrieval.injection import Injection
+from retrieval.lessons import lessons
 from retrieval.options import RetrievalOptions
 from retrieval.paths import DataRoot
 from retrieval.pending import PENDING, Overlay
@@ -439,10 +439,15 @@ class MemoryClient:
         return str(path) if path else None
 
     def lessons(self) -> list[str]:
-        """Lessons learned from corrections ("User prefers X over Y"), as the pipeline published them."""
-        if not self.paths.lessons.exists():
+        """Lessons learned from corrections and standing rules ("User prefers X over Y"),
+        from the published items this reader may see (its namespace, never another's)."""
+        self._rows.refresh()
+        frame = self._rows.frame
+        if frame is None:
             return []
-        return [str(x) for x in json.loads(self.paths.lessons.read_text(encoding="utf-8"))]
+        if self.namespace:
+            frame = frame.filter(frame["namespace"] == self.namespace)
+        return lessons(frame, self.config)
 
     def due_triggers(self, now: datetime | None = None, *, mark_fired: bool = True) -> list[dict[str, Any]]:
         """Forward triggers due on ``now``'s day, or overdue, that have not fired yet.
@@ -458,6 +463,11 @@ class MemoryClient:
         now = now or datetime.now(timezone.utc)
         due = pl.read_parquet(self.paths.triggers).filter(pl.col("trigger_date") <= now.date()).to_dicts()
         fired = events.fired_triggers(self.paths)
+        if self.namespace:  # a reminder is its item's reader's only
+            self._rows.refresh()
+            rows = self._rows.rows(sorted({i for r in due for i in r["item_ids"] or []}))
+            due = [r for r in due if any((rows.get(i) or {}).get("namespace") == self.namespace
+                                         for i in r["item_ids"] or [])]
         out = [{**row, "key": events.trigger_key(row)} for row in due]
         out = [row for row in out if row["key"] not in fired]
         if out and mark_fired:

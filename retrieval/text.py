@@ -540,3 +540,15 @@ def _cased(original: str, form: str) -> str:
     if shared:
         return original + form[shared:]
     return form[:1].upper() + form[1:] if original[:1].isupper() else form
+
+
+# --- the same words -------------------------------------------------------------------------
+
+_SPACE = re.compile(r"\s+")
+_EDGE_PUNCT = re.compile(r"^[\s\"'`.,;:!?-]+|[\s\"'`.,;:!?-]+$")
+
+
+def normalize(content: str) -> str:
+    """Lower case, one space, no punctuation at either end: what makes two wordings the
+    same text (dedup's content hash, lessons' duplicates)."""
+    return _EDGE_PUNCT.sub("", _SPACE.sub(" ", content.lower())).strip()

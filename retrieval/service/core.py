@@ -101,10 +101,11 @@ class Service:
             raise Forbidden(FORBIDDEN.format(what="read", namespace=namespace))
         return self.client.scoped(namespace)
 
-    def writer(self, key: ApiKey, namespace: str | None = None) -> MemoryClient:
-        """A client writing the key's own namespace, one write counted; 403 for any other
-        namespace (a shared one is read-only), 429 over the key's rate."""
+    def writer(self, key: ApiKey, namespace: str | None = None, *, count: bool = True) -> MemoryClient:
+        """A client writing the key's own namespace, one write counted (``count``); 403
+        for any other namespace (a shared one is read-only), 429 over the key's rate."""
         if namespace is not None and not key.may_write(namespace):
             raise Forbidden(FORBIDDEN.format(what="write", namespace=namespace))
-        self.limiter.take(key)
+        if count:
+            self.limiter.take(key)
         return self.client.scoped(key.namespace)

@@ -53,14 +53,12 @@ class InjectBody(_Body):
     budget_aware: bool | None = None
     session_id: str | None = Field(default=None, pattern=_SESSION)
     as_of: datetime | None = None
-    namespace: str | None = Field(default=None, pattern=_NAME)
 
 
 class SearchBody(_Body):
     query: str = Field(min_length=1, max_length=4000)
     k: int = Field(default=10, ge=1, le=100)
     as_of: datetime | None = None
-    namespace: str | None = Field(default=None, pattern=_NAME)
 
 
 class RememberBody(_Body):
@@ -162,6 +160,10 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
         request.state.key = key
         return key
 
+    # Every route takes ?namespace=: a read may name the key's own or a granted shared
+    # namespace, a write only the key's own; anything else is 403.
+    Namespace = Query(None, pattern=_NAME, description="Default: the key's own namespace")
+
     @app.exception_handler(Refused)
     async def _refused(_request: Request, exc: Refused) -> JSONResponse:
         headers = {"WWW-Authenticate": "Bearer"} if isinstance(exc, Unauthorized) else {}
@@ -189,8 +191,8 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
     # -- reading -------------------------------------------------------------------------
 
     @app.post("/v1/inject", tags=["read"], summary="The memory block for the agent's next prompt")
-    def inject(body: InjectBody, key: ApiKey = Depends(caller)) -> dict:
-        client = service.reader(key, body.namespace)
+    def inject(body: InjectBody, key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> dict:
+        client = service.reader(key, namespace)
         context = body.context if isinstance(body.context, str) else [m.model_dump(exclude_none=True)
                                                                         for m in body.context]
         with service.lock:
@@ -199,14 +201,14 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
         return _json(found.as_dict())
 
     @app.post("/v1/search", tags=["read"], summary="The best memories for a query")
-    def search(body: SearchBody, key: ApiKey = Depends(caller)) -> list[dict]:
-        client = service.reader(key, body.namespace)
+    def search(body: SearchBody, key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> list[dict]:
+        client = service.reader(key, namespace)
         with service.lock:
             hits = client.search(body.query, k=body.k, as_of=body.as_of)
         return _json([{**h.as_dict(), "status": h.row.get("status")} for h in hits])
 
     @app.get("/v1/items", tags=["read"], summary="Memories matching every filter given, newest first")
-    def list_items(key: ApiKey = Depends(caller), namespace: str | None = Query(None, pattern=_NAME),
+    def list_items(key: ApiKey = Depends(caller), namespace: str | None = Namespace,
                    scope: Literal["global", "project", "session"] | None = None,
                    project: str | None = Query(None, pattern=_NAME), category: str | None = Query(None, max_length=64),
                    kind: str | None = Query(None, max_length=32),
@@ -224,7 +226,7 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
 
     @app.get("/v1/items/{item_id}", tags=["read"], summary="One memory by id or short id (m:4821)")
     def get_item(item_id: str = Path(max_length=64), key: ApiKey = Depends(caller),
-                 namespace: str | None = Query(None, pattern=_NAME)) -> dict:
+                 namespace: str | None = Namespace) -> dict:
         client = service.reader(key, namespace)
         with service.lock:
             return _json(client.scoped(client.namespace).get(item_id))
@@ -232,18 +234,19 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
     @app.get("/v1/items/{item_id}/history", tags=["read"],
              summary="Where a memory came from: its sources, related items and feedback events")
     def history(item_id: str = Path(max_length=64), key: ApiKey = Depends(caller),
-                namespace: str | None = Query(None, pattern=_NAME)) -> dict:
+                namespace: str | None = Namespace) -> dict:
         client = service.reader(key, namespace)
         with service.lock:
             return _json(client.scoped(client.namespace).history(item_id))
 
     @app.get("/v1/lessons", tags=["read"], summary="Lessons learned from corrections")
-    def lessons(key: ApiKey = Depends(caller)) -> list[str]:
-        return service.reader(key).lessons()
+    def lessons(key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> list[str]:
+        return service.reader(key, namespace).lessons()
 
     @app.get("/v1/triggers/due", tags=["read"], summary="Forward reminders due now (each returned once)")
-    def due_triggers(key: ApiKey = Depends(caller), mark_fired: bool = True) -> list[dict]:
-        client = service.writer(key) if mark_fired else service.reader(key)
+    def due_triggers(key: ApiKey = Depends(caller), namespace: str | None = Namespace,
+                     mark_fired: bool = True) -> list[dict]:
+        client = service.writer(key, namespace) if mark_fired else service.reader(key, namespace)
         with service.lock:
             return _json(client.due_triggers(mark_fired=mark_fired))
 
@@ -251,26 +254,27 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
 
     @app.post("/v1/remember", tags=["write"], status_code=202,
               summary="Store a memory now; searchable at once, published by the next pipeline run")
-    def remember(body: RememberBody, key: ApiKey = Depends(caller)) -> dict:
-        return _json(service.writer(key).remember(body.content, project=body.project))
+    def remember(body: RememberBody, key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> dict:
+        return _json(service.writer(key, namespace).remember(body.content, project=body.project))
 
     @app.patch("/v1/items/{item_id}", tags=["write"], status_code=202, summary="Replace a memory's wording")
-    def update(body: UpdateBody, item_id: str = Path(max_length=64), key: ApiKey = Depends(caller)) -> dict:
-        client = service.writer(key)
+    def update(body: UpdateBody, item_id: str = Path(max_length=64), key: ApiKey = Depends(caller),
+               namespace: str | None = Namespace) -> dict:
+        client = service.writer(key, namespace)
         with service.lock:
             return {"id": client.update(item_id, body.content, body.tags), "applied": "by the next pipeline run"}
 
     @app.post("/v1/items/{item_id}/{action}", tags=["write"], status_code=202,
               summary="Feedback on a memory: forget, pin, unpin, reinforce or demote")
     def act(action: Literal["forget", "pin", "unpin", "reinforce", "demote"], item_id: str = Path(max_length=64),
-            key: ApiKey = Depends(caller)) -> dict:
-        client = service.writer(key)
+            key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> dict:
+        client = service.writer(key, namespace)
         with service.lock:
             return {"id": getattr(client, action)(item_id), "action": action, "applied": "by the next pipeline run"}
 
     @app.post("/v1/responses", tags=["write"], summary="Which injected memories the agent's reply used")
-    def record_response(body: ResponseBody, key: ApiKey = Depends(caller)) -> dict:
-        client = service.writer(key)
+    def record_response(body: ResponseBody, key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> dict:
+        client = service.writer(key, namespace)
         with service.lock:
             used = client.record_response(client.injection_of(body.item_ids), body.response_text,
                                           session_id=body.session_id)
@@ -278,32 +282,36 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
 
     @app.post("/v1/sessions/{session_id}/turns", tags=["write"], status_code=201,
               summary="Checkpoint one turn of a live session (durable when acknowledged)")
-    def append_turn(body: TurnBody, session_id: str = Path(pattern=_SESSION), key: ApiKey = Depends(caller)) -> dict:
+    def append_turn(body: TurnBody, session_id: str = Path(pattern=_SESSION), key: ApiKey = Depends(caller),
+                    namespace: str | None = Namespace) -> dict:
         record = body.model_dump(exclude={"turn", "project"})
-        return _json(service.writer(key).append_turn(session_id, body.turn, record, project=body.project))
+        return _json(service.writer(key, namespace).append_turn(session_id, body.turn, record, project=body.project))
 
     @app.get("/v1/sessions/{session_id}/turns", tags=["read"], summary="Replay a session's checkpointed turns")
     def replay(session_id: str = Path(pattern=_SESSION), key: ApiKey = Depends(caller),
-               upto_turn: int | None = Query(None, ge=0, le=1_000_000)) -> list[dict]:
-        return _json(service.reader(key).replay(session_id, upto_turn))
+               upto_turn: int | None = Query(None, ge=0, le=1_000_000), namespace: str | None = Namespace) -> list[dict]:
+        # A session's checkpoints are its writer's: replay reads the key's own namespace only.
+        return _json(service.writer(key, namespace, count=False).replay(session_id, upto_turn))
 
     @app.post("/v1/sessions/{session_id}/flush", tags=["write"], status_code=202,
               summary="Hand a session to the pipeline (its transcript, or its checkpointed turns)")
-    def flush(body: FlushBody, session_id: str = Path(pattern=_SESSION), key: ApiKey = Depends(caller)) -> dict:
+    def flush(body: FlushBody, session_id: str = Path(pattern=_SESSION), key: ApiKey = Depends(caller),
+              namespace: str | None = Namespace) -> dict:
         messages = None if body.messages is None else [m.model_dump(exclude_none=True) for m in body.messages]
-        written = service.writer(key).flush_session(session_id, messages, project=body.project)
+        written = service.writer(key, namespace).flush_session(session_id, messages, project=body.project)
         return {"session_id": session_id, "written": written is not None}
 
     @app.post("/v1/erase", tags=["write"], status_code=202,
               summary="Erase every memory of this key's namespace (the right to be forgotten)")
-    def erase(body: EraseBody, key: ApiKey = Depends(caller)) -> dict:
-        service.writer(key).erase()
+    def erase(body: EraseBody, key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> dict:
+        service.writer(key, namespace).erase()
         return {"namespace": key.namespace, "erased": "by the next pipeline run"}
 
     # -- the service itself --------------------------------------------------------------
 
     @app.get("/v1/whoami", tags=["service"], summary="The calling key's agent, namespace and grants")
-    def whoami(key: ApiKey = Depends(caller)) -> dict:
+    def whoami(key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> dict:
+        service.reader(key, namespace)
         return {k: v for k, v in key.as_dict().items() if k != "revoked_at"}
 
     @app.get("/openapi.json", include_in_schema=False)

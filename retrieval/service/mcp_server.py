@@ -75,6 +75,11 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
         with service.lock:
             return fn()
 
+    def one(key: ApiKey, namespace: str | None) -> Any:
+        """A reader of exactly one namespace (the key's own unless a granted one is named)."""
+        reader = service.reader(key, namespace)
+        return reader.scoped(reader.namespace)
+
     @mcp.tool()
     async def memory_inject(context: str, ctx: Context, max_items: int | None = None,
                             namespace: str | None = None) -> str:
@@ -109,7 +114,8 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
             lambda: service.reader(key, namespace).search(query, k=k, as_of=when))])
 
     @mcp.tool()
-    async def memory_remember(content: str, ctx: Context, project: str | None = None) -> str:
+    async def memory_remember(content: str, ctx: Context, project: str | None = None,
+                              namespace: str | None = None) -> str:
         """Store one memory now, in one self-contained sentence ("Priya's team deploys on Thursdays").
 
         Use it when the user states a preference, a decision, a rule or a fact worth keeping
@@ -120,17 +126,17 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
             content: the memory, worded so it makes sense without this conversation.
             project: the project it is about, when it only matters there.
         """
-        return await call(ctx, lambda key: service.writer(key).remember(content, project=project))
+        return await call(ctx, lambda key: service.writer(key, namespace).remember(content, project=project))
 
     @mcp.tool()
-    async def memory_get(item_id: str, ctx: Context) -> str:
+    async def memory_get(item_id: str, ctx: Context, namespace: str | None = None) -> str:
         """One memory by its id or the short id its line showed (m:4821), with every field."""
-        return await call(ctx, lambda key: locked(lambda: service.reader(key).scoped(key.namespace).get(item_id)))
+        return await call(ctx, lambda key: locked(lambda: one(key, namespace).get(item_id)))
 
     @mcp.tool()
     async def memory_list(ctx: Context, text: str | None = None, category: str | None = None,
                           kind: str | None = None, status: str = "active", project: str | None = None,
-                          tag: str | None = None, limit: int = 50) -> str:
+                          tag: str | None = None, limit: int = 50, namespace: str | None = None) -> str:
         """List memories matching every filter given, newest first.
 
         Args:
@@ -141,48 +147,51 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
             project: only this project's memories.
             tag: a tag the memory carries.
             limit: at most this many (default 50).
+            namespace: a shared namespace you were granted (default: your own).
         """
-        return await call(ctx, lambda key: locked(lambda: service.reader(key).scoped(key.namespace).list(
+        return await call(ctx, lambda key: locked(lambda: one(key, namespace).list(
             text=text, category=category, kind=kind, status=None if status == "any" else status, project=project,
             tag=tag, limit=min(limit, int(service.config.service.max_list)))))
 
     @mcp.tool()
-    async def memory_history(item_id: str, ctx: Context) -> str:
+    async def memory_history(item_id: str, ctx: Context, namespace: str | None = None) -> str:
         """Where a memory came from: the conversation turns it was read from, the memories it
         replaced or that replaced it, and the feedback it received."""
-        return await call(ctx, lambda key: locked(lambda: service.reader(key).scoped(key.namespace).history(item_id)))
+        return await call(ctx, lambda key: locked(lambda: one(key, namespace).history(item_id)))
 
     @mcp.tool()
-    async def memory_update(item_id: str, content: str, ctx: Context) -> str:
+    async def memory_update(item_id: str, content: str, ctx: Context, namespace: str | None = None) -> str:
         """Correct a memory's wording (the user's words win). Args: item_id (m:4821), content: the new sentence."""
-        return await call(ctx, lambda key: {"id": locked(lambda: service.writer(key).update(item_id, content))})
+        return await call(ctx, lambda key: {"id": locked(lambda: service.writer(key, namespace).update(item_id, content))})
 
     @mcp.tool()
-    async def memory_forget(item_id: str, ctx: Context) -> str:
+    async def memory_forget(item_id: str, ctx: Context, namespace: str | None = None) -> str:
         """Stop using a memory that is wrong or that the user asked you to forget (it is kept for audit only)."""
-        return await call(ctx, lambda key: {"id": locked(lambda: service.writer(key).forget(item_id))})
+        return await call(ctx, lambda key: {"id": locked(lambda: service.writer(key, namespace).forget(item_id))})
 
     @mcp.tool()
-    async def memory_feedback(item_id: str, action: str, ctx: Context) -> str:
+    async def memory_feedback(item_id: str, action: str, ctx: Context, namespace: str | None = None) -> str:
         """Tell memory how a memory served: action is "reinforce" (the user confirmed it),
         "demote" (it was unhelpful), "pin" (keep it for good) or "unpin"."""
         if action not in ("reinforce", "demote", "pin", "unpin"):
             raise ToolError(f"422 Invalid: action {action!r}; use reinforce, demote, pin or unpin")
-        return await call(ctx, lambda key: {"id": locked(lambda: getattr(service.writer(key), action)(item_id)),
+        return await call(ctx, lambda key: {"id": locked(lambda: getattr(service.writer(key, namespace), action)(item_id)),
                                             "action": action})
 
     @mcp.tool()
-    async def memory_record_response(item_ids: list[str], response_text: str, ctx: Context) -> str:
+    async def memory_record_response(item_ids: list[str], response_text: str, ctx: Context,
+                                     namespace: str | None = None) -> str:
         """After you reply, report which injected memories (their ids) the reply relied on."""
         def run(key: ApiKey) -> dict:
-            client = service.writer(key)
+            client = service.writer(key, namespace)
             return {"used": locked(lambda: client.record_response(client.injection_of(item_ids), response_text))}
         return await call(ctx, run)
 
     @mcp.tool()
     async def memory_append_turn(session_id: str, turn: int, ctx: Context, user_input: str = "",
                                  llm_output: str = "", tool_calls: list[Any] | None = None,
-                                 internal_state: dict[str, Any] | None = None, project: str | None = None) -> str:
+                                 internal_state: dict[str, Any] | None = None, project: str | None = None,
+                                 namespace: str | None = None) -> str:
         """Checkpoint one turn of the current session, so nothing is lost if the session crashes.
 
         Args:
@@ -196,27 +205,30 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
         """
         record = {"user_input": user_input, "llm_output": llm_output, "tool_calls": tool_calls or [],
                   "internal_state": internal_state or {}}
-        return await call(ctx, lambda key: service.writer(key).append_turn(session_id, turn, record, project=project))
+        return await call(ctx, lambda key: service.writer(key, namespace).append_turn(session_id, turn, record,
+                                                                                      project=project))
 
     @mcp.tool()
-    async def memory_replay(session_id: str, ctx: Context, upto_turn: int | None = None) -> str:
+    async def memory_replay(session_id: str, ctx: Context, upto_turn: int | None = None,
+                            namespace: str | None = None) -> str:
         """The checkpointed turns of a session, in order: restore your state after a crash."""
-        return await call(ctx, lambda key: service.reader(key).replay(session_id, upto_turn))
+        return await call(ctx, lambda key: service.writer(key, namespace, count=False).replay(session_id, upto_turn))
 
     @mcp.tool()
-    async def memory_flush_session(session_id: str, ctx: Context, project: str | None = None) -> str:
+    async def memory_flush_session(session_id: str, ctx: Context, project: str | None = None,
+                                   namespace: str | None = None) -> str:
         """End a session: hand its checkpointed turns to memory, which extracts what is worth keeping."""
-        return await call(ctx, lambda key: {"written": service.writer(key).flush_session(session_id, project=project)
-                                            is not None})
+        return await call(ctx, lambda key: {
+            "written": service.writer(key, namespace).flush_session(session_id, project=project) is not None})
 
     @mcp.tool()
-    async def memory_lessons(ctx: Context) -> str:
+    async def memory_lessons(ctx: Context, namespace: str | None = None) -> str:
         """Lessons learned from the user's past corrections ("User prefers X over Y")."""
-        return await call(ctx, lambda key: service.reader(key).lessons())
+        return await call(ctx, lambda key: service.reader(key, namespace).lessons())
 
     @mcp.tool()
-    async def memory_due_triggers(ctx: Context) -> str:
+    async def memory_due_triggers(ctx: Context, namespace: str | None = None) -> str:
         """Reminders due today that the user asked for earlier (each is returned once)."""
-        return await call(ctx, lambda key: locked(lambda: service.writer(key).due_triggers()))
+        return await call(ctx, lambda key: locked(lambda: service.writer(key, namespace).due_triggers()))
 
     return mcp

@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 
 from retrieval.schema import FACT_SCHEMA
+from retrieval.lessons import LESSON_KINDS
 from retrieval.text import future_dates
 
 TYPED = ("subject", "directive", "reported_by", "remind_on")
@@ -34,7 +35,6 @@ STRUCTURE = ("subject_key", "relation", "value", "states_change", "tentative", "
 # "Priya switched from black to ruff" → "Priya prefers ruff over black". The lifecycle's
 # lessons read the stored field, never the wording.
 
-LESSON_KINDS = ("correction", "negative", "procedure", "decision")
 
 _I = re.IGNORECASE
 # Rewrites, first match wins; each maps a match to the lesson's text.

@@ -8,22 +8,15 @@ nothing the duplicate pointed at is lost. Every merge is returned for the merge 
 from __future__ import annotations
 
 import hashlib
-import re
 from dataclasses import dataclass
 
 import numpy as np
 import polars as pl
 
 from memory_assets.lib.items import supersession
+from retrieval.text import normalize
 from retrieval.trust import disagree
 from retrieval.spans import spanned
-
-_SPACE = re.compile(r"\s+")
-_EDGE_PUNCT = re.compile(r"^[\s\"'`.,;:!?-]+|[\s\"'`.,;:!?-]+$")
-
-
-def normalize(content: str) -> str:
-    return _EDGE_PUNCT.sub("", _SPACE.sub(" ", content.lower())).strip()
 
 
 def content_hash(content: str) -> str:

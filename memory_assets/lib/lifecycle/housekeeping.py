@@ -27,44 +27,16 @@ from datetime import datetime, timedelta
 import polars as pl
 
 from memory_assets.lib import warehouse
-from memory_assets.lib.extraction.fields import LESSON_KINDS
-from memory_assets.lib.items.dedup import normalize
 from memory_assets.lib.quality.citation_suite import lifecycle_report
 from memory_assets.lib.quality.suite_report import QualityReport
 from retrieval.config import MemoryConfig
+from retrieval.lessons import lessons
 from retrieval.paths import DataRoot
 from retrieval.spans import spanned
 from retrieval.store import ItemStore
 
 
 # --- lessons ------------------------------------------------------------------------------
-
-@spanned("lessons")
-def lessons(items: pl.DataFrame, config: MemoryConfig, *, limit: int | None = None) -> list[str]:
-    """Lessons from the active, trusted corrections, negatives, procedures and decisions.
-
-    At most ``limit`` (default ``[lifecycle] max_lessons``), ordered by importance, then
-    confidence, then the newest first; duplicates (same text after normalizing case,
-    spacing and end punctuation) keep the first. An item without a directive (one
-    extracted before facts carried it) is not a lesson until it is extracted again.
-    """
-    if items.is_empty():
-        return []
-    rows = items.filter(
-        (pl.col("status") == "active") & pl.col("kind").is_in(list(LESSON_KINDS))
-        & (pl.col("source_trust") != "untrusted")
-        & (pl.col("confidence") >= float(config.injection.uncertain_below))
-        & pl.col("directive").is_not_null()
-    ).sort(["importance", "confidence", "created_at", "id"], descending=[True, True, True, False])
-    out: dict[str, str] = {}
-    for text in rows["directive"].to_list():
-        key = normalize(text)
-        if key and key not in out:
-            out[key] = text
-        if len(out) >= (config.lifecycle.max_lessons if limit is None else limit):
-            break
-    return list(out.values())
-
 
 # --- forward triggers ---------------------------------------------------------------------
 

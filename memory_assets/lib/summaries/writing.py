@@ -29,7 +29,7 @@ from typing import Any
 
 import polars as pl
 
-from memory_assets.lib.items.dedup import normalize
+from retrieval.text import normalize
 from retrieval.citations import cited_ids, strip_citations, summary_lines
 from retrieval.config import MemoryConfig
 from retrieval.llm import InvalidReply, LLMOutputFailed, Prompt, complete_validated, load_prompt
