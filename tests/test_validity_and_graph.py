@@ -229,6 +229,14 @@ def test_an_unnamed_things_change_retires_the_users_own_fact(embedder):
     assert _retired(embedder, facts) == [(facts[2][1], facts[0][1])]
 
 
+def test_a_change_of_another_thing_retires_nothing_however_alike_it_reads(embedder):
+    # Both are about billing and both move in time, but the cron job is not the deploy day
+    # (found by the service tests: a remembered deploy day retired by a later cron change).
+    facts = [("2026-02-03", "Bea's team deploys the billing service on Thursdays only."),
+             ("2026-03-20", "The billing cron moved to 02:30 UTC last week.")]
+    assert _retired(embedder, facts) == []
+
+
 def test_a_change_dated_before_the_old_fact_was_said_still_retires_it(embedder):
     # Said on March 2, "retired in February" dates the change (February 1) before the
     # old fact was said (February 10): what is said later is still the newer word.

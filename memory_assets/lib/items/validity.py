@@ -206,6 +206,16 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                         same = [o for o in older if rows[o]["relation"] == new["relation"]]
                         if same and float(np.max(vectors[same] @ vectors[n])) >= floor:
                             older = same
+                        else:
+                            # Another relation is replaced only when the fact names the thing
+                            # that changed, by its subject or the kind of value ("School pickup
+                            # shifted" ~ "picks up from school", "new phone" ~ "iPhone", "light
+                            # mode" ~ "dark mode"), or reads as the same fact: "moved the
+                            # billing cron to 02:30" does not retire "the team deploys billing
+                            # on Thursdays", however alike the two are otherwise.
+                            anchors = [w[:_ANCHOR] for w in (key_parts(new["subject_key"])[1], _head(new["value"])) if w]
+                            older = [o for o in older if any(a in (rows[o]["content"] or "").lower() for a in anchors)
+                                     or float(vectors[o] @ vectors[n]) >= _SAME_FACT]
                         if older:
                             sims = vectors[older] @ vectors[n]
                             # The fact that names the same kind of thing as the new value
@@ -219,6 +229,13 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                                 retired_by[older[best]] = n
             heads[head].append(n)
     return pairs
+
+
+# A change of another relation must name what changed: the first letters of its subject's
+# head noun or of its value's kind found in the older fact ("pickup" in "picks up"), or be
+# this alike to it.
+_ANCHOR = 4
+_SAME_FACT = 0.7
 
 
 def _head(value: str | None) -> str | None:
