@@ -7,7 +7,7 @@ Two transports, one set of tools over ``Service``:
 - streamable HTTP, mounted at ``/mcp`` by ``retrieval.service.http``: the key is the
   request's ``Authorization: Bearer`` header, checked before the MCP layer sees it.
 
-A refusal is a tool error whose text starts with its HTTP status ("403 Forbidden: …"),
+A refusal is a tool error that names its HTTP status ("403 Forbidden: …"),
 so a model and its harness read the same reason an HTTP caller gets.
 """
 

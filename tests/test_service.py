@@ -1,0 +1,347 @@
+"""The service against a real server: ``memory serve`` (uvicorn on a free 127.0.0.1 port,
+its own process), real keys from ``memory keys create``, the real pipeline between a
+write and a read, and real MCP clients from the ``mcp`` SDK over streamable HTTP and stdio.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamablehttp_client
+
+from memory_assets.cli.runner import materialize_pending
+from retrieval.paths import DataRoot
+from tests.service_server import create_key, service_env, start
+
+AWS_ID = "AKIA" + "IOSFODNN7EXAMPL3"
+GITHUB = "ghp_" + "R4nd0mT0k3nV4lu3" * 2 + "abcd"
+BAD_KEY = "mem_000000000000_" + "x" * 43
+LIMIT = 4096  # [service] max_request_bytes for these servers
+CONFIG = f"""
+[service]
+max_request_bytes = {LIMIT}
+writes_per_minute = 1000
+"""
+
+
+def _config(folder: Path) -> Path:
+    path = folder / "service.toml"
+    path.write_text(CONFIG)
+    return path
+
+
+def _bytes_under(root: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
+
+
+def _until(check, timeout: float = 20.0):
+    """``check()`` once it is truthy (a new publish reaches a running server within seconds)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = check()
+        if found or time.monotonic() > deadline:
+            return found
+        time.sleep(0.5)
+
+
+class Served:
+    def __init__(self, root: Path, config: Path):
+        self.root, self.config = root, config
+        env = service_env(config)
+        self.keys = {
+            "alice": create_key(root, "alice", "--grant", "team", env=env),
+            "bob": create_key(root, "bob", env=env),
+            "team": create_key(root, "team", env=env),
+            "limited": create_key(root, "limited", "--writes-per-minute", "3", env=env),
+        }
+        self.server = start(root, self.keys["alice"], config=config)
+
+    def http(self, who: str | None) -> httpx.Client:
+        return self.server.client(self.keys.get(who, who) if who else None)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("service")
+    root = folder / "data"
+    root.mkdir()
+    served = Served(root, _config(folder))
+    yield served
+    served.server.stop()
+
+
+@pytest.fixture(scope="module")
+def published(served):
+    """Writes through the API, what the writer read back at once, then one pipeline run."""
+    alice, team, bob = served.http("alice"), served.http("team"), served.http("bob")
+    said = {
+        "alice": alice.post("/v1/remember", json={"content": "Alice's team deploys the billing service on Thursdays only."}),
+        "team": team.post("/v1/remember", json={"content": "The platform team's standup is at 9:30 in the Juniper room."}),
+        "bob": bob.post("/v1/remember", json={"content": "Bob keeps his sourdough starter in the garage fridge."}),
+        "secret": alice.post("/v1/remember", json={"content": f"The staging deploy key is {AWS_ID}, ask Alice."}),
+    }
+    turns = [alice.post("/v1/sessions/s-cred/turns", json={
+        "turn": n, "user_input": text, "llm_output": "Noted.",
+        "tool_calls": [{"name": "shell", "output": f"export GITHUB_TOKEN={GITHUB}"}] if n == 1 else [],
+        "internal_state": {"scratch": f"token {GITHUB}"} if n == 1 else {}})
+        for n, text in enumerate(["I moved the billing cron to 02:30 UTC last week.",
+                                  f"My GitHub token is {GITHUB}, keep it handy."])]
+    before = alice.post("/v1/inject", json={"context": "When does the billing service deploy?"}).json()
+    flushed = alice.post("/v1/sessions/s-cred/flush", json={})
+    summary = materialize_pending(DataRoot.resolve(served.root))
+    return {"said": said, "turns": turns, "before": before, "flushed": flushed, "summary": summary}
+
+
+# -- keys: 401, 403, 429, 413 -----------------------------------------------------------------
+
+def _routes(served) -> list[tuple[str, str]]:
+    schema = served.http("alice").get("/openapi.json").json()
+    return [(method.upper(), path) for path, ops in schema["paths"].items() for method in ops]
+
+
+def _concrete(path: str) -> str:
+    return path.replace("{item_id}", "m:0000").replace("{session_id}", "s-1").replace("{action}", "pin")
+
+
+# A valid body for each route that takes one, so a refusal is not a validation error.
+BODIES = {
+    "/v1/inject": {"context": "what do I deploy on?"}, "/v1/search": {"query": "deploy"},
+    "/v1/remember": {"content": "Bob likes rye bread."}, "/v1/items/{item_id}": {"content": "new words"},
+    "/v1/responses": {"item_ids": [], "response_text": "ok"}, "/v1/sessions/{session_id}/turns": {"turn": 0},
+    "/v1/sessions/{session_id}/flush": {}, "/v1/erase": {"confirm": True},
+}
+
+
+def test_every_route_and_the_schema_refuse_a_missing_or_bad_key_with_401(served):
+    routes = _routes(served)
+    assert len(routes) >= 15
+    for who in (None, BAD_KEY):
+        client = served.http(who)
+        for method, path in routes:
+            answer = client.request(method, _concrete(path), json=BODIES.get(path))
+            assert answer.status_code == 401, (who, method, path, answer.text)
+            assert answer.headers["www-authenticate"] == "Bearer"
+        assert client.get("/openapi.json").status_code == 401
+        assert client.post("/mcp/", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).status_code == 401
+
+
+def test_a_namespace_the_key_was_not_granted_is_403_and_says_nothing_about_it(served):
+    alice = served.http("alice")
+    served.http("bob").post("/v1/remember", json={"content": "Bob's bakery opens at 7."})  # bob's namespace exists
+    for method, path in _routes(served):
+        answers = [alice.request(method, _concrete(path), params={"namespace": ns}, json=BODIES.get(path))
+                   for ns in ("bob", "nobody-ever")]
+        assert [a.status_code for a in answers] == [403, 403], (method, path, [a.text for a in answers])
+        # The same words whether the namespace exists or not, but for its name.
+        assert answers[0].json()["error"].replace("bob", "X") == answers[1].json()["error"].replace("nobody-ever", "X")
+    # A granted shared namespace is readable, not writable.
+    assert alice.post("/v1/search", params={"namespace": "team"}, json={"query": "standup"}).status_code == 200
+    assert alice.post("/v1/remember", params={"namespace": "team"}, json={"content": "x y z"}).status_code == 403
+
+
+def test_writes_over_the_key_rate_get_429_with_retry_after(served):
+    limited = served.http("limited")
+    codes = [limited.post("/v1/remember", json={"content": f"Limited agent note number {n}."}).status_code
+             for n in range(3)]
+    assert codes == [202, 202, 202]
+    over = limited.post("/v1/remember", json={"content": "One note too many."})
+    assert over.status_code == 429 and 1 <= int(over.headers["retry-after"]) <= 60
+    assert limited.post("/v1/search", json={"query": "note"}).status_code == 200  # reads are not limited
+
+
+def test_a_request_body_over_the_limit_is_413(served):
+    big = {"content": "word " * LIMIT}
+    assert served.http("alice").post("/v1/remember", json=big).status_code == 413
+    assert served.http(None).post("/v1/remember", json=big).status_code == 413  # refused before it is read
+    # Without a Content-Length (a chunked body) it is counted as it arrives.
+    chunks = (json.dumps(big).encode()[i:i + 1000] for i in range(0, LIMIT + 2000, 1000))
+    answer = served.http("alice").post("/v1/remember", content=chunks, headers={"content-type": "application/json"})
+    assert answer.status_code == 413
+
+
+def test_a_revoked_key_is_refused_within_seconds(served):
+    key = create_key(served.root, "short-lived", env=service_env(served.config))
+    client = served.server.client(key)
+    assert client.get("/v1/whoami").status_code == 200
+    key_id = key.split("_")[1]
+    import subprocess
+
+    subprocess.run([sys.executable, "-m", "memory_assets.cli", "--data-root", str(served.root), "keys", "revoke",
+                    key_id], check=True, capture_output=True, env=service_env(served.config))
+    assert _until(lambda: client.get("/v1/whoami").status_code == 401, timeout=10)
+
+
+# -- writes that land now -----------------------------------------------------------------------
+
+def test_remember_is_read_back_at_once_then_published_by_the_pipeline(served, published):
+    assert published["said"]["alice"].status_code == 202
+    assert "[pending]" in published["before"]["text"] and "Thursdays" in published["before"]["text"]
+    assert not published["summary"].failed
+    alice = served.http("alice")
+
+    def published_line():
+        block = alice.post("/v1/inject", json={"context": "When does the billing service deploy?"}).json()
+        return block if "Thursdays" in block["text"] and "[pending]" not in block["text"] else None
+
+    block = _until(published_line)
+    assert block, "the remembered item never replaced its pending line"
+    ref = re.search(r"\[(m:\d+)\][^\n]*Thursdays", block["text"]).group(1)
+    item = alice.get(f"/v1/items/{ref}").json()
+    assert item["provenance"] == "user_stated" and item["namespace"] == "alice"
+    history = alice.get(f"/v1/items/{ref}/history").json()
+    assert [s["content"] for s in history["sources"]] == ["Alice's team deploys the billing service on Thursdays only."]
+    assert any(e["type"] == "injected" for e in history["events"])
+    # Another agent's key does not see it, by search or by id.
+    bob = served.http("bob")
+    assert "Thursdays" not in bob.post("/v1/inject", json={"context": "billing deploy day?"}).json()["text"]
+    assert bob.get(f"/v1/items/{item['id']}").status_code == 404
+
+
+def test_a_shared_namespace_is_read_by_the_keys_granted_it_and_ranked_below_their_own(served, published):
+    alice, bob = served.http("alice"), served.http("bob")
+    found = _until(lambda: [h for h in alice.post("/v1/search", json={"query": "when is the standup?"}).json()
+                            if "Juniper" in h["content"]])
+    assert found and found[0]["status"] == "active"
+    assert not [h for h in bob.post("/v1/search", json={"query": "when is the standup?"}).json()
+                if "Juniper" in h["content"]]
+
+
+def test_a_credential_sent_to_remember_or_append_turn_is_nowhere_under_the_data_root(served, published):
+    assert published["said"]["secret"].status_code == 202
+    assert "[REDACTED" in published["said"]["secret"].json()["content"]
+    assert [t.status_code for t in published["turns"]] == [201, 201]
+    # The credential turn is high-signal: the session was handed over at once.
+    assert published["turns"][1].json()["signals"] and published["turns"][1].json()["flushed"]
+    stored = _bytes_under(served.root) + served.server.log.read_bytes()
+    for secret in (AWS_ID, GITHUB):
+        assert secret.encode() not in stored
+
+
+def test_a_list_filters_by_status_text_and_kind(served, published):
+    alice = served.http("alice")
+    rows = _until(lambda: alice.get("/v1/items", params={"text": "billing"}).json())
+    assert rows and all("billing" in r["content"].lower() and r["status"] == "active" for r in rows)
+    assert all(r["namespace"] == "alice" for r in alice.get("/v1/items", params={"status": "any"}).json())
+    assert alice.get("/v1/items", params={"status": "bogus"}).status_code == 422
+
+
+# -- crash: kill -9 mid-session ------------------------------------------------------------------
+
+def test_every_acknowledged_turn_survives_kill_9_and_reaches_resources_after_the_next_flush(tmp_path):
+    root = tmp_path / "data"
+    root.mkdir()
+    config = _config(tmp_path)
+    key = create_key(root, "crashy", env=service_env(config))
+    server = start(root, key, config=config)
+    said = [f"Turn {n}: the deploy window for ledger is {n + 8} pm on Fridays." for n in range(5)]
+    acked = []
+    try:
+        client = server.client(key)
+        for n, text in enumerate(said):
+            answer = client.post("/v1/sessions/crash-1/turns", json={"turn": n, "user_input": text,
+                                                                        "internal_state": {"step": n}})
+            assert answer.status_code == 201
+            acked.append(n)
+        server.kill()
+    finally:
+        server.stop()
+    server = start(root, key, config=config)
+    try:
+        client = server.client(key)
+        replayed = client.get("/v1/sessions/crash-1/turns").json()
+        assert [t["turn"] for t in replayed] == acked
+        assert [t["record"]["internal_state"]["step"] for t in replayed] == acked
+        assert client.get("/v1/sessions/crash-1/turns", params={"upto_turn": 2}).json()[-1]["turn"] == 2
+        assert client.post("/v1/sessions/crash-1/flush", json={}).json()["written"]
+    finally:
+        server.stop()
+    materialize_pending(DataRoot.resolve(root))
+    import polars as pl
+
+    stored = pl.read_parquet(sorted((root / "warehouse" / "resources" / "crash-1").glob("*.parquet")))
+    assert set(said) <= set(stored.filter(pl.col("role") == "user")["content"].to_list())
+
+
+# -- MCP: streamable HTTP and stdio ---------------------------------------------------------------
+
+def _text(result) -> str:
+    return "".join(getattr(c, "text", "") for c in result.content)
+
+
+def test_mcp_over_streamable_http_with_the_sdk_client(served):
+    async def session_of(key: str, work):
+        async with streamablehttp_client(f"{served.server.url}/mcp/",
+                                         headers={"Authorization": f"Bearer {key}"}) as (read, write, _):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                return await work(session)
+
+    async def main():
+        async def flow(session):
+            tools = {t.name for t in (await session.list_tools()).tools}
+            wrote = await session.call_tool("memory_remember", {"content": "Alice's laptop is a 2023 ThinkPad X1."})
+            block = await session.call_tool("memory_inject", {"context": "What laptop does Alice use?"})
+            denied = await session.call_tool("memory_search", {"query": "bread", "namespace": "bob"})
+            return tools, wrote, block, denied
+
+        tools, wrote, block, denied = await session_of(served.keys["alice"], flow)
+        assert {"memory_inject", "memory_search", "memory_remember", "memory_append_turn", "memory_history",
+                "memory_flush_session", "memory_list", "memory_forget"} <= tools
+        assert not wrote.isError and "pending:" in _text(wrote)
+        assert "ThinkPad" in json.loads(_text(block))["text"]
+        assert denied.isError and "403 Forbidden: this key may not read" in _text(denied)
+
+        async def over(session):
+            return [await session.call_tool("memory_remember", {"content": f"Limited MCP note {n}."}) for n in range(4)]
+
+        results = await session_of(served.keys["limited"], over)
+        assert any(r.isError and "429 Too many requests" in _text(r) for r in results)
+
+    anyio.run(main)
+
+
+def test_mcp_over_stdio_remember_materialize_inject(tmp_path):
+    root = tmp_path / "data"
+    root.mkdir()
+    key = create_key(root, "desktop")
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "memory_assets.cli", "--data-root", str(root), "serve", "--mcp-stdio"],
+        env={**service_env(), "MEMORY_API_KEY": key})
+
+    async def main():
+        async with stdio_client(params) as (read, write):
+            async with ClientSession(read, write) as session:
+                await session.initialize()
+                wrote = await session.call_tool("memory_remember", {"content": "Dana's CI runs on Buildkite, not GitHub Actions."})
+                assert not wrote.isError
+                pending = json.loads(_text(await session.call_tool("memory_inject", {"context": "Which CI does Dana use?"})))
+                assert "[pending]" in pending["text"]
+                await anyio.to_thread.run_sync(lambda: materialize_pending(DataRoot.resolve(root)))
+                for _ in range(40):
+                    block = json.loads(_text(await session.call_tool("memory_inject", {"context": "Which CI does Dana use?"})))
+                    if "Buildkite" in block["text"] and "[pending]" not in block["text"]:
+                        break
+                    await anyio.sleep(0.5)
+                assert "Buildkite" in block["text"] and "[m:" in block["text"]
+
+    anyio.run(main)
+
+
+def test_mcp_stdio_refuses_to_start_without_a_live_key(tmp_path):
+    import subprocess
+
+    root = tmp_path / "data"
+    root.mkdir()
+    done = subprocess.run([sys.executable, "-m", "memory_assets.cli", "--data-root", str(root), "serve", "--mcp-stdio"],
+                          capture_output=True, text=True, env={**service_env(), "MEMORY_API_KEY": BAD_KEY},
+                          input="", timeout=60)
+    assert done.returncode == 2 and "MEMORY_API_KEY" in done.stderr
