@@ -62,6 +62,7 @@ class Served:
             "bob": create_key(root, "bob", env=env),
             "team": create_key(root, "team", env=env),
             "limited": create_key(root, "limited", "--writes-per-minute", "3", env=env),
+            "fuzz": create_key(root, "fuzz", env=env),
         }
         self.server = start(root, self.keys["alice"], config=config)
 
@@ -88,6 +89,7 @@ def published(served):
         "team": team.post("/v1/remember", json={"content": "The platform team's standup is at 9:30 in the Juniper room."}),
         "bob": bob.post("/v1/remember", json={"content": "Bob keeps his sourdough starter in the garage fridge."}),
         "secret": alice.post("/v1/remember", json={"content": f"The staging deploy key is {AWS_ID}, ask Alice."}),
+        "fuzz": served.http("fuzz").post("/v1/remember", json={"content": "The fuzzing agent tests the memory API."}),
     }
     turns = [alice.post("/v1/sessions/s-cred/turns", json={
         "turn": n, "user_input": text, "llm_output": "Noted.",
@@ -232,6 +234,20 @@ def test_a_list_filters_by_status_text_and_kind(served, published):
     assert rows and all("billing" in r["content"].lower() and r["status"] == "active" for r in rows)
     assert all(r["namespace"] == "alice" for r in alice.get("/v1/items", params={"status": "any"}).json())
     assert alice.get("/v1/items", params={"status": "bogus"}).status_code == 422
+
+
+def test_schemathesis_finds_no_server_error_on_any_route(served, published):
+    """Generated requests for every operation of the published schema (its examples,
+    boundary values, fuzzing and stateful sequences), with a key whose namespace holds an
+    item: no answer is a 5xx."""
+    import subprocess
+
+    tool = Path(sys.executable).with_name("schemathesis")
+    done = subprocess.run([str(tool), "run", f"{served.server.url}/openapi.json", "-H",
+                           f"Authorization: Bearer {served.keys['fuzz']}", "--checks", "not_a_server_error",
+                           "--max-examples", "20", "--seed", "1"], capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-4000:]
+    assert re.search(r"Tested: 1[5-9]|Tested: [2-9]\d", done.stdout), done.stdout[-2000:]
 
 
 # -- crash: kill -9 mid-session ------------------------------------------------------------------
