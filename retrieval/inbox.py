@@ -111,17 +111,22 @@ def write_event(events_dir: Path, event: Mapping[str, Any], *, durable: bool = T
 
 
 def write_import(folder: Path, records: Iterable[Mapping[str, Any]], *, stamp: str,
-                 pii: Iterable[str] | None = None) -> Path | None:
+                 pii: Iterable[str] | None = None) -> tuple[Path, bool]:
     """Append one validated import (``memory import``: a header and its records) as its
     own JSONL file, every string redacted like a transcript.
 
     Named ``<stamp>-<content hash>.jsonl``: the stamp orders imports (an earlier import
     wins a tie between two of them), the hash makes the same import written twice one
-    file. Returns the path, or None when an import with this content is already there.
+    file. The hash leaves out the header's time (``exported_at``), so unchanged memories
+    exported or migrated again later are the same import. Returns the file, and whether
+    it was written now (False: already there).
     """
     kinds = pii_kinds(pii)
-    data = "".join(json.dumps(redacted(r, kinds), ensure_ascii=False, sort_keys=True) + "\n" for r in records).encode()
-    digest = hashlib.sha256(data).hexdigest()[:16]
-    if folder.exists() and any(folder.glob(f"*-{digest}.jsonl")):
-        return None
-    return atomic_write(folder / f"{stamp}-{digest}.jsonl", data)
+    lines = [json.dumps(redacted(r, kinds), ensure_ascii=False, sort_keys=True) for r in records]
+    data = "".join(line + "\n" for line in lines).encode()
+    header = {k: v for k, v in json.loads(lines[0]).items() if k != "exported_at"} if lines else {}
+    digest = hashlib.sha256("\n".join([json.dumps(header), *lines[1:]]).encode()).hexdigest()[:16]
+    existing = sorted(folder.glob(f"*-{digest}.jsonl")) if folder.exists() else []
+    if existing:
+        return existing[0], False
+    return atomic_write(folder / f"{stamp}-{digest}.jsonl", data), True

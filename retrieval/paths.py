@@ -1,6 +1,7 @@
 """Where everything lives under a data root (DESIGN.md, "Layout").
 
-Agents append to ``inbox/`` and ``events/``; only pipeline runs write the rest.
+Agents append to ``inbox/``, ``events/``, ``requests/`` and ``imports/``; only pipeline runs write
+the rest.
 """
 
 from __future__ import annotations
@@ -39,6 +40,14 @@ class DataRoot:
     def requests(self) -> Path:
         """Run requests an agent appends (``MemoryClient.request_run``), one file each."""
         return self.root / "requests"
+
+    @property
+    def imports(self) -> Path:
+        """Memories brought in by ``memory import`` (an export of another data root, or
+        flat-file memories), one validated, redacted JSONL file each; the ``memory_items``
+        build adopts them. Beside ``inbox/``, not in it: every folder of ``inbox/`` is a
+        session."""
+        return self.root / "imports"
 
     # pipeline-written
     @property
@@ -92,6 +101,12 @@ class DataRoot:
     def published_edges(self) -> Path:
         """The edges of the published items version (swapped in with them)."""
         return self.graph_dir / "edges.parquet"
+
+    @property
+    def import_ledger(self) -> Path:
+        """What the last items build did with each file under ``imports/`` (one JSON each:
+        adopted, duplicates, rejected …), for ``memory import`` to report."""
+        return self.warehouse / "imports"
 
     @property
     def merges(self) -> Path:

@@ -25,7 +25,10 @@ SENTIMENTS = ("frustrated", "excited", "uncertain", "neutral")
 # A candidate is a fact below the gate's usefulness bar (gate.min_confidence): stored, never
 # injected, active once another session confirms it.
 STATUSES = ("active", "candidate", "superseded", "archived", "cold", "purged")
-PROVENANCE = ("user_stated", "user_corrected", "observed", "inferred", "extracted")
+# Where a memory came from. An extractor claims one of the first five; "migration" is a
+# memory brought over from flat files (MEMORY.md) by ``memory import --from-markdown``.
+EXTRACTED_PROVENANCE = ("user_stated", "user_corrected", "observed", "inferred", "extracted")
+PROVENANCE = (*EXTRACTED_PROVENANCE, "migration")
 SCOPES = ("global", "project", "session")
 EVENT_TYPES = (
     "injected", "referenced", "ignored", "reinforce", "demote", "update", "forget", "correction",

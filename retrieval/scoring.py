@@ -249,15 +249,41 @@ def lifecycle_importance(config: MemoryConfig, row: dict, now: datetime) -> floa
     × 0.95 (standard) / 0.80 (transient) per whole week since the last reference or
     creation; the permanent tier never decays.  [lifecycle.reinforce_multiplier, weekly_decay]
     """
-    cfg = config.lifecycle
     cap = float(config.importance.untrusted_cap) if row.get("source_trust") == "untrusted" else 1.0
-    references = int(row.get("reference_count") or 0)
-    value = min(cap, float(row.get("importance") or 0.0) * float(cfg.reinforce_multiplier) ** references)
+    reinforced, decayed = _importance_factors(config, row, now)
+    return round(min(cap, float(row.get("importance") or 0.0) * reinforced) * decayed, 6)
+
+
+def _importance_factors(config: MemoryConfig, row: dict, now: datetime) -> tuple[float, float]:
+    """(× reinforcement, × decay) that ``lifecycle_importance`` applies to a base importance."""
+    cfg = config.lifecycle
+    reinforced = float(cfg.reinforce_multiplier) ** int(row.get("reference_count") or 0)
     tier = row.get("tier") or "standard"
-    if tier != "permanent":
-        weekly = cfg.weekly_decay
-        value *= float(weekly.get(tier, weekly["standard"])) ** weeks_unreferenced(row, now)
-    return round(value, 6)
+    if tier == "permanent":
+        return reinforced, 1.0
+    weekly = cfg.weekly_decay
+    return reinforced, float(weekly.get(tier, weekly["standard"])) ** weeks_unreferenced(row, now)
+
+
+def base_scores(config: MemoryConfig, row: dict, now: datetime, *, confirmed: bool,
+                contradicted: bool) -> tuple[float, float]:
+    """The base (importance, confidence) that ``lifecycle_importance`` and
+    ``lifecycle_confidence`` turned into a scored row's own as of ``now``: their inverse.
+
+    An item that arrives already scored (``memory import`` of another data root's export)
+    gets its base back, so the lifecycle reinforces, decays and confirms it once, not twice.
+    A value at a cap or a bound reads back as the smallest base that reaches it, which
+    the forward formulas turn into the same value again.
+    """
+    reinforced, decayed = _importance_factors(config, row, now)
+    factor = reinforced * decayed
+    importance = float(row.get("importance") or 0.0)
+    base_importance = min(1.0, importance / factor) if factor > 0 else importance
+    cfg = config.lifecycle
+    confidence = float(row.get("confidence") or 0.0)
+    confidence -= float(cfg.confirm_bonus) if confirmed else 0.0
+    confidence += float(cfg.contradiction_penalty) if contradicted else 0.0
+    return round(base_importance, 6), round(min(1.0, max(0.0, confidence)), 6)
 
 
 def lifecycle_confidence(config: MemoryConfig, confidence: float, *, confirmed: bool, contradicted: bool) -> float:

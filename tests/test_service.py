@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamablehttp_client
 
 from memory_assets.cli.runner import materialize_pending
 from retrieval.paths import DataRoot
-from tests.service_server import create_key, service_env, start
+from evals.bench.serving import create_key, service_env, start
 
 AWS_ID = "AKIA" + "IOSFODNN7EXAMPL3"
 GITHUB = "ghp_" + "R4nd0mT0k3nV4lu3" * 2 + "abcd"

@@ -193,6 +193,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.what == "quality":
         from evals.bench.quality import main as run
+    elif args.what == "service":
+        from evals.bench.service import main as run
     elif args.what == "nightly":
         from evals.bench.nightly import main as run
     else:
@@ -271,17 +273,18 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("id", help="an item id, or the short id its line shows (m:4821)")
         p.set_defaults(func=cmd_pin)
 
-    from memory_assets.cli import service
+    from memory_assets.cli import portable, service
 
     service.add_commands(command)
+    portable.add_commands(command)
 
     p = command("eval", help="measure quality: `memory eval retrieval --dataset PATH... [--k 10] [--json]`")
     p.add_argument("what", choices=["retrieval", "extraction", "changes"])
     p.add_argument("rest", nargs=argparse.REMAINDER, help="options of that eval (see --help after it)")
     p.set_defaults(func=cmd_eval)
 
-    p = command("bench", help="measure speed: `memory bench retrieval|quality|nightly --items N [--json]`")
-    p.add_argument("what", choices=["retrieval", "quality", "nightly"])
+    p = command("bench", help="measure speed: `memory bench retrieval|quality|nightly|service --items N [--json]`")
+    p.add_argument("what", choices=["retrieval", "quality", "nightly", "service"])
     p.add_argument("rest", nargs=argparse.REMAINDER, help="options of that benchmark (see --help after it)")
     p.set_defaults(func=cmd_bench)
     return parser

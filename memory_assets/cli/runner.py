@@ -48,9 +48,9 @@ def pending_sessions(paths: DataRoot) -> tuple[list[str], list[str]]:
 
 def items_stale(paths: DataRoot) -> str | None:
     """Why the published items are behind what is stored, or None: nothing published
-    yet; feedback events waiting; facts written after the published snapshot (a run that
-    died between extraction and publish); or a staged version the last publish did not
-    finish (a run killed while publishing)."""
+    yet; feedback events waiting; facts or imports written after the published snapshot
+    (a run that died between extraction and publish, an import whose run did not finish);
+    or a staged version the last publish did not finish (a run killed while publishing)."""
     snapshot = paths.published_items
     if not snapshot.exists():
         return "nothing published yet"
@@ -60,6 +60,8 @@ def items_stale(paths: DataRoot) -> str | None:
     if paths.extracted_facts.exists() and any(f.stat().st_mtime_ns > published_at
                                               for f in paths.extracted_facts.glob("*.parquet")):
         return "facts newer than the published items"
+    if paths.imports.exists() and any(f.stat().st_mtime_ns > published_at for f in paths.imports.glob("*.jsonl")):
+        return "imports newer than the published items"
     staged, current = publish.staged(paths), publish.current(paths)
     if staged is not None and (current is None or current.version != staged.version) and publish.held(paths) is None:
         return "a staged version was never fully published"

@@ -1,6 +1,7 @@
 """The canonical memory: de-duplicated, scored items with vectors and a full-text index."""
 
 
+import dataclasses
 from datetime import timedelta
 
 import dagster as dg
@@ -101,6 +102,8 @@ def memory_items(context: dg.AssetExecutionContext, config: Clock, memory: Memor
         "clock": now.isoformat(),
         "lifecycle": {k: v for k, v in report.counts.items() if v},
         "sweeps_applied": staged.sweeps_applied,
+        # What `memory import` brought (lib/items/imports.py); only once there is an import.
+        **({"imports": dataclasses.asdict(staged.imports)} if staged.imports is not None else {}),
         "sample": dg.MetadataValue.md("\n".join(f"- {c}" for c in active.sort("importance", descending=True)["content"].head(10).to_list()) or "none"),
     })
     yield dg.MaterializeResult(asset_key="entities", metadata={

@@ -36,8 +36,8 @@ from retrieval.llm import (
     load_prompt,
 )
 from retrieval.schema import (
+    EXTRACTED_PROVENANCE,
     KINDS,
-    PROVENANCE,
     SENTIMENTS,
     STRENGTHS,
     TIERS,
@@ -88,7 +88,7 @@ _VOCABULARIES: dict[str, tuple[str, ...]] = {
     "strength": STRENGTHS,
     "sentiment": SENTIMENTS,
     "source_trust": TRUST,
-    "provenance": PROVENANCE,
+    "provenance": EXTRACTED_PROVENANCE,  # "migration" is never the model's claim
 }
 
 
@@ -376,7 +376,7 @@ class LLMExtractor:
             tiers=", ".join(TIERS),
             strengths=", ".join(STRENGTHS),
             sentiments=", ".join(SENTIMENTS),
-            provenance=", ".join(PROVENANCE),
+            provenance=", ".join(EXTRACTED_PROVENANCE),
         )
         self.client = client if client is not None else chat_client(config)
 

@@ -90,8 +90,8 @@ def facts_to_items(facts: pl.DataFrame, now: datetime) -> pl.DataFrame:
 @spanned("consolidate")
 def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vectors: dict[str, np.ndarray],
                 embedder: TextEmbedder, config: MemoryConfig, now: datetime,
-                events: pl.DataFrame | None = None) -> Consolidated:
-    """Build the item set from every extracted fact.
+                events: pl.DataFrame | None = None, adopted: pl.DataFrame | None = None) -> Consolidated:
+    """Build the item set from every extracted fact, and the items adopted from imports.
 
     Args:
         facts: all extracted facts (FACT_SCHEMA).
@@ -101,6 +101,10 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
         embedder: turns text into unit vectors.
         now: the run's clock.
         events: the feedback event log, replayed onto the items (``feedback.fold``).
+        adopted: items adopted from imports (``imports.adopt``: ITEM_SCHEMA, base scores,
+            their feedback counters the base the events add to). Like items of the
+            previous version, they are not compared as new rows for dedup or
+            contradictions: their own memory did that.
     """
     items = facts_to_items(with_fields(facts), now)
     items, merges = dedup.exact_dedup(items)
@@ -122,6 +126,9 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
             contradicts=pl.col("contradicts").fill_null([]),
         ).drop("_admitted")
     items = items.select(list(ITEM_SCHEMA) + ["supersedes_hint"]) if "supersedes_hint" in items.columns else items
+    adopted = adopted if adopted is not None and adopted.height else None
+    if adopted is not None:
+        items = pl.concat([items, _carried_onto(adopted, previous)], how="diagonal_relaxed")
     items = items.sort("created_at", "id")
     folded: dict[str, int] = {}
     if events is not None:
@@ -130,7 +137,7 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
     # Facts an earlier version merged fold straight back into their survivor, before
     # embedding: they need no vector and no similarity search.
     previous_ids = set(previous["id"].to_list()) if previous is not None and not previous.is_empty() else set()
-    if previous_ids and "merged_from" in previous.columns:
+    if previous_ids and previous is not None and "merged_from" in previous.columns:
         merged_into = {m: r["id"] for r in previous.select("id", "merged_from").to_dicts() for m in (r["merged_from"] or [])}
         items, refolded = dedup.fold_known(items, merged_into, bonus=config.confidence.merge_bonus)
         previous_ids.update(refolded)
@@ -144,11 +151,12 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
     vectors = np.stack([vectors_by_hash[h] for h in items["content_hash"].to_list()]).astype(np.float32) if items.height else np.zeros((0, 1), np.float32)
     items = items.with_columns(embedding_model=pl.lit(embedder.model_id))
 
-    new_rows = np.asarray([i for i, x in enumerate(items["id"].to_list()) if x not in previous_ids], dtype=int)
+    known_ids = previous_ids | (set(adopted["id"].to_list()) if adopted is not None else set())
+    new_rows = np.asarray([i for i, x in enumerate(items["id"].to_list()) if x not in known_ids], dtype=int)
     if new_rows.size:
         items, vectors, semantic = dedup.semantic_dedup(
             items, vectors, threshold=config.dedup.semantic_threshold,
-            bonus=config.confidence.merge_bonus, candidates=None if not previous_ids else new_rows,
+            bonus=config.confidence.merge_bonus, candidates=None if not known_ids else new_rows,
         )
         merges.extend(semantic)
 
@@ -161,13 +169,30 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
     items = _retire(items, validity.retire_replaced(items, vectors, config), now, superseded)
     items = items.select(list(ITEM_SCHEMA))
     changed = None
-    if previous_ids:
-        before = dict(zip(previous["id"].to_list(), previous["content_hash"].to_list()))
+    if known_ids:
+        before = dict(zip(adopted["id"].to_list(), adopted["content_hash"].to_list())) if adopted is not None else {}
+        if previous is not None and previous_ids:
+            before.update(zip(previous["id"].to_list(), previous["content_hash"].to_list()))
         changed = [i for i, (item_id, digest) in enumerate(zip(items["id"].to_list(), items["content_hash"].to_list()))
                    if before.get(item_id) != digest]
     return Consolidated(items, vectors, merges, superseded, embedded=len(missing),
                         reused_vectors=len(set(items["content_hash"].to_list()) - set(missing)),
                         events_folded=folded, changed=changed)
+
+
+def _carried_onto(adopted: pl.DataFrame, previous: pl.DataFrame | None) -> pl.DataFrame:
+    """Adopted items with what the lifecycle has changed since they were adopted (the
+    ``CARRIED`` columns of the previous version), their own state before that."""
+    if previous is None or previous.is_empty():
+        return adopted
+    carried = [c for c in CARRIED if c in previous.columns]
+    later = previous.select(["id", *carried]).filter(pl.col("id").is_in(adopted["id"].implode()))
+    if later.is_empty():
+        return adopted
+    joined = adopted.join(later, on="id", how="left", suffix="_later")
+    known = pl.col("id").is_in(later["id"].implode())
+    return joined.with_columns([pl.when(known).then(pl.col(f"{c}_later")).otherwise(pl.col(c)).alias(c)
+                                for c in carried]).select(adopted.columns)
 
 
 def _retire(items: pl.DataFrame, pairs: list[tuple[int, int]], now: datetime,

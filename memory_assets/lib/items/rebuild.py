@@ -54,7 +54,7 @@ def preload_due_triggers(items: pl.DataFrame, config: MemoryConfig, now: datetim
 def rebuild_items(facts: pl.DataFrame, previous: pl.DataFrame | None, events: pl.DataFrame | None,
                   pending: Sequence[sweeping.Sweep], known_vectors: Callable[[], dict[str, np.ndarray]],
                   embedder: TextEmbedder, resources: pl.DataFrame, config: MemoryConfig,
-                  now: datetime) -> Rebuilt:
+                  now: datetime, adopted: pl.DataFrame | None = None) -> Rebuilt:
     """The items as of ``now``.
 
     Args:
@@ -66,9 +66,11 @@ def rebuild_items(facts: pl.DataFrame, previous: pl.DataFrame | None, events: pl
         known_vectors: content hash → stored vector, read only when no refresh is asked.
         embedder: turns new text into unit vectors.
         resources: the turns the facts came from (their text is searched too).
+        adopted: items adopted from imports as they were (``imports.adopt``).
     """
     refresh = any(s.refresh for s in pending)
-    result = consolidate(facts, previous, {} if refresh else known_vectors(), embedder, config, now, events=events)
+    result = consolidate(facts, previous, {} if refresh else known_vectors(), embedder, config, now, events=events,
+                         adopted=adopted)
     # Without a refresh, contradictions are looked for around new and reworded items only.
     items, report = lifecycle.apply(result.items, result.vectors, config, now,
                                     changed=None if refresh else result.changed)

@@ -14,7 +14,7 @@ from datetime import datetime
 import polars as pl
 
 from memory_assets.lib import warehouse
-from memory_assets.lib.items import feedback, graph as graphs, publish
+from memory_assets.lib.items import feedback, graph as graphs, imports, publish
 from memory_assets.lib.items.rebuild import Rebuilt, rebuild_items
 from memory_assets.lib.lifecycle import sweeps
 from memory_assets.lib.quality import ScanLedger, audit, embeddings_report, graph_report, items_report, schema_report
@@ -47,6 +47,7 @@ class StagedItems:
     facts_in: int
     event_errors: list[str]  # event files that could not be read, each named with its line
     sweeps_applied: list[str]
+    imports: imports.Tally | None = None  # what the files under imports/ brought (None: there are none)
 
 
 @dataclass
@@ -71,14 +72,23 @@ def _merge_log(merges, now: datetime) -> pl.DataFrame:
 
 
 def stage_items(paths: DataRoot, model: TextEmbedder, config: MemoryConfig, now: datetime) -> StagedItems:
-    """Rebuild the items from every fact, the agents' feedback and the pending sweeps as of
-    ``now``, write them as a new Parquet and LanceDB version, and stage it."""
+    """Rebuild the items from every fact, the imports, the agents' feedback and the pending
+    sweeps as of ``now``, write them as a new Parquet and LanceDB version, and stage it."""
     store = ItemStore(paths)
-    facts = warehouse.read_facts(paths)
+    facts, previous = warehouse.read_facts(paths), store.items()
+    files = imports.read_imports(paths)
+    adoption = imports.adopt(files, facts, previous, config, model.model_id) if files else None
+    if adoption is not None and adoption.facts.height:
+        facts = pl.concat([facts, adoption.facts], how="diagonal_relaxed")
     batch = feedback.read_events(paths)
     pending = sweeps.pending(paths)
-    built = rebuild_items(facts, store.items(), batch.events, pending, store.vectors_by_hash, model,
-                          warehouse.read_resources(paths, conform=False), config, now)
+
+    def known_vectors() -> dict:
+        return {**(adoption.vectors if adoption else {}), **store.vectors_by_hash()}
+
+    built = rebuild_items(facts, previous, batch.events, pending, known_vectors, model,
+                          warehouse.read_resources(paths, conform=False), config, now,
+                          adopted=adoption.items if adoption else None)
     written = publish.write_items(paths, built.items, built.vectors, now, search_text=built.search_text)
     graph = graphs.build_graph(built.items, built.vectors, batch.events, config, now)
     entities, edges = publish.write_graph(paths, graph.entities, graph.edges, now)
@@ -93,7 +103,10 @@ def stage_items(paths: DataRoot, model: TextEmbedder, config: MemoryConfig, now:
         warehouse.write_frame(paths.merges / f"merges-{warehouse.stamp(now)}.parquet",
                               _merge_log(built.consolidated.merges, now))
     publish.write_report(paths, built.report.metadata())
-    return StagedItems(built, written, graph, facts.height, list(batch.errors), [s.file for s in pending])
+    if adoption is not None:
+        imports.write_ledger(paths, adoption, written.version, now)
+    return StagedItems(built, written, graph, facts.height, list(batch.errors), [s.file for s in pending],
+                       adoption.total if adoption else None)
 
 
 def audit_staged(paths: DataRoot, config: MemoryConfig) -> tuple[publish.ItemsVersion, dict[str, QualityReport]] | None:
@@ -108,6 +121,8 @@ def audit_staged(paths: DataRoot, config: MemoryConfig) -> tuple[publish.ItemsVe
     ledger = ScanLedger.load(audit.quality_dir(paths))
     frame = pl.read_parquet(written.parquet)
     resource_ids = warehouse.resource_ids(paths)
+    if imports.import_files(paths):  # imported items cite their own memory's turns, or their file's lines
+        resource_ids = pl.concat([resource_ids, imports.cited_sources(paths)]).unique()
     items = items_report(frame, config, resource_ids=resource_ids, ledger=ledger, subject=subject)
     ledger.save()
     embeddings = embeddings_report(publish.staged_table(paths, written), config, subject=subject)

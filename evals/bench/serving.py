@@ -1,4 +1,5 @@
-"""A real ``memory serve`` for tests: uvicorn on a free 127.0.0.1 port, in its own process."""
+"""A real ``memory serve`` in its own process (uvicorn on a free 127.0.0.1 port), started and
+waited for: the service tests and ``memory bench service`` use it."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 def free_port() -> int:
