@@ -245,7 +245,8 @@ def test_schemathesis_finds_no_server_error_on_any_route(served, published):
     tool = Path(sys.executable).with_name("schemathesis")
     done = subprocess.run([str(tool), "run", f"{served.server.url}/openapi.json", "-H",
                            f"Authorization: Bearer {served.keys['fuzz']}", "--checks", "not_a_server_error",
-                           "--max-examples", "20", "--seed", "1"], capture_output=True, text=True, timeout=600)
+                           "--max-examples", "20", "--seed", "1"], capture_output=True, text=True, timeout=600,
+                          cwd=served.root.parent)
     assert done.returncode == 0, done.stdout[-4000:]
     assert re.search(r"Tested: 1[5-9]|Tested: [2-9]\d", done.stdout), done.stdout[-2000:]
 
