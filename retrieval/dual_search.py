@@ -21,6 +21,8 @@ so it does not spread through its mentions. The item scores become a third list 
 
 from __future__ import annotations
 
+import threading
+
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -51,6 +53,7 @@ class GraphIndex:
     def __init__(self, entities: Path, edges: Path):
         self.entities_path, self.edges_path = Path(entities), Path(edges)
         self._key: tuple | None = None
+        self._loading = threading.Lock()
         self.names: dict[tuple[str, str], list[str]] = {}
         self.any_namespace: dict[str, list[str]] = {}  # the same, for a reader of every namespace
         self.mentions: dict[str, list[tuple[str, float]]] = {}
@@ -60,7 +63,9 @@ class GraphIndex:
         self.entity_names: dict[str, str] = {}
 
     def refresh(self) -> bool:
-        """Load the published graph if it changed; False when there is none."""
+        """Load the published graph if it changed; False when there is none. The new
+        indexes are built aside and swapped in together, so a walk on another thread reads
+        one version or the next (a mix of two during the swap only changes scores)."""
         try:
             key = tuple((p.stat().st_mtime_ns, p.stat().st_size) for p in (self.entities_path, self.edges_path))
         except FileNotFoundError:
@@ -70,13 +75,19 @@ class GraphIndex:
             return False
         if key == self._key:
             return True
+        with self._loading:
+            if key != self._key:
+                self._load(key)
+        return True
+
+    def _load(self, key: tuple) -> None:
         entities = pl.read_parquet(self.entities_path, columns=["id", "name", "aliases", "namespace", "facts", "status"])
         edges = pl.read_parquet(self.edges_path, columns=["source", "target", "kind", "confidence"])
         names: dict[tuple[str, str], list[str]] = defaultdict(list)
-        self.degree, self.entity_names = {}, {}
+        degree, entity_names = {}, {}
         for eid, name, aliases, namespace, facts, _status in entities.iter_rows():
-            self.degree[eid] = int(facts)
-            self.entity_names[eid] = name
+            degree[eid] = int(facts)
+            entity_names[eid] = name
             for alias in (name, *(aliases or [])):
                 key_name = normal_phrase(alias)
                 if key_name:
@@ -94,12 +105,12 @@ class GraphIndex:
             else:  # item ↔ item
                 items[source].append((target, weight))
                 items[target].append((source, weight))
-        self.names, self.mentions, self.neighbours, self.items = dict(names), dict(mentions), dict(neighbours), dict(items)
-        self.any_namespace = defaultdict(list)
+        any_namespace: dict[str, list[str]] = defaultdict(list)
         for (_, name), ids in names.items():
-            self.any_namespace[name].extend(ids)
+            any_namespace[name].extend(ids)
+        self.names, self.mentions, self.neighbours, self.items = dict(names), dict(mentions), dict(neighbours), dict(items)
+        self.degree, self.entity_names, self.any_namespace = degree, entity_names, dict(any_namespace)
         self._key = key
-        return True
 
     def seeds(self, query: str, namespace: str | None) -> dict[str, float]:
         """The entities the query names (one to four words at a time), each at 1.0."""

@@ -19,6 +19,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 _MODELS: dict[str, Any] = {}
+# Held while a local model encodes (re-entrant: ``embed_one`` holds it around ``embed``).
+_ENCODING = threading.RLock()
 _LOCK = threading.Lock()
 
 
@@ -85,10 +87,12 @@ class Embedder:
             vectors = np.asarray(rows, dtype=np.float32)
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
             return vectors / np.where(norms == 0, 1, norms)
-        vectors = self._local().encode(
-            texts, batch_size=self.batch_size, normalize_embeddings=True,
-            convert_to_numpy=True, show_progress_bar=False,
-        )
+        model = self._local()
+        # One encode at a time per process: the fast tokenizer refuses a second thread
+        # ("Already borrowed"), and two encodes would only share the same cores.
+        with _ENCODING:
+            vectors = model.encode(texts, batch_size=self.batch_size, normalize_embeddings=True,
+                                   convert_to_numpy=True, show_progress_bar=False)
         return vectors.astype(np.float32)
 
     def embed_one(self, text: str) -> np.ndarray:
@@ -106,8 +110,9 @@ class Embedder:
         before = torch.get_num_threads()
         if before == self.query_threads:
             return self.embed([text])[0]
-        torch.set_num_threads(self.query_threads)
-        try:
-            return self.embed([text])[0]
-        finally:
-            torch.set_num_threads(before)
+        with _ENCODING:  # torch's thread count is the process's: set and restored by one query at a time
+            torch.set_num_threads(self.query_threads)
+            try:
+                return self.embed([text])[0]
+            finally:
+                torch.set_num_threads(before)

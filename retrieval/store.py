@@ -7,6 +7,8 @@ passed.
 
 from __future__ import annotations
 
+import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -92,51 +94,71 @@ class PublishedRows:
     the search itself. ``refresh`` reloads when the snapshot file changes (a publish or
     a rollback replaces it by atomic rename); ids it does not hold yet (a publish
     between the tag moving and the file being replaced) are for the caller to fetch.
+
+    Safe to share between threads (the service serves many requests at once): a reload
+    builds the new frame and its index aside and swaps them in as one snapshot, so a
+    reader never pairs one version's index with another's rows.
     """
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self._key: tuple[int, int] | None = None
-        self._frame: pl.DataFrame | None = None
-        self._index: dict[str, int] = {}
-        self._short: ShortIds | None = None
+        self._snapshot = _EMPTY
+        self._loading = threading.Lock()
 
     @property
     def short_ids(self) -> ShortIds:
         """The short ids of every item in the snapshot (``retrieval.ids``), built once per load."""
-        if self._short is None:
-            self._short = ShortIds(self._index)
-        return self._short
+        return self._snapshot.short_ids()
 
     def refresh(self) -> None:
         try:
             stat = self.path.stat()
         except FileNotFoundError:
-            self._key, self._frame, self._index, self._short = None, None, {}, None
+            self._snapshot = _EMPTY
             return
         key = (stat.st_mtime_ns, stat.st_size)
-        if key == self._key:
+        if key == self._snapshot.key:
             return
-        frame = pl.read_parquet(self.path)
-        self._frame, self._key = frame, key
-        self._index = {item_id: i for i, item_id in enumerate(frame["id"].to_list())}
-        self._short = None
+        with self._loading:  # one thread loads; the others wait for it and find it loaded
+            if key == self._snapshot.key:
+                return
+            frame = pl.read_parquet(self.path)
+            self._snapshot = _Snapshot(key, frame, {item_id: i for i, item_id in enumerate(frame["id"].to_list())})
 
     @property
     def key(self) -> tuple[int, int] | None:
         """Which snapshot is loaded (its file's mtime and size); None when there is none."""
-        return self._key
+        return self._snapshot.key
 
     @property
     def frame(self) -> pl.DataFrame | None:
         """The loaded snapshot, every item of the published version."""
-        return self._frame
+        return self._snapshot.frame
 
     def rows(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """id → row for the ``ids`` the snapshot holds."""
-        if self._frame is None:
+        snapshot = self._snapshot
+        if snapshot.frame is None:
             return {}
-        positions = [self._index[i] for i in ids if i in self._index]
+        positions = [snapshot.index[i] for i in ids if i in snapshot.index]
         if not positions:
             return {}
-        return {row["id"]: row for row in self._frame[positions].to_dicts()}
+        return {row["id"]: row for row in snapshot.frame[positions].to_dicts()}
+
+
+@dataclass
+class _Snapshot:
+    """One loaded version of the published rows, swapped in whole."""
+
+    key: tuple[int, int] | None
+    frame: pl.DataFrame | None
+    index: dict[str, int]
+    short: ShortIds | None = None
+
+    def short_ids(self) -> ShortIds:
+        if self.short is None:
+            self.short = ShortIds(self.index)  # two threads may both build it: the same ids
+        return self.short
+
+
+_EMPTY = _Snapshot(None, None, {})

@@ -42,51 +42,60 @@ class NegativeRules:
 
     def __init__(self) -> None:
         self._key: object = None
-        self.rules: list[tuple[dict[str, Any], tuple[str, ...]]] = []
-        self.by_form: dict[str, list[tuple[int, str]]] = {}  # an inflected form → (rule, its pattern)
-        self.literals: list[tuple[int, str, re.Pattern]] = []
+        # (the rules, an inflected form → (rule, its pattern), literal patterns), one version
+        self._index: tuple[list[tuple[dict[str, Any], tuple[str, ...]]], dict[str, list[tuple[int, str]]],
+                           list[tuple[int, str, re.Pattern]]] = ([], {}, [])
+
+    @property
+    def rules(self) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
+        return self._index[0]
 
     def load(self, key: object, frame: Any) -> None:
-        """Index ``frame``'s negative rules (a polars frame of items), unless ``key`` is the one loaded."""
+        """Index ``frame``'s negative rules (a polars frame of items), unless ``key`` is the
+        one loaded. The index is built aside and swapped in whole (readers on other threads
+        see the old rules or the new ones, never half of them)."""
         if key == self._key:
             return
-        self._key = key
-        self.rules, self.by_form, self.literals = [], {}, []
-        if frame is None or "trigger_patterns" not in frame.columns:
-            return
-        import polars as pl
+        rules: list[tuple[dict[str, Any], tuple[str, ...]]] = []
+        by_form: dict[str, list[tuple[int, str]]] = {}
+        literals: list[tuple[int, str, re.Pattern]] = []
+        if frame is not None and "trigger_patterns" in frame.columns:
+            import polars as pl
 
-        rules = frame.filter((pl.col("kind") == "negative") & (pl.col("status") == "active")
-                             & (pl.col("trigger_patterns").list.len() > 0))
-        for row in rules.to_dicts():
-            patterns = tuple(dict.fromkeys(p.lower() for p in row["trigger_patterns"] if p))
-            index = len(self.rules)
-            self.rules.append((row, patterns))
-            for pattern in patterns:
-                if _literal(pattern):
-                    self.literals.append((index, pattern, re.compile(rf"(?<![\w]){re.escape(pattern)}(?![\w])")))
-                else:
-                    for form in forms(normal_phrase(pattern) or pattern):
-                        self.by_form.setdefault(form, []).append((index, pattern))
+            negative = frame.filter((pl.col("kind") == "negative") & (pl.col("status") == "active")
+                                    & (pl.col("trigger_patterns").list.len() > 0))
+            for row in negative.to_dicts():
+                patterns = tuple(dict.fromkeys(p.lower() for p in row["trigger_patterns"] if p))
+                index = len(rules)
+                rules.append((row, patterns))
+                for pattern in patterns:
+                    if _literal(pattern):
+                        literals.append((index, pattern, re.compile(rf"(?<![\w]){re.escape(pattern)}(?![\w])")))
+                    else:
+                        for form in forms(normal_phrase(pattern) or pattern):
+                            by_form.setdefault(form, []).append((index, pattern))
+        self._index = (rules, by_form, literals)
+        self._key = key
 
     def matching(self, text: str, visible: Callable[[Mapping[str, Any]], bool], limit: int
                  ) -> list[tuple[dict[str, Any], list[str]]]:
         """The rules ``text`` triggers that ``visible`` admits, most patterns matched first:
         (row, the patterns it matched), at most ``limit``."""
-        if not self.rules or limit <= 0 or not text:
+        rules, by_form, literals = self._index  # one version throughout
+        if not rules or limit <= 0 or not text:
             return []
         lowered = text.lower()
         matched: dict[int, list[str]] = {}
         for word in {normal_phrase(w) for w in PHRASE_WORD.findall(lowered)}:
-            for index, pattern in self.by_form.get(word, ()):
+            for index, pattern in by_form.get(word, ()):
                 matched.setdefault(index, []).append(pattern)
-        for index, pattern, regex in self.literals:
+        for index, pattern, regex in literals:
             if pattern in lowered and regex.search(lowered):
                 matched.setdefault(index, []).append(pattern)
         ranked = sorted(matched.items(), key=lambda kv: (-len(set(kv[1])), kv[0]))
         out = []
         for index, hit in ranked:
-            row, patterns = self.rules[index]
+            row, patterns = rules[index]
             if visible(row):  # a rule the reader may see (namespace, scope)
                 out.append((row, [p for p in patterns if p in hit]))
             if len(out) >= limit:

@@ -191,7 +191,7 @@ def test_a_filter_that_empties_the_candidates_asks_lancedb_to_filter(root, tmp_p
     client = MemoryClient(root.root, config_path=str(config), namespace="agent-b")
     hits = client.search("WRX oil change service history", k=2, now=NOW)
     assert [h.id for h in hits] == ["other-ns"]
-    assert calls == [None, "status IN ('active', 'archived', 'cold') AND namespace = 'agent-b'"]
+    assert calls == [None, "status IN ('active', 'archived', 'cold') AND namespace IN ('agent-b')"]
     everyone = MemoryClient(root.root, config_path=str(config)).search("WRX oil change", k=2, now=NOW)
     assert "wrx" in {h.id for h in everyone} and "other-ns" not in {h.id for h in everyone}
 
