@@ -24,6 +24,7 @@ withheld when the checkpoints become messages (``retrieval.privacy``).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -44,9 +45,10 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.exc import DatabaseError, IntegrityError, OperationalError
+from sqlalchemy.exc import DatabaseError, IntegrityError
 
 from retrieval import credentials
+from retrieval.disabled import refuse_if_disabled
 from retrieval.inbox import pii_kinds, redacted
 from retrieval.service import db
 from retrieval.service.db import DSN_ENV, configured_dsn, sqlite_path  # noqa: F401  (the store's settings)
@@ -148,15 +150,17 @@ class CheckpointStore:
     def _db(self) -> Engine:
         """The engine, its table created on first use."""
         if not self._ready:
-            try:
-                db.metadata.create_all(self.engine)
-            except DatabaseError:
-                # Most likely another process created the table between our check and our
-                # CREATE; checking again sees it. A store that cannot be opened fails again.
+            for attempt in range(3):
                 try:
                     db.metadata.create_all(self.engine)
-                except OperationalError as exc:
-                    raise CheckpointError(f"{self!r}: cannot open the checkpoint store: {exc.orig}") from exc
+                    break
+                except DatabaseError as exc:
+                    # Most likely another process created a table between our check and our
+                    # CREATE ("already exists"); checking again sees it. A store that cannot
+                    # be opened fails every time.
+                    if attempt == 2:
+                        raise CheckpointError(f"{self!r}: cannot open the checkpoint store: {exc.orig}") from exc
+                    time.sleep(0.05 * (attempt + 1))
             self._ready = True
         return self.engine
 
@@ -182,6 +186,7 @@ class CheckpointStore:
                 ``TurnRecord`` refuses.
             CheckpointConflict: the turn is already checkpointed with different content.
         """
+        refuse_if_disabled(self.paths, namespace)  # `memory disable`: nothing is captured
         where = f"{namespace}/{session_id} turn {turn}"
         keys = (("namespace", namespace), ("session_id", session_id), ("project", project))
         for name, value in keys[:2] if project is None else keys:
@@ -225,15 +230,24 @@ class CheckpointStore:
                        table.turn <= upto_turn, table.flushed_at.is_(None))
                 .values(flushed_at=_utc(now))).rowcount
 
-    def erase(self, namespace: str, session_id: str | None = None) -> int:
-        """Delete a namespace's checkpoints (or one session's): the right to be forgotten.
+    def erase(self, namespace: str, session_id: str | None = None, *, turns: Iterable[int] | None = None) -> int:
+        """Delete a namespace's checkpoints (or one session's, or some of its ``turns``): the
+        right to be forgotten. On SQLite the file is then rewritten (``VACUUM``, the WAL
+        truncated), so the deleted turns' words are not left behind in free pages.
         Returns the count deleted."""
         table = _checkpoints.c
         condition = table.namespace == namespace
         if session_id is not None:
             condition = and_(condition, table.session_id == session_id)
+        if turns is not None:
+            condition = and_(condition, table.turn.in_(sorted(set(turns))))
         with self._db().begin() as conn:
-            return conn.execute(delete(_checkpoints).where(condition)).rowcount
+            deleted = conn.execute(delete(_checkpoints).where(condition)).rowcount
+        if deleted and self.engine.url.get_backend_name() == "sqlite":
+            with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+                conn.exec_driver_sql("VACUUM")
+                conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        return deleted
 
     # -- reading ---------------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ from typing import Any
 from retrieval import credentials, events, jobs, signals, trust
 from retrieval.checkpoints import CheckpointStore
 from retrieval.config import MemoryConfig, load_config
+from retrieval.disabled import is_disabled
 from retrieval.embeddings import Embedder
 from retrieval.inbox import write_session
 from retrieval.injection import Injection
@@ -21,6 +22,7 @@ from retrieval.options import RetrievalOptions
 from retrieval.paths import DataRoot
 from retrieval.pending import PENDING, Overlay
 from retrieval.pending import write as write_pending
+from retrieval.projects import check_project
 from retrieval.retrieve import Messages, Stores, View, block, rank, retrieve
 from retrieval.rewrite import CONTEXT_MESSAGES, keywords
 from retrieval.text import QUERY_STOPWORDS
@@ -103,7 +105,7 @@ class MemoryClient:
         return self.stores.embedder
 
     def search(self, query: str, k: int = 10, *, now: datetime | None = None,
-               as_of: datetime | None = None) -> list[Hit]:
+               as_of: datetime | None = None, project: str | None = None) -> list[Hit]:
         """The ``k`` best items for ``query`` above the relevance floor: vector +
         full-text, fused and scored; active items first, then archived and cold ones
         while fewer than ``k`` were found (their ``status`` says which).
@@ -114,24 +116,29 @@ class MemoryClient:
             now: the clock for decay (default: now).
             as_of: what was true on that day: items valid then, including those a later
                 fact has superseded since (default: what is true now).
+            project: the project the agent works on: global items and that project's,
+                never another project's (default: every item).
         """
-        hits = rank(self.stores, self.view.at(as_of), self.config, self.options, query, k,
+        if self.disabled():  # `memory disable`: nothing is found
+            return []
+        hits = rank(self.stores, self.view.at(as_of).for_project(project), self.config, self.options, query, k,
                     now or datetime.now(timezone.utc))[0]
         if as_of is not None:
             return hits
-        pending = self._pending_for(query)
+        pending = self._pending_for(query, project)
         return (pending + [h for h in hits])[:k] if pending else hits
 
-    def _pending_for(self, query: str) -> list[Hit]:
+    def _pending_for(self, query: str, project: str | None = None) -> list[Hit]:
         """What this reader wrote with ``remember`` that the pipeline has not published
-        yet and ``query`` is about (read-your-writes; ``retrieval.pending``)."""
+        yet and ``query`` is about (read-your-writes; ``retrieval.pending``), for a reader
+        of ``project`` (None: any)."""
         floor = float(self.config.injection.min_similarity)
         vector = self.stores.embed(query) if query.strip() else None
-        return self.overlay.matching(query, vector, self.namespace, floor=floor)
+        return self.overlay.matching(query, vector, self.namespace, floor=floor, project=project)
 
     def inject(self, context: str | Messages, *, max_items: int | None = None, token_budget: int | None = None,
                now: datetime | None = None, budget_aware: bool | None = None, session_id: str | None = None,
-               record: bool = True, as_of: datetime | None = None) -> Injection:
+               record: bool = True, as_of: datetime | None = None, project: str | None = None) -> Injection:
         """The memory block for the agent's next prompt.
 
         Args:
@@ -144,14 +151,18 @@ class MemoryClient:
             session_id: recorded on the ``injected`` event.
             record: write the ``injected`` event (evals turn it off).
             as_of: inject what was true on that day (tier 2 only: summaries are of today).
+            project: the project the agent works on: global memories and that project's,
+                never another project's (default: every memory).
         Returns:
             the block text, the items in it, the tier that answered and the tokens used.
         """
+        if self.disabled():  # `memory disable`: nothing is injected
+            return Injection(text="", tier="disabled")
         now = now or datetime.now(timezone.utc)
         context = _redacted_context(context, self._pii)
-        found = retrieve(context, self.stores, self.config, self.options, now, view=self.view.at(as_of),
-                         max_items=max_items, budget_aware=budget_aware)
-        if as_of is None and (pending := self._pending_for(found.query.text)):
+        found = retrieve(context, self.stores, self.config, self.options, now,
+                         view=self.view.at(as_of).for_project(project), max_items=max_items, budget_aware=budget_aware)
+        if as_of is None and (pending := self._pending_for(found.query.text, project)):
             found.hits = pending + found.hits
             found.flags.update({h.id: ["[pending]"] for h in pending})
         injection = block(found, self.config, now, token_budget=token_budget)
@@ -199,8 +210,9 @@ class MemoryClient:
              kind: str | None = None, status: str | None = "active", tag: str | None = None,
              text: str | None = None, limit: int = 100, offset: int = 0) -> list[dict[str, Any]]:
         """Memories matching every filter given, newest first: ``status`` (default active;
-        None: every status; ``pending``: writes not yet published), ``scope``, ``project``,
-        ``category``, ``kind``, a ``tag``, and ``text`` (a case-insensitive substring)."""
+        None: every status; ``pending``: writes not yet published), ``scope``, ``project``
+        (only that project's memories: add ``scope="global"`` for the ones every project
+        sees), ``category``, ``kind``, a ``tag``, and ``text`` (a case-insensitive substring)."""
         import polars as pl
 
         rows: list[dict[str, Any]] = []
@@ -289,14 +301,25 @@ class MemoryClient:
         """Undo ``pin``: the memory goes back to the tier its kind gives it."""
         return self._event("unpin", item_id, now)
 
-    def erase(self, namespace: str | None = None, *, now: datetime | None = None) -> None:
-        """Purge every memory of ``namespace`` (default: this client's): the user's right
-        to be forgotten. The next pipeline run applies it; nothing is injected from it after."""
+    def erase(self, namespace: str | None = None, *, item_id: str | None = None, reason: str | None = None,
+              by: str | None = None, now: datetime | None = None) -> str:
+        """The right to be forgotten: erase every memory of ``namespace`` (default: this
+        client's), or only the item ``item_id`` (full or short id), from every store and
+        every kept version under the data root, leaving an audit row without content.
+        Unlike ``forget`` (the row stays, purged, for the audit trail), nothing of the
+        words stays. The pipeline carries it out (``memory erase`` at once; otherwise the
+        ``erase`` job, which ``erasure_sensor`` or the next ``memory materialize`` runs):
+        the request is an ``erase`` event. ``reason`` and ``by`` go to the audit row.
+        Returns the request's id."""
+        payload = {k: v for k, v in (("reason", reason), ("by", by)) if v}
+        when = now or datetime.now(timezone.utc)
+        if item_id is not None:
+            found = self._known(item_id)
+            return events.record(self.paths.events, "erase", [found], when, payload=payload).id
         target = namespace or self.namespace
         if not target:
             raise ValueError("erase needs a namespace (this client reads every namespace)")
-        events.record(self.paths.events, "erase", [], now or datetime.now(timezone.utc),
-                      payload={"namespace": target})
+        return events.record(self.paths.events, "erase", [], when, payload={"namespace": target, **payload}).id
 
     def request_run(self, job: str, *, now: datetime | None = None) -> str:
         """Ask the pipeline to run ``job`` (``materialize``, ``nightly``, ``weekly``,
@@ -392,6 +415,13 @@ class MemoryClient:
                  "flushed": c.flushed_at is not None}
                 for c in self.checkpoints.replay(namespace, session_id, upto_turn)]
 
+    def disabled(self, namespace: str | None = None) -> bool:
+        """Whether memory is off for ``namespace`` (default: this client's; ``memory
+        disable``). While it is, nothing is injected or found, and ``flush_session``,
+        ``append_turn`` and ``remember`` raise ``retrieval.disabled.MemoryDisabled``
+        (the inbox and the checkpoint store refuse the write)."""
+        return is_disabled(self.paths, namespace or self.namespace)
+
     def _own_namespace(self, what: str) -> str:
         if not self.namespace:
             raise ValueError(f"{what} needs a namespace (this client reads every namespace)")
@@ -407,11 +437,14 @@ class MemoryClient:
         turn that was acknowledged. ``user`` is the namespace the session's memories
         belong to (default: this client's), so two users' memories never mix in one
         block. Credentials, configured PII and off-the-record exchanges are removed
-        before the file is written (``inbox.write_session``). Returns the inbox file, or
-        None if it was already there.
+        before the file is written (``inbox.write_session``). ``project``: what the
+        session worked on (``retrieval.projects``: "atlas-web"); its memories about that
+        work are scoped to it, the rest stay global. Returns the inbox file, or None if
+        it was already there.
         """
         now = datetime.now(timezone.utc).isoformat()
         namespace = user or self.namespace
+        project = check_project(project) if project is not None else None
         checkpointed = None
         if messages is None:
             checkpointed = self.checkpoints.replay(self._own_namespace("flush_session"), session_id)

@@ -185,6 +185,8 @@ class Jobs(_Section):
 
 class Pipeline(_Section):
     namespace: str
+    # Categories whose facts are about the work of the session's project (scoped to it).
+    project_categories: tuple[str, ...]
 
 
 class Feedback(_Section):

@@ -87,6 +87,7 @@ def write_session(inbox: Path, session_id: str, messages: list[Mapping[str, Any]
     hash, so dropping the same transcript twice writes nothing new. Returns the path,
     or None when the file was already there.
     """
+    _refuse_disabled(inbox, messages)
     kinds = pii_kinds(pii)
     kept = withhold_off_the_record(messages)
     data = encode_jsonl({**m, "content": credentials.redact(str(m.get("content", "")), pii=kinds)} for m in kept)
@@ -95,6 +96,22 @@ def write_session(inbox: Path, session_id: str, messages: list[Mapping[str, Any]
     if path.exists():
         return None
     return atomic_write(path, data)
+
+
+def _refuse_disabled(inbox: Path, messages: list[Mapping[str, Any]]) -> None:
+    """Nothing is captured for a namespace whose memory is off (``memory disable``):
+    ``retrieval.disabled.MemoryDisabled``. A message without a namespace is the default one's."""
+    from retrieval.disabled import disabled_namespaces, refuse_if_disabled
+    from retrieval.paths import DataRoot
+
+    root = DataRoot(inbox.parent)
+    if not disabled_namespaces(root):  # the usual case: no file to read a config for
+        return
+    from retrieval.config import load_config
+
+    default = str(load_config().pipeline.namespace)
+    for namespace in sorted({str(m.get("namespace") or default) for m in messages}):
+        refuse_if_disabled(root, namespace)
 
 
 def write_event(events_dir: Path, event: Mapping[str, Any], *, durable: bool = True,

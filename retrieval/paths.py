@@ -165,6 +165,18 @@ class DataRoot:
         return self.warehouse / "extraction_runs"
 
     @property
+    def erasure_log(self) -> Path:
+        """Who asked to erase what, when and why, with no content (``memory erase``): one
+        Parquet part per erasure, and the erasure in progress (``pending.json``, ids only)."""
+        return self.warehouse / "erasure_log"
+
+    @property
+    def settings(self) -> Path:
+        """What the operator sets and agents only read (``disabled.json``: the namespaces
+        whose memory is off, ``memory disable``)."""
+        return self.root / "settings"
+
+    @property
     def lancedb(self) -> Path:
         return self.root / "lancedb"
 

@@ -24,6 +24,7 @@ import numpy as np
 from retrieval import credentials
 from retrieval.inbox import write_session
 from retrieval.paths import DataRoot
+from retrieval.projects import check_project
 from retrieval.rewrite import keywords
 from retrieval.search import Hit
 from retrieval.text import QUERY_STOPWORDS
@@ -63,7 +64,9 @@ class Pending:
 def write(paths: DataRoot, namespace: str, content: str, *, now: datetime, pii: Sequence[str],
           project: str | None = None) -> Pending:
     """Append ``content`` as a remembered turn of its own session; returns it as the
-    overlay will show it (redacted, as stored)."""
+    overlay will show it (redacted, as stored). ``project``: what it is about, when it
+    only matters there (``retrieval.projects``; a ``ValueError`` when not a project name)."""
+    project = check_project(project) if project is not None else None
     session_id = f"{PREFIX}{uuid.uuid4().hex[:20]}"
     message = {"session_id": session_id, "turn": 1, "role": "user", "content": content, "ts": now.isoformat(),
                "speaker": "user", "trust": "trusted", "namespace": namespace, "source_format": "remember",
@@ -124,8 +127,9 @@ class Overlay:
     def matching(self, query: str, query_vector: np.ndarray | None, namespace: str | None, *,
                  floor: float, project: str | None = None, limit: int = 3) -> list[Hit]:
         """The pending writes ``query`` is about: a cosine of at least ``floor`` to the
-        query, or a content word in common; at most ``limit``, the closest first."""
-        found = [p for p in self.pending(namespace) if p.project in (None, project)]
+        query, or a content word in common; at most ``limit``, the closest first. For a
+        reader of ``project``, the writes of no project and of that one (None: every write)."""
+        found = [p for p in self.pending(namespace) if project is None or p.project in (None, project)]
         if not found:
             return []
         missing = [p.content for p in found if p.content not in self._vectors]

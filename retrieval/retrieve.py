@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -46,6 +47,7 @@ Messages = Sequence[Mapping[str, Any]]
 RECALLABLE = ("active", "archived", "cold")
 # What an item row holds, as in the Parquet snapshot: read from LanceDB for ids the snapshot lacks.
 _ATTRIBUTES = list(ITEM_SCHEMA)
+_POOL = threading.Lock()
 _REOPEN_SECONDS = 5.0  # how stale the cached table may get before a new publish is picked up
 
 
@@ -66,6 +68,10 @@ class View:
     (None: all) and ``as_of`` (None: now). As of a past day, an item is seen when it was
     true then (``valid_from`` ≤ day < ``invalid_at``), superseded since or not.
 
+    ``project``: the project the reader works on. It sees the global items and that
+    project's (``scope = "project"``), never another project's. Without a project it
+    sees every item: an agent that never names projects still finds all it wrote.
+
     ``shared``: other namespaces this reader was granted (another agent's memory, a
     team's), read too but ranked × ``shared_penalty``: off-domain for this reader
     (ADR-0077, cross-agent)."""
@@ -75,6 +81,7 @@ class View:
     as_of: datetime | None = None
     shared: tuple[str, ...] = ()
     shared_penalty: float = 1.0
+    project: str | None = None
 
     @classmethod
     def of(cls, config: MemoryConfig, namespace: str | None = None, scopes: Sequence[str] | None = None) -> View:
@@ -86,6 +93,14 @@ class View:
     def at(self, as_of: datetime | None) -> View:
         """This view as of a day (a naive time is UTC); None: as of now."""
         return self if as_of is None else dataclasses.replace(self, as_of=_aware(as_of))
+
+    def for_project(self, project: str | None) -> View:
+        """This view for a reader working on ``project`` (None: no project, every item)."""
+        return self if project == self.project else dataclasses.replace(self, project=project)
+
+    def in_project(self, row: Mapping[str, Any]) -> bool:
+        """A global item, or one of this reader's project (any item, without a project)."""
+        return self.project is None or row.get("scope") != "project" or row.get("project") == self.project
 
     def statuses(self, statuses: Sequence[str]) -> tuple[str, ...]:
         """As of a past day, a superseded item may have been the one that held."""
@@ -111,6 +126,7 @@ class View:
         return (row.get("status") in self.statuses(statuses)
                 and (self.owns(row) or row.get("namespace") in self.shared)
                 and (not self.scopes or row.get("scope") in self.scopes)
+                and self.in_project(row)
                 and self.held(row))
 
     def where(self, statuses: Sequence[str] = ("active",)) -> str:
@@ -121,6 +137,9 @@ class View:
             clauses.append("namespace IN (" + ", ".join("'" + n.replace("'", "''") + "'" for n in names) + ")")
         if self.scopes:
             clauses.append("scope IN (" + ", ".join(f"'{s}'" for s in self.scopes) + ")")
+        if self.project is not None:
+            project = self.project.replace("'", "''")
+            clauses.append(f"(scope IS NULL OR scope <> 'project' OR project = '{project}')")
         return " AND ".join(clauses)
 
 
@@ -164,13 +183,18 @@ class Stores:
 
     def embed(self, text: str) -> np.ndarray:
         """The query's vector; tier 1 and tier 2 share one embedding of the same query."""
-        if self._last_embedding is None or self._last_embedding[0] != text:
-            self._last_embedding = (text, self.embedder.embed_one(text))
-        return self._last_embedding[1]
+        last = self._last_embedding  # read once: another thread may embed its own query meanwhile
+        if last is None or last[0] != text:
+            last = (text, self.embedder.embed_one(text))
+            self._last_embedding = last
+        return last[1]
 
     def in_background(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
         if self._pool is None:
-            self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="memory-fts")
+            with _POOL:
+                if self._pool is None:
+                    # Two: a service answers two searches at once on this machine's two cores.
+                    self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memory-fts")
         return self._pool.submit(fn, *args, **kwargs)
 
     def query(self, context: str | Messages, options: RetrievalOptions, budget_aware: bool) -> SearchQuery:

@@ -62,6 +62,8 @@ class Turn:
     # How it arrived: "jsonl" (a transcript), "remember" (a direct write: the turn is the
     # memory, stored as said), "checkpoint" (turns an agent checkpointed one by one).
     source_format: str = "jsonl"
+    # The project the session was about (``retrieval.projects``); None: no project.
+    project: str | None = None
 
 
 @dataclass
@@ -121,6 +123,9 @@ RESOURCE_SCHEMA: dict[str, pl.DataType] = {
     "ingested_at": pl.Datetime("us", "UTC"),
     # The user or agent the session belongs to (``flush_session(user=…)``); null: the default.
     "namespace": pl.String(),
+    # The project the session was about: named by the agent or derived from the
+    # transcript's metadata (``retrieval.projects``); null: none.
+    "project": pl.String(),
 }
 
 FACT_SCHEMA: dict[str, pl.DataType] = {
@@ -136,7 +141,10 @@ FACT_SCHEMA: dict[str, pl.DataType] = {
     "strength": pl.String(),
     "sentiment": pl.String(),
     "tier": pl.String(),
+    # ``scope`` "project": only readers of ``project`` see it (``retrieval.retrieve.View``);
+    # "global" (``project`` null): every reader of the namespace does.
     "scope": pl.String(),
+    "project": pl.String(),
     "namespace": pl.String(),
     "source_trust": pl.String(),
     "provenance": pl.String(),

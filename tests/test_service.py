@@ -63,6 +63,7 @@ class Served:
             "team": create_key(root, "team", env=env),
             "limited": create_key(root, "limited", "--writes-per-minute", "3", env=env),
             "fuzz": create_key(root, "fuzz", env=env),
+            "quiet": create_key(root, "quiet", env=env),
         }
         self.server = start(root, self.keys["alice"], config=config)
 
@@ -121,6 +122,8 @@ BODIES = {
     "/v1/responses": {"item_ids": [], "response_text": "ok"}, "/v1/sessions/{session_id}/turns": {"turn": 0},
     "/v1/sessions/{session_id}/flush": {}, "/v1/erase": {"confirm": True},
 }
+# Routes whose body is not JSON.
+RAW = {"/v1/import": '{"format": "agent-memory-export", "version": 1}'}
 
 
 def test_every_route_and_the_schema_refuse_a_missing_or_bad_key_with_401(served):
@@ -129,7 +132,7 @@ def test_every_route_and_the_schema_refuse_a_missing_or_bad_key_with_401(served)
     for who in (None, BAD_KEY):
         client = served.http(who)
         for method, path in routes:
-            answer = client.request(method, _concrete(path), json=BODIES.get(path))
+            answer = client.request(method, _concrete(path), json=BODIES.get(path), content=RAW.get(path))
             assert answer.status_code == 401, (who, method, path, answer.text)
             assert answer.headers["www-authenticate"] == "Bearer"
         assert client.get("/openapi.json").status_code == 401
@@ -140,7 +143,8 @@ def test_a_namespace_the_key_was_not_granted_is_403_and_says_nothing_about_it(se
     alice = served.http("alice")
     served.http("bob").post("/v1/remember", json={"content": "Bob's bakery opens at 7."})  # bob's namespace exists
     for method, path in _routes(served):
-        answers = [alice.request(method, _concrete(path), params={"namespace": ns}, json=BODIES.get(path))
+        answers = [alice.request(method, _concrete(path), params={"namespace": ns}, json=BODIES.get(path),
+                                 content=RAW.get(path))
                    for ns in ("bob", "nobody-ever")]
         assert [a.status_code for a in answers] == [403, 403], (method, path, [a.text for a in answers])
         # The same words whether the namespace exists or not, but for its name.
@@ -249,6 +253,43 @@ def test_schemathesis_finds_no_server_error_on_any_route(served, published):
                           cwd=served.root.parent)
     assert done.returncode == 0, done.stdout[-4000:]
     assert re.search(r"Tested: 1[5-9]|Tested: [2-9]\d", done.stdout), done.stdout[-2000:]
+
+
+def test_export_and_import_over_http_stay_in_the_keys_namespace(served, published):
+    alice, bob = served.http("alice"), served.http("bob")
+    lines = _until(lambda: (lambda ls: ls if len(ls) > 1 else None)(alice.get("/v1/export").text.splitlines()))
+    header, records = json.loads(lines[0]), [json.loads(line) for line in lines[1:]]
+    assert header["format"] == "agent-memory-export" and header["namespace"] == "alice"
+    items = [r for r in records if r["type"] == "item"]
+    assert len(items) == header["counts"]["item"] >= 1 and {r["namespace"] for r in items} == {"alice"}
+    assert AWS_ID not in "\n".join(lines) and GITHUB not in "\n".join(lines)
+    assert alice.get("/v1/export", params={"namespace": "bob"}).status_code == 403
+    # One item (these servers take 4 KiB bodies): another namespace's memory cannot be
+    # written by importing it; the owner's import is taken.
+    one = "\n".join([lines[0], json.dumps(items[0])])
+    assert bob.post("/v1/import", content=one).status_code == 403
+    again = alice.post("/v1/import", content=one)
+    assert again.status_code == 202 and again.json()["records"] == 1 and not again.json()["errors"]
+
+
+def test_a_disabled_namespace_stores_nothing_and_injects_nothing(served, published):
+    import subprocess
+
+    quiet = served.http("quiet")
+    def memory(*args: str) -> None:
+        subprocess.run([sys.executable, "-m", "memory_assets.cli", "--data-root", str(served.root), *args],
+                       check=True, capture_output=True, env=service_env(served.config))
+
+    memory("disable", "--namespace", "quiet")
+    try:
+        refused = quiet.post("/v1/remember", json={"content": "Quiet's locker code is on the fridge note."})
+        assert refused.status_code == 423 and "disabled" in refused.json()["error"]
+        assert quiet.post("/v1/sessions/q-1/turns", json={"turn": 0, "user_input": "hello"}).status_code == 423
+        assert quiet.post("/v1/inject", json={"context": "locker"}).json()["tier"] == "disabled"
+    finally:
+        memory("enable", "--namespace", "quiet")
+    assert quiet.post("/v1/remember", json={"content": "Quiet prefers standing desks."}).status_code == 202
+    assert b"locker code" not in _bytes_under(served.root)
 
 
 # -- crash: kill -9 mid-session ------------------------------------------------------------------

@@ -251,7 +251,9 @@ def test_an_overdue_trigger_is_returned_once(tmp_path):
     paths.triggers.parent.mkdir(parents=True)
     pl.DataFrame([{"trigger_date": date(2026, 10, 1), "message": "Maya's birthday", "item_ids": ["b1"],
                    "source_created_at": NOW}], schema=lifecycle.TRIGGER_SCHEMA).write_parquet(paths.triggers)
-    client = MemoryClient(paths.root)
+    # An operator's reader: the trigger's item "b1" is not published here, so no namespace
+    # could claim it (a namespace's reader gets only its own items' reminders).
+    client = MemoryClient(paths.root, namespace="*")
     assert [t["message"] for t in client.due_triggers(datetime(2026, 10, 1, 8, tzinfo=timezone.utc))] == ["Maya's birthday"]
     assert client.due_triggers(datetime(2026, 10, 2, 8, tzinfo=timezone.utc)) == []
     # Folded into the event log by the pipeline, the fired state still holds.

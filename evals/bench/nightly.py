@@ -182,7 +182,7 @@ def synthetic_batches(n_facts: int, *, new_share: float = 0.01, seed: int = 0,
     new_repeats = int(n_new * NEW_REPEAT_SHARE)
     n_distinct = n_facts + n_new  # enough even when no restatement fits
     keep = [c for c in ("content", "category", "kind", "memory_kind", "tags", "entities", "importance",
-                        "confidence", "strength", "sentiment", "tier", "scope", "namespace", "source_trust",
+                        "confidence", "strength", "sentiment", "tier", "scope", "project", "namespace", "source_trust",
                         "provenance", "content_hash")]
     distinct = synthetic_items(n_distinct, seed=seed, config=config).select(keep).to_dicts()
     for row in distinct:

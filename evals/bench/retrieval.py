@@ -280,7 +280,7 @@ def synthetic_items(n_items: int, *, seed: int = 0, config: MemoryConfig | None 
                                                   remember=remember, action_required=action),
             "confidence": scoring.confidence(config, strength), "strength": strength,
             "sentiment": rng.choices(("neutral", "excited", "frustrated", "uncertain"), (0.85, 0.06, 0.06, 0.03))[0],
-            "tier": config.tier_for(kind), "scope": "global", "namespace": namespace,
+            "tier": config.tier_for(kind), "scope": "global", "project": None, "namespace": namespace,
             "source_trust": "untrusted" if untrusted else "trusted",
             "provenance": "extracted" if untrusted else rng.choices(("user_stated", "user_corrected"), (0.95, 0.05))[0],
             "source_session": session, "source_resource_ids": _session_resource_ids(session, turn),

@@ -82,10 +82,13 @@ def cmd_stats(args: argparse.Namespace) -> int:
     return 0
 
 
+_PROJECT_HELP = "the project worked on: its memories and the global ones, never another project's (default: all)"
+
+
 def cmd_search(args: argparse.Namespace) -> int:
     from retrieval import MemoryClient
 
-    hits = MemoryClient(args.data_root, namespace=args.namespace).search(args.query, k=args.k)
+    hits = MemoryClient(args.data_root, namespace=args.namespace).search(args.query, k=args.k, project=args.project)
     if args.json:
         _print_json([h.as_dict() for h in hits])
     else:
@@ -98,7 +101,7 @@ def cmd_inject(args: argparse.Namespace) -> int:
     from retrieval import MemoryClient
 
     injection = MemoryClient(args.data_root, namespace=args.namespace).inject(
-        args.context, max_items=args.max_items, token_budget=args.token_budget)
+        args.context, max_items=args.max_items, token_budget=args.token_budget, project=args.project)
     if args.json:
         _print_json(injection.as_dict())
     else:
@@ -238,12 +241,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("query")
     p.add_argument("--k", type=int, default=10)
     p.add_argument("--namespace", default=None, help="whose memory (a user or agent; default [pipeline] namespace)")
+    p.add_argument("--project", default=None, help=_PROJECT_HELP)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
 
     p = command("inject", help="the block an agent would get injected")
     p.add_argument("--context", required=True)
     p.add_argument("--namespace", default=None, help="whose memory (a user or agent; default [pipeline] namespace)")
+    p.add_argument("--project", default=None, help=_PROJECT_HELP)
     p.add_argument("--max-items", type=int, default=None)
     p.add_argument("--token-budget", type=int, default=None)
     p.add_argument("--json", action="store_true")
@@ -273,10 +278,11 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("id", help="an item id, or the short id its line shows (m:4821)")
         p.set_defaults(func=cmd_pin)
 
-    from memory_assets.cli import portable, service
+    from memory_assets.cli import items, portable, service
 
     service.add_commands(command)
     portable.add_commands(command)
+    items.add_commands(command)
 
     p = command("eval", help="measure quality: `memory eval retrieval --dataset PATH... [--k 10] [--json]`")
     p.add_argument("what", choices=["retrieval", "extraction", "changes"])
@@ -295,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from memory_assets.lib.ingest.transcripts import TranscriptError
     from retrieval.config import ConfigError, load_config
+    from retrieval.disabled import MemoryDisabled
 
     try:
         if args.config:
@@ -308,6 +315,9 @@ def main(argv: list[str] | None = None) -> int:
     except TranscriptError as exc:
         print(f"TranscriptError: {exc}", file=sys.stderr)
         return 2
+    except MemoryDisabled as exc:  # `memory ingest` of a namespace whose memory is off
+        print(f"MemoryDisabled: {exc}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

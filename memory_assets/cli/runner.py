@@ -14,6 +14,7 @@ from datetime import date, datetime, timezone
 
 import dagster as dg
 
+from memory_assets.lib import erasure
 from memory_assets.lib.ingest import intake
 from memory_assets.lib.items import publish
 from memory_assets.lib.extraction import quarantine
@@ -153,14 +154,19 @@ def materialize_pending(paths: DataRoot, *, extractor: str | None = None, instan
         (summary.sessions if ok else summary.failed).append(session_id)
     summary.quarantined = quarantine.quarantined_sessions(paths)
     requests = jobs.pending_requests(paths) if run_requested else []
+    # An agent's MemoryClient.erase is carried out now, by the erase job (which builds the items).
+    erasing = run_requested and bool(erasure.pending(paths))
     due = summary.sessions or force_items or items_stale(paths) or any(r["job"] == "materialize" for r in requests)
-    if build_items and due:
+    if build_items and due and not erasing:
         recovery.wait_for_pool(instance, _slot_wait())
         clock = {"ops": {"memory_items": {"config": {"now": now.isoformat() if now else ""}}}}
         summary.items_materialized = _run(_job(str(paths.root), extractor, "materialize_items"), instance,
                                           run_config=clock, tags={})
         if not summary.items_materialized:
             summary.failed.append("memory_items")
+    if erasing:
+        summary.items_materialized = run_erase(paths, now=now, extractor=extractor, instance=instance, pending=False)
+        (summary.jobs if summary.items_materialized else summary.failed).append("erase")
     for request in requests:
         if request["job"] in JOBS and request["job"] not in summary.jobs:
             if run_job(paths, request["job"], now=now, extractor=extractor, instance=instance, pending=False):
@@ -206,3 +212,23 @@ def run_job(paths: DataRoot, job: str, *, now: datetime | None = None, night: da
         for covered in COVERS[job]:
             record_success(paths, covered, clock)
     return ok
+
+
+def run_erase(paths: DataRoot, *, now: datetime | None = None, extractor: str | None = None,
+              instance: dg.DagsterInstance | None = None, pending: bool = True) -> bool:
+    """``memory erase``: the ``erase`` job, in-process, for the requests not carried out yet
+    (``lib/erasure.py``): the sources cleaned, the memory rebuilt and published without
+    them, every kept version purged, the audit rows written. Pending sessions are taken in
+    first (``pending``), so a transcript still in the inbox is erased as stored."""
+    from memory_assets.defs.lifecycle.erasure import erase_run_config
+
+    clock = now or datetime.now(timezone.utc)
+    instance = instance or local_instance(paths)
+    if pending:
+        materialize_pending(paths, extractor=extractor, instance=instance, now=clock, run_requested=False,
+                            build_items=False)
+    recovery.wait_for_pool(instance, _slot_wait())
+    last = nights.get_last_partition_key()
+    key = min(clock.date().isoformat(), last or clock.date().isoformat())
+    return _run(_job(str(paths.root), extractor, "erase"), instance, run_config=erase_run_config(clock),
+                tags={"memory/job": "erase"}, partition_key=key)

@@ -14,7 +14,8 @@
     ``provenance``, ``session_id``, ``source_resource_ids`` and ``source_turn_ids`` (the
     turns it came from), validity (``valid_from``, ``invalid_at``), ``supersedes`` /
     ``superseded_by``, feedback counters, ``created_at`` / ``updated_at`` /
-    ``first_seen_at`` …; times are ISO-8601 with an offset, days ``YYYY-MM-DD``; with
+    ``first_seen_at``, ``scope`` and ``project`` (a ``project``-scoped item names its
+    project; a global one has none) …; times are ISO-8601 with an offset, days ``YYYY-MM-DD``; with
     ``--embeddings`` also ``embedding``: the item's vector, a list of floats. A **purged**
     item (the user said forget, or it decayed away) is its audit row only: id, status,
     times, provenance and sources, with its content and everything read from it
@@ -24,9 +25,10 @@
 
 An item record without an ``id`` is a *new memory*, not an item yet: only ``content`` is
 required, with ``tags``, ``category`` hints, ``provenance`` (``migration`` for
-``memory import --from-markdown``), ``created_at``, ``namespace``, ``session_id`` and
-``source_turn_ids`` optional; the import passes it through the write gate like an
-extracted fact. Unknown fields are an error (a typo is not silently dropped). Every
+``memory import --from-markdown``), ``created_at``, ``namespace``, ``project`` (said
+about that project: scoped to it when it is about its work, as a remembered memory is),
+``session_id`` and ``source_turn_ids`` optional; the import passes it through the write
+gate like an extracted fact. Unknown fields are an error (a typo is not silently dropped). Every
 string is redacted for credentials on the way out and again on the way in.
 
 Reading (``parse``) names each bad line with its file and line and keeps the rest; a
@@ -49,6 +51,7 @@ from memory_assets.lib import warehouse
 from retrieval.config import MemoryConfig
 from retrieval.credentials import pii_from_config, redact
 from retrieval.paths import DataRoot
+from retrieval.projects import check_project
 from retrieval.schema import (EDGE_KINDS, EDGE_SCHEMA, ENTITY_SCHEMA, ITEM_SCHEMA, KINDS, PROVENANCE, SCOPES,
                               SENTIMENTS, STATUSES, STRENGTHS, TIERS, TRUST)
 from retrieval.store import ItemStore
@@ -128,6 +131,10 @@ class _ItemRules(_Record):
         for column in ("importance", "confidence"):
             if values.get(column) is not None and not 0.0 <= values[column] <= 1.0:
                 raise ValueError(f'"{column}" is {values[column]}; expected 0..1')
+        if values.get("project") is not None:
+            check_project(values["project"])
+        if values.get("id") is not None and (values.get("scope") == "project") != (values.get("project") is not None):
+            raise ValueError('a "project"-scoped item names its "project", and only such an item has one')
         if values.get("id") is None or values.get("status") == "purged":
             required: tuple[str, ...] = ("content",) if values.get("id") is None else ("id", "status", "created_at")
         else:  # an item is adopted as it is: it must already be whole (the blocking checks' fields)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import signal
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timezone
@@ -125,6 +126,16 @@ def remove(path: PathLike) -> None:
     fs, inner = filesystem(path)
     if fs.exists(inner):
         fs.rm(inner)
+
+
+def remove_folder(path: PathLike) -> None:
+    """Delete a folder and everything in it; a missing one is not an error."""
+    if _is_local(path):
+        shutil.rmtree(_local(path), ignore_errors=True)
+        return
+    fs, inner = filesystem(path)
+    if fs.exists(inner):
+        fs.rm(inner, recursive=True)
 
 
 def makedirs(path: PathLike) -> None:

@@ -82,9 +82,6 @@ class Service:
         self.client, self.keys = client, keys
         self.config = config or client.config
         self.limiter = WriteLimiter(int(self.config.service.writes_per_minute))
-        # The open stores are shared by every request; searches and feedback that read
-        # them take turns (writes to the inbox and the checkpoint store need no lock).
-        self.lock = threading.RLock()
 
     def authenticate(self, presented: str | None) -> ApiKey:
         key = self.keys.verify(presented)

@@ -12,18 +12,23 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable
+
+import anyio
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import Any, Literal
 
 from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 
 from retrieval.checkpoints import CheckpointConflict, CheckpointError
+from retrieval.disabled import MemoryDisabled
 from retrieval.ids import AmbiguousId
+from retrieval.projects import PATTERN as PROJECT_PATTERN
+from retrieval.service import portable
 from retrieval.service.core import Refused, Service, Unauthorized
 from retrieval.service.keys import ApiKey
 from retrieval.store import ItemStore
@@ -31,6 +36,9 @@ from retrieval.store import ItemStore
 _bearer = HTTPBearer(auto_error=False, description="An API key from `memory keys create`")
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$"
 _SESSION = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$"
+_PROJECT = PROJECT_PATTERN
+_PROJECT_READ = ("The project the agent works on: its memories and the global ones, never another project's "
+                 "(default: every memory)")
 
 
 class _Body(BaseModel):
@@ -53,17 +61,19 @@ class InjectBody(_Body):
     budget_aware: bool | None = None
     session_id: str | None = Field(default=None, pattern=_SESSION)
     as_of: datetime | None = None
+    project: str | None = Field(default=None, pattern=_PROJECT, description=_PROJECT_READ)
 
 
 class SearchBody(_Body):
     query: str = Field(min_length=1, max_length=4000)
     k: int = Field(default=10, ge=1, le=100)
     as_of: datetime | None = None
+    project: str | None = Field(default=None, pattern=_PROJECT, description=_PROJECT_READ)
 
 
 class RememberBody(_Body):
     content: str = Field(min_length=1, max_length=4000)
-    project: str | None = Field(default=None, pattern=_NAME)
+    project: str | None = Field(default=None, pattern=_PROJECT)
 
 
 class UpdateBody(_Body):
@@ -83,12 +93,12 @@ class TurnBody(_Body):
     tool_calls: list[Any] = Field(default_factory=list)
     llm_output: str = ""
     internal_state: dict[str, Any] = Field(default_factory=dict)
-    project: str | None = Field(default=None, pattern=_NAME)
+    project: str | None = Field(default=None, pattern=_PROJECT)
 
 
 class FlushBody(_Body):
     messages: list[Message] | None = Field(default=None, description="The transcript; omitted: the checkpointed turns")
-    project: str | None = Field(default=None, pattern=_NAME)
+    project: str | None = Field(default=None, pattern=_PROJECT)
 
 
 class EraseBody(_Body):
@@ -183,6 +193,10 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
     async def _conflict(_request: Request, exc: Exception) -> JSONResponse:
         return JSONResponse({"error": str(exc)}, status_code=409)
 
+    @app.exception_handler(MemoryDisabled)
+    async def _disabled(_request: Request, exc: Exception) -> JSONResponse:
+        return JSONResponse({"error": str(exc)}, status_code=423)
+
     @app.exception_handler(CheckpointError)
     @app.exception_handler(ValueError)
     async def _invalid(_request: Request, exc: Exception) -> JSONResponse:
@@ -195,22 +209,21 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
         client = service.reader(key, namespace)
         context = body.context if isinstance(body.context, str) else [m.model_dump(exclude_none=True)
                                                                         for m in body.context]
-        with service.lock:
-            found = client.inject(context, max_items=body.max_items, token_budget=body.token_budget,
-                                  budget_aware=body.budget_aware, session_id=body.session_id, as_of=body.as_of)
+        found = client.inject(context, max_items=body.max_items, token_budget=body.token_budget,
+                              budget_aware=body.budget_aware, session_id=body.session_id, as_of=body.as_of,
+                              project=body.project)
         return _json(found.as_dict())
 
     @app.post("/v1/search", tags=["read"], summary="The best memories for a query")
     def search(body: SearchBody, key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> list[dict]:
         client = service.reader(key, namespace)
-        with service.lock:
-            hits = client.search(body.query, k=body.k, as_of=body.as_of)
+        hits = client.search(body.query, k=body.k, as_of=body.as_of, project=body.project)
         return _json([{**h.as_dict(), "status": h.row.get("status")} for h in hits])
 
     @app.get("/v1/items", tags=["read"], summary="Memories matching every filter given, newest first")
     def list_items(key: ApiKey = Depends(caller), namespace: str | None = Namespace,
                    scope: Literal["global", "project", "session"] | None = None,
-                   project: str | None = Query(None, pattern=_NAME), category: str | None = Query(None, max_length=64),
+                   project: str | None = Query(None, pattern=_PROJECT), category: str | None = Query(None, max_length=64),
                    kind: str | None = Query(None, max_length=32),
                    status: Literal["active", "candidate", "superseded", "archived", "cold", "purged", "pending", "any"]
                    = "active", tag: str | None = Query(None, max_length=64),
@@ -218,26 +231,23 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
                    offset: int = Query(0, ge=0, le=1_000_000)) -> list[dict]:
         client = service.reader(key, namespace)
         client = client.scoped(client.namespace)  # a list is of one namespace
-        with service.lock:
-            rows = client.list(scope=scope, project=project, category=category, kind=kind,
-                               status=None if status == "any" else status, tag=tag, text=text,
-                               limit=min(limit, int(service.config.service.max_list)), offset=offset)
+        rows = client.list(scope=scope, project=project, category=category, kind=kind,
+                           status=None if status == "any" else status, tag=tag, text=text,
+                           limit=min(limit, int(service.config.service.max_list)), offset=offset)
         return _json(rows)
 
     @app.get("/v1/items/{item_id}", tags=["read"], summary="One memory by id or short id (m:4821)")
     def get_item(item_id: str = Path(max_length=64), key: ApiKey = Depends(caller),
                  namespace: str | None = Namespace) -> dict:
         client = service.reader(key, namespace)
-        with service.lock:
-            return _json(client.scoped(client.namespace).get(item_id))
+        return _json(client.scoped(client.namespace).get(item_id))
 
     @app.get("/v1/items/{item_id}/history", tags=["read"],
              summary="Where a memory came from: its sources, related items and feedback events")
     def history(item_id: str = Path(max_length=64), key: ApiKey = Depends(caller),
                 namespace: str | None = Namespace) -> dict:
         client = service.reader(key, namespace)
-        with service.lock:
-            return _json(client.scoped(client.namespace).history(item_id))
+        return _json(client.scoped(client.namespace).history(item_id))
 
     @app.get("/v1/lessons", tags=["read"], summary="Lessons learned from corrections")
     def lessons(key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> list[str]:
@@ -247,8 +257,7 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
     def due_triggers(key: ApiKey = Depends(caller), namespace: str | None = Namespace,
                      mark_fired: bool = True) -> list[dict]:
         client = service.writer(key, namespace) if mark_fired else service.reader(key, namespace)
-        with service.lock:
-            return _json(client.due_triggers(mark_fired=mark_fired))
+        return _json(client.due_triggers(mark_fired=mark_fired))
 
     # -- writing -------------------------------------------------------------------------
 
@@ -261,23 +270,20 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
     def update(body: UpdateBody, item_id: str = Path(max_length=64), key: ApiKey = Depends(caller),
                namespace: str | None = Namespace) -> dict:
         client = service.writer(key, namespace)
-        with service.lock:
-            return {"id": client.update(item_id, body.content, body.tags), "applied": "by the next pipeline run"}
+        return {"id": client.update(item_id, body.content, body.tags), "applied": "by the next pipeline run"}
 
     @app.post("/v1/items/{item_id}/{action}", tags=["write"], status_code=202,
               summary="Feedback on a memory: forget, pin, unpin, reinforce or demote")
     def act(action: Literal["forget", "pin", "unpin", "reinforce", "demote"], item_id: str = Path(max_length=64),
             key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> dict:
         client = service.writer(key, namespace)
-        with service.lock:
-            return {"id": getattr(client, action)(item_id), "action": action, "applied": "by the next pipeline run"}
+        return {"id": getattr(client, action)(item_id), "action": action, "applied": "by the next pipeline run"}
 
     @app.post("/v1/responses", tags=["write"], summary="Which injected memories the agent's reply used")
     def record_response(body: ResponseBody, key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> dict:
         client = service.writer(key, namespace)
-        with service.lock:
-            used = client.record_response(client.injection_of(body.item_ids), body.response_text,
-                                          session_id=body.session_id)
+        used = client.record_response(client.injection_of(body.item_ids), body.response_text,
+                                      session_id=body.session_id)
         return {"used": used}
 
     @app.post("/v1/sessions/{session_id}/turns", tags=["write"], status_code=201,
@@ -300,6 +306,21 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
         messages = None if body.messages is None else [m.model_dump(exclude_none=True) for m in body.messages]
         written = service.writer(key, namespace).flush_session(session_id, messages, project=body.project)
         return {"session_id": session_id, "written": written is not None}
+
+    @app.get("/v1/export", tags=["read"], response_class=StreamingResponse,
+             summary="The namespace's published memory in the export format (JSON Lines, header first)")
+    def export(key: ApiKey = Depends(caller), namespace: str | None = Namespace,
+               embeddings: bool = False) -> StreamingResponse:
+        client = service.reader(key, namespace)
+        lines = portable.export(client, client.namespace, embeddings=embeddings)
+        return StreamingResponse((f"{line}\n" for line in lines), media_type="application/x-ndjson")
+
+    @app.post("/v1/import", tags=["write"], status_code=202,
+              summary="Append an export (JSON Lines) for the next pipeline run to adopt, without duplicates")
+    async def import_(request: Request, key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> dict:
+        client = service.writer(key, namespace)
+        text = (await request.body()).decode("utf-8", errors="replace")
+        return await anyio.to_thread.run_sync(lambda: portable.import_text(client, client.namespace, text))
 
     @app.post("/v1/erase", tags=["write"], status_code=202,
               summary="Erase every memory of this key's namespace (the right to be forgotten)")

@@ -56,5 +56,6 @@ def extracted_facts(context: dg.AssetExecutionContext, memory: MemoryRoot,
         "llm_failure": failed.reason if failed is not None else "none",
         "forget_requests": done.forget_requests,
         "items_forgotten": done.items_forgotten,
-        "preview": dg.MetadataValue.md("\n".join(f"- {c}" for c in gated.facts["content"].head(10).to_list()) or "none"),
+        # Ids and counts only: Dagster's run history cannot be erased item by item (`memory erase`).
+        "by_category": dict(sorted(gated.facts["category"].value_counts().iter_rows())) if gated.facts.height else {},
     })

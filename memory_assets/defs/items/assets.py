@@ -47,13 +47,13 @@ confidence, reinforced when seen again and decayed nightly, pruned below the flo
 
 @dg.multi_asset(
     specs=[
-        dg.AssetSpec("memory_items", deps=["extracted_facts", "archive_sweep", "cold_sweep"], group_name="items",
-                     kinds={"python", "parquet", "lancedb", "duckdb"}, code_version="memory-items-v7",
-                     description=MEMORY_ITEMS_DOC,
-                     # A new sweep is applied by the job that made it (or the next run); it neither
-                     # triggers this asset nor, before the first one, holds it back.
+        dg.AssetSpec("memory_items", deps=["extracted_facts", "archive_sweep", "cold_sweep", "erasure"],
+                     group_name="items", kinds={"python", "parquet", "lancedb", "duckdb"},
+                     code_version="memory-items-v7", description=MEMORY_ITEMS_DOC,
+                     # A new sweep or erasure is applied by the job that made it (or the next run);
+                     # it neither triggers this asset nor, before the first one, holds it back.
                      automation_condition=dg.AutomationCondition.eager().ignore(
-                         dg.AssetSelection.assets("archive_sweep", "cold_sweep"))),
+                         dg.AssetSelection.assets("archive_sweep", "cold_sweep", "erasure"))),
         dg.AssetSpec("entities", deps=["memory_items"], group_name="items", kinds={"python", "parquet"},
                      code_version="entities-v1", description=ENTITIES_DOC),
         dg.AssetSpec("edges", deps=["memory_items", "entities"], group_name="items", kinds={"python", "parquet"},
@@ -104,16 +104,16 @@ def memory_items(context: dg.AssetExecutionContext, config: Clock, memory: Memor
         "sweeps_applied": staged.sweeps_applied,
         # What `memory import` brought (lib/items/imports.py); only once there is an import.
         **({"imports": dataclasses.asdict(staged.imports)} if staged.imports is not None else {}),
-        "sample": dg.MetadataValue.md("\n".join(f"- {c}" for c in active.sort("importance", descending=True)["content"].head(10).to_list()) or "none"),
+        # Ids, never content: Dagster's run history cannot be erased item by item (`memory erase`).
+        "top_items": dg.MetadataValue.md("\n".join(
+            f"- `{i}` {c} ({v:.2f})" for i, c, v in active.sort("importance", descending=True)
+            .select("id", "category", "importance").head(10).iter_rows()) or "none"),
     })
     yield dg.MaterializeResult(asset_key="entities", metadata={
         "entities": counts["entities"], "active_entities": counts["active_entities"],
         "aliases_merged": counts["aliases_merged"], "staged_version": written.version,
-        "merges": dg.MetadataValue.md("\n".join(f"- {m['alias']} → {m['into']} ({m['similarity']})"
-                                                 for m in graph.merges[:20]) or "none"),
-        "most_mentioned": dg.MetadataValue.md("\n".join(
-            f"- {n} ({f})" for n, f in graph.entities.sort("facts", descending=True).select("name", "facts").head(10).iter_rows())
-            or "none"),
+        # Names are the items' words: counts only (the alias merges are logged under graph/merges/).
+        "by_kind": dict(sorted(graph.entities["kind"].value_counts().iter_rows())) if graph.entities.height else {},
     })
     yield dg.MaterializeResult(asset_key="edges", metadata={
         "edges": counts["edges"], **{k: v for k, v in counts.items() if k.startswith("edges_")},

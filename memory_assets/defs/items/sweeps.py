@@ -1,7 +1,6 @@
 """The weekly and monthly sweeps: what time alone retires, as their own steps in the graph."""
 
 import dagster as dg
-import polars as pl
 
 from memory_assets.defs import freshness
 from memory_assets.defs.clock import Clock
@@ -16,14 +15,13 @@ def _sweep(context: dg.AssetExecutionContext, config: Clock, memory: MemoryRoot,
     items = ItemStore(paths).items()
     ids = sweeps.decide(kind, items, memory.config, now)
     sweep = sweeps.write(paths, kind, ids, now)
-    contents = items.filter(pl.col("id").is_in(ids))["content"].head(10).to_list()
     return dg.MaterializeResult(metadata={
         "clock": now.isoformat(),
         "decided": len(ids),
         "considered": items.height,
         "refresh": sweep.refresh,
         "file": sweep.file,
-        "sample": dg.MetadataValue.md("\n".join(f"- {c}" for c in contents) or "none"),
+        "sample": dg.MetadataValue.md("\n".join(f"- `{i}`" for i in ids[:10]) or "none"),  # ids: `memory show ID`
     })
 
 

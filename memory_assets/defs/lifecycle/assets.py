@@ -44,5 +44,4 @@ def lessons_and_triggers(context: dg.AssetExecutionContext, config: Clock, memor
         "promoted": done.promoted,
         "archive_items": done.archive_items,
         "actions": report.get("counts", report),
-        "lessons_text": dg.MetadataValue.md("\n".join(f"- {x}" for x in done.lessons) or "none"),
     })

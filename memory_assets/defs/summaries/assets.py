@@ -51,5 +51,6 @@ def category_summaries(context: dg.AssetExecutionContext, config: SummariesRun, 
         "tokens": sum(s.prompt_tokens + s.completion_tokens for s in fresh),
         "cost_usd": round(sum(s.cost_usd for s in fresh), 6),
         "lancedb_version": done.lancedb_version if done.lancedb_version is not None else -1,
-        "preview": dg.MetadataValue.md("\n\n".join(s.text for s in fresh[:3]) or "no change"),
+        # No page text: Dagster's run history cannot be erased item by item (`memory erase`).
+        "pages": dg.MetadataValue.md("\n".join(f"- {s.file_name}" for s in fresh[:20] if not s.category.startswith(PROFILE_PREFIX)) or "no change"),
     })

@@ -13,7 +13,7 @@ from datetime import datetime
 
 import polars as pl
 
-from memory_assets.lib.extraction import kinds, structure
+from memory_assets.lib.extraction import kinds, scopes, structure
 from memory_assets.lib.extraction.fields import read_fields
 from memory_assets.lib.items import gate
 from memory_assets.lib.items.dedup import content_hash
@@ -54,6 +54,8 @@ def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryCo
     by_turn = {t.turn: t for t in turns}
     # A session belongs to one user or agent: the one it was handed over for.
     namespace = next((t.namespace for t in turns if t.namespace), None) or config.pipeline.namespace
+    # …and may be about one project: a fact about its work is scoped to it (``scopes``).
+    session_project = next((t.project for t in turns if t.project), None)
     facts: list[dict] = []
     rejected: list[dict] = []
     reasons: dict[str, int] = {}
@@ -90,6 +92,8 @@ def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryCo
             strength = "implied"  # a tool's say-so is never an explicit user statement
         digest = content_hash(cand.content)
         said_at = max(t.content_at for t in sources)
+        scope, project = scopes.scope_of(category, cand.content,
+                                         next((t.project for t in sources if t.project), session_project), config)
         facts.append({
             "id": fact_id(namespace, session_id, digest),
             "content": cand.content.strip(),
@@ -104,7 +108,8 @@ def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryCo
             "strength": strength,
             "sentiment": _pick(cand.sentiment, SENTIMENTS, "neutral"),
             "tier": _pick(cand.tier, TIERS, config.tier_for(kind, category)),
-            "scope": "global",
+            "scope": scope,
+            "project": project,
             "namespace": namespace,
             "source_trust": trust,
             "provenance": "extracted" if trust == "untrusted" else cand.provenance,

@@ -23,6 +23,8 @@ TYPED = ("subject", "directive", "reported_by", "remind_on")
 # Structure columns added later (issue 14); a fact written before has them null or empty.
 STRUCTURE = ("subject_key", "relation", "value", "states_change", "tentative", "valid_from",
              "steps", "prerequisites", "warnings", "trigger_patterns")
+# Added with project scopes; a fact written before is global (its scope) with no project.
+SCOPED = ("project",)
 
 
 # --- directives ---------------------------------------------------------------------------
@@ -123,7 +125,7 @@ def with_fields(facts: pl.DataFrame) -> pl.DataFrame:
     """``facts`` with every typed field: a fact written before facts carried them
     (``remind_on`` null, not an empty list) has them read from its wording now, once
     per run until it is extracted again."""
-    missing = [pl.lit(None, dtype=FACT_SCHEMA[c]).alias(c) for c in TYPED if c not in facts.columns]
+    missing = [pl.lit(None, dtype=FACT_SCHEMA[c]).alias(c) for c in (*TYPED, *SCOPED) if c not in facts.columns]
     facts = facts.with_columns(missing) if missing else facts
     absent = [c for c in STRUCTURE if c not in facts.columns]
     if absent:

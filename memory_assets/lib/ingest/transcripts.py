@@ -1,8 +1,14 @@
 """Reading transcripts: canonical JSONL, OpenAI chat JSON and LoCoMo conversations.
 
 Every format becomes the same canonical message dict (``session_id``, ``turn``,
-``role``, ``content``, ``ts``, ``speaker``, ``trust``, ``external_id``). A bad line
-becomes a ``TranscriptError`` naming the file and line; the good lines still count.
+``role``, ``content``, ``ts``, ``speaker``, ``trust``, ``external_id``, ``namespace``,
+``source_format``, ``project``). A bad line becomes a ``TranscriptError`` naming the
+file and line; the good lines still count.
+
+A session's ``project`` is the one a message names (``"project": "atlas-web"``), else
+the one its metadata points to (``cwd``, ``repository``… on a message, or on an OpenAI
+document: ``retrieval.projects.project_from_metadata``); every message of the session
+without one of its own gets it.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from retrieval.projects import check_project, project_from_metadata
 from retrieval.schema import ROLES, SOURCE_FORMATS, TRUST
 
 FORMATS = ("jsonl", "openai", "locomo")
@@ -39,6 +46,26 @@ class ParsedTranscript:
     format: str
     messages: list[dict[str, Any]] = field(default_factory=list)
     errors: list[TranscriptError] = field(default_factory=list)
+    # session id → the project its metadata points to (the first one found)
+    detected: dict[str, str] = field(default_factory=dict)
+
+    def detect(self, session_id: str, metadata: Any) -> None:
+        """Note the project ``metadata`` (a message, or the document) points to, if the
+        session has none noted yet."""
+        if isinstance(metadata, dict) and session_id not in self.detected and (found := project_from_metadata(metadata)):
+            self.detected[session_id] = found
+
+    def settle_projects(self) -> ParsedTranscript:
+        """Give each message without a project its session's: the first one a message
+        names, else the one the session's metadata points to (an explicit name wins)."""
+        named: dict[str, str] = {}
+        for message in self.messages:
+            if message["project"]:
+                named.setdefault(message["session_id"], message["project"])
+        for message in self.messages:
+            if not message["project"]:
+                message["project"] = named.get(message["session_id"]) or self.detected.get(message["session_id"])
+        return self
 
     def sessions(self) -> dict[str, list[dict[str, Any]]]:
         grouped: dict[str, list[dict[str, Any]]] = {}
@@ -110,6 +137,12 @@ def _message(path: Path, line: int | None, raw: Any, *, max_bytes: int,
     namespace = raw.get("namespace")
     if namespace is not None and (not isinstance(namespace, str) or not namespace.strip()):
         raise TranscriptError(path, line, f'"namespace" must be a non-empty string (the user or agent), got {namespace!r}')
+    project = raw.get("project")
+    if project is not None:
+        try:
+            project = check_project(project)
+        except ValueError as exc:
+            raise TranscriptError(path, line, f'"project": {exc}') from None
     return {
         "session_id": safe_session_id(str(session)),
         "turn": turn,
@@ -121,6 +154,7 @@ def _message(path: Path, line: int | None, raw: Any, *, max_bytes: int,
         "external_id": raw.get("external_id"),
         "namespace": namespace.strip() if namespace else None,
         "source_format": source_format,
+        "project": project,
     }
 
 
@@ -140,20 +174,30 @@ def _parse_jsonl(path: Path, data: bytes, max_bytes: int) -> ParsedTranscript:
             result.errors.append(TranscriptError(path, number, f"invalid JSON ({exc.msg}, column {exc.colno}); truncated line?"))
             continue
         try:
-            result.messages.append(_message(path, number, obj, max_bytes=max_bytes,
-                                            session_default=None, turn_default=number, ts_default=None))
+            message = _message(path, number, obj, max_bytes=max_bytes,
+                               session_default=None, turn_default=number, ts_default=None)
         except TranscriptError as exc:
             result.errors.append(exc)
-    return result
+            continue
+        result.messages.append(message)
+        result.detect(message["session_id"], obj)
+    return result.settle_projects()
 
 
 def _parse_openai(path: Path, doc: Any, max_bytes: int, mtime: datetime) -> ParsedTranscript:
     result = ParsedTranscript(path, "openai")
     session = path.stem
     messages = doc
+    named: str | None = None  # the document's own "project", for every message without one
     if isinstance(doc, dict):
         session = doc.get("session_id", session)
         messages = doc.get("messages")
+        if doc.get("project") is not None:
+            try:
+                named = check_project(doc["project"])
+            except ValueError as exc:
+                result.errors.append(TranscriptError(path, None, f'"project": {exc}'))
+                return result
     if not isinstance(messages, list):
         result.errors.append(TranscriptError(path, None, 'OpenAI format needs a list of messages (or {"messages": [...]})'))
         return result
@@ -161,11 +205,17 @@ def _parse_openai(path: Path, doc: Any, max_bytes: int, mtime: datetime) -> Pars
         try:
             if isinstance(raw, dict):
                 raw = {**raw, "turn": raw.get("turn", index)}
-            result.messages.append(_message(path, None, raw, max_bytes=max_bytes, session_default=session,
-                                            turn_default=index, ts_default=mtime))
+                if named and "project" not in raw:
+                    raw["project"] = named
+            message = _message(path, None, raw, max_bytes=max_bytes, session_default=session,
+                               turn_default=index, ts_default=mtime)
         except TranscriptError as exc:
             result.errors.append(TranscriptError(path, None, f"message {index}: {exc.message}"))
-    return result
+            continue
+        result.messages.append(message)
+        result.detect(message["session_id"], raw)
+        result.detect(message["session_id"], doc)
+    return result.settle_projects()
 
 
 _LOCOMO_SESSION = re.compile(r"^session_(\d+)$")

@@ -68,7 +68,7 @@ def new_turns(files: Sequence[Path], session_id: str, stored: Iterable[str], *, 
                 "speaker": message["speaker"], "content": clean,
                 "content_at": datetime.fromisoformat(message["ts"]), "trust": message["trust"],
                 "source_format": message.get("source_format", "jsonl"), "source_file": file.name, "ingested_at": now,
-                "namespace": message.get("namespace"),
+                "namespace": message.get("namespace"), "project": message.get("project"),
             })
     out.frame = pl.DataFrame(rows, schema=RESOURCE_SCHEMA)
     return out

@@ -49,7 +49,7 @@ class Consolidated:
 
 
 # What ``supersession.resolve`` reads of a row (only these columns become dicts for it).
-_RESOLVE_FIELDS = ("supersedes_hint", "supersedes", "status", "namespace", "created_at", "content")
+_RESOLVE_FIELDS = ("supersedes_hint", "supersedes", "status", "namespace", "project", "created_at", "content")
 
 
 def _hinted(items: pl.DataFrame) -> bool:

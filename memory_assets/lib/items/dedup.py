@@ -1,5 +1,9 @@
 """Deduplication: exact (normalized content hash) and semantic (cosine within a namespace).
 
+Two items are compared only within one *partition*: the same namespace and the same
+project (null for global items). Two projects stating the same rule keep an item each,
+so neither project loses it to the other's scope.
+
 A semantic duplicate is merged, not dropped: the fresher wording wins, the survivor
 gains confidence (a second sighting confirms it), and it inherits every source id, so
 nothing the duplicate pointed at is lost. Every merge is returned for the merge log.
@@ -22,6 +26,12 @@ from retrieval.spans import spanned
 def content_hash(content: str) -> str:
     """SHA-256 of the normalized text: the same fact in other spacing or case is one fact."""
     return hashlib.sha256(normalize(content).encode("utf-8")).hexdigest()
+
+
+def partitions(items: pl.DataFrame) -> list[tuple[str | None, str | None]]:
+    """Per row, the (namespace, project) it is compared within."""
+    projects = items["project"].to_list() if "project" in items.columns else [None] * items.height
+    return list(zip(items["namespace"].to_list(), projects))
 
 
 @dataclass(frozen=True)
@@ -95,11 +105,11 @@ def fold_known(items: pl.DataFrame, merged_into: dict[str, str], *, bonus: float
         return items, set()
     ids = items["id"].to_list()
     position = {item_id: i for i, item_id in enumerate(ids)}
-    namespaces = items["namespace"].to_list()
+    partition = partitions(items)
     parent = {}
     for i, item_id in enumerate(ids):
         root = position.get(merged_into.get(item_id, ""))
-        if root is not None and root != i and namespaces[root] == namespaces[i] and ids[root] not in merged_into:
+        if root is not None and root != i and partition[root] == partition[i] and ids[root] not in merged_into:
             parent[i] = root
     if not parent:
         return items, set()
@@ -133,23 +143,23 @@ def replace_rows(frame: pl.DataFrame, changed: dict[int, dict], keep: np.ndarray
 
 @spanned("consolidate: exact dedup")
 def exact_dedup(items: pl.DataFrame) -> tuple[pl.DataFrame, list[Merge]]:
-    """One row per (namespace, content_hash); the earliest row keeps its id.
+    """One row per (namespace, project, content_hash); the earliest row keeps its id.
 
     Only the rows of a repeated key become Python dicts; the rest stay columnar.
     """
     if items.is_empty():
         return items, []
     ordered = items.sort("created_at")
-    key = pl.struct("namespace", "content_hash")
+    key = pl.struct(*(c for c in ("namespace", "project", "content_hash") if c in items.columns))
     flags = ordered.select(dup=key.is_duplicated(), first=key.is_first_distinct())
     repeated = flags["dup"].to_numpy()
     if not repeated.any():
         return ordered, []
     positions = np.flatnonzero(repeated)
     merges: list[Merge] = []
-    groups: dict[tuple[str, str], tuple[int, list[dict]]] = {}
+    groups: dict[tuple[str, str | None, str], tuple[int, list[dict]]] = {}
     for position, row in zip(positions.tolist(), ordered[positions].to_dicts()):
-        key_value = (row["namespace"], row["content_hash"])
+        key_value = (row["namespace"], row.get("project"), row["content_hash"])
         if key_value in groups:
             survivor = groups[key_value][1][0]
             merges.append(Merge(survivor["id"], row["id"], 1.0, survivor["content"], row["content"]))
@@ -164,7 +174,7 @@ def exact_dedup(items: pl.DataFrame) -> tuple[pl.DataFrame, list[Merge]]:
 @spanned("consolidate: semantic dedup")
 def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float, bonus: float,
                    candidates: np.ndarray | None = None, block: int = 2048) -> tuple[pl.DataFrame, np.ndarray, list[Merge]]:
-    """Merge rows whose vectors have cosine above ``threshold`` within one namespace.
+    """Merge rows whose vectors have cosine above ``threshold`` within one partition.
 
     Args:
         items: rows aligned with ``vectors`` (unit vectors).
@@ -181,7 +191,7 @@ def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float
     if n < 2:
         return items, vectors, []
     # Columns for the comparisons; whole rows (dicts) only for the rows that merge.
-    namespaces = np.asarray(items["namespace"].to_list())
+    partition = partitions(items)
     created = items["created_at"].to_list()
     contents = items["content"].to_list()
     hints = items["supersedes_hint"].to_list() if "supersedes_hint" in items.columns else [None] * n
@@ -202,7 +212,7 @@ def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float
             sims[r, i] = -1.0  # not itself
             hits = np.nonzero(sims[r] > threshold)[0]
             for j in hits:
-                if namespaces[j] == namespaces[i] and (candidates is None and j > i or candidates is not None):
+                if partition[j] == partition[i] and (candidates is None and j > i or candidates is not None):
                     # "due at 11,799" vs "due at 17,771" are alike but disagree: a
                     # contradiction for the lifecycle to resolve, never a duplicate to merge.
                     if disagree(contents[i], contents[j]):

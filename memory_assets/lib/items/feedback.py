@@ -99,14 +99,18 @@ def fold(items: pl.DataFrame, events: pl.DataFrame, config: MemoryConfig) -> tup
 
 
 def _expand_erasures(items: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
-    """An ``erase`` names a namespace, not items: it applies to every item of the
-    namespace stated before it (what the user says afterwards is remembered again)."""
+    """An ``erase`` of a namespace names no items: it applies to every item of the
+    namespace stated before it (what the user says afterwards is remembered again). An
+    ``erase`` of one item (``memory erase --id``) names it, like a ``forget``."""
     erase = events.filter(pl.col("type") == "erase")
     if erase.is_empty():
         return events
     rows = []
     for event in erase.iter_rows(named=True):
         namespace = json.loads(event["payload"] or "{}").get("namespace")
+        if namespace is None:
+            rows.append(event)
+            continue
         named = items.filter((pl.col("namespace") == namespace) & (pl.col("created_at") <= event["ts"]))["id"]
         rows.append({**event, "item_ids": named.to_list()})
     return pl.concat([events.filter(pl.col("type") != "erase"), pl.DataFrame(rows, schema=events.schema)]).sort("ts")

@@ -140,7 +140,7 @@ def _turns(imported: ImportFile, session: str, records: list[Any]) -> list[Turn]
         turns.append(Turn(session_id=session, turn=number, role="user", content=record.content,
                           content_at=record.created_at or said, speaker="user", trust=record.source_trust or "trusted",
                           external_id=(record.source_turn_ids or [None])[0], resource_id=resource_id(message),
-                          namespace=record.namespace, source_format=direct.REMEMBERED))
+                          namespace=record.namespace, source_format=direct.REMEMBERED, project=record.project))
     return turns
 
 

@@ -190,6 +190,24 @@ def held(paths: DataRoot) -> int | None:
     return int(raw["version"]) if raw is not None else None
 
 
+def unhold(paths: DataRoot) -> bool:
+    """Lift a rollback's hold without publishing anything (an erasure publishes next:
+    the held version holds the erased words). Whether there was a hold."""
+    was = held(paths) is not None
+    warehouse.remove(_hold_file(paths))
+    return was
+
+
+def keep_history(paths: DataRoot, versions: set[int]) -> int:
+    """Keep only the published versions whose LanceDB version still exists (an erasure
+    removes the others); returns how many entries went."""
+    entries = history(paths)
+    kept = [v for v in entries if v.version in versions]
+    if len(kept) != len(entries):
+        warehouse.write_json(_history_file(paths), [v.to_json() for v in kept], indent=1)
+    return len(entries) - len(kept)
+
+
 def release(paths: DataRoot, version: int | None = None) -> ItemsVersion:
     """``memory publish``: lift the hold and publish ``version`` (default: the latest staged
     one, which passed its checks: only such a version is ever staged for publish)."""

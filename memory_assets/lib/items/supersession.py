@@ -46,7 +46,7 @@ def mentions(content: str, words: set[str], *, names: bool = False) -> bool:
 def resolve(rows: list[dict], vectors: np.ndarray, min_similarity: float) -> list[tuple[int, int, float]]:
     """Pair each hinted row with the older active row it supersedes.
 
-    The older row must be strictly older, in the same namespace, mention every word of
+    The older row must be strictly older, in the same namespace and project (``dedup.partitions``), mention every word of
     the hint, and be at least ``min_similarity`` alike (``[dedup] supersede_min_similarity``: the
     older item must also mention every hint word, so the bar can be low). Returns (new, old, similarity).
     """
@@ -64,7 +64,7 @@ def resolve(rows: list[dict], vectors: np.ndarray, min_similarity: float) -> lis
             if sims[j] < min_similarity:
                 break
             if (j == i or old["status"] != "active" or old["namespace"] != new["namespace"]
-                    or old["created_at"] >= new["created_at"]):
+                    or old.get("project") != new.get("project") or old["created_at"] >= new["created_at"]):
                 continue
             if mentions(old["content"], hint, names=new["supersedes_hint"][:1].isupper()):
                 pairs.append((i, int(j), float(sims[j])))

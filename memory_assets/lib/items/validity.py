@@ -44,7 +44,7 @@ from retrieval.text import PEOPLE_NOUNS, STOPWORDS, denies_or_ends
 # Subject heads that are things, not someone ("it", "that"): never a person of their own.
 _THINGS = frozenset("it this that there they we you i".split())
 
-_FIELDS = ("id", "namespace", "subject_key", "relation", "value", "states_change", "tentative", "status",
+_FIELDS = ("id", "namespace", "project", "subject_key", "relation", "value", "states_change", "tentative", "status",
            "valid_from", "created_at", "content", "session_id", "supersedes_hint", "supersedes")
 
 
@@ -149,9 +149,10 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
     rows = items.select([c for c in _FIELDS if c in items.columns]).to_dicts()
     live = [i for i, r in enumerate(rows)
             if r["status"] in ("active", "candidate") and r["relation"] and r["subject_key"]]
-    by_user: dict[str, list[int]] = defaultdict(list)
+    # A user's facts, one project at a time: two projects' deploy windows never retire each other.
+    by_user: dict[tuple[str, str | None], list[int]] = defaultdict(list)
     for i in live:
-        by_user[user_of(rows[i]["namespace"])].append(i)
+        by_user[(user_of(rows[i]["namespace"]), rows[i].get("project"))].append(i)
     pairs: list[tuple[int, int]] = []
     retired: set[int] = set()
     floor = config.graph.change_min_similarity

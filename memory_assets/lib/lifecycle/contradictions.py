@@ -34,14 +34,15 @@ RULES_GROUP = "\0rules"  # no category is named so
 RULE_KINDS = frozenset({"negative", "procedure", "decision"})
 
 
-def _group(row: dict) -> tuple[str, str]:
+def _group(row: dict) -> tuple[str, str, str]:
     """Whom and what a row is compared with: its namespace's rows of its category; a
     standing rule for the assistant (a negative rule, procedure or decision with a
     ``directive``) with every such rule of its namespace, whatever category each was filed
     under ("Never force-push to main" against "I decided you should force-push to main").
-    A correction stays with the facts of its category, which it corrects."""
+    A correction stays with the facts of its category, which it corrects. Two projects'
+    facts never contradict each other (each is true of its own project)."""
     rule = row.get("directive") and row.get("kind") in RULE_KINDS
-    return row.get("namespace") or "", RULES_GROUP if rule else row.get("category") or ""
+    return row.get("namespace") or "", row.get("project") or "", RULES_GROUP if rule else row.get("category") or ""
 
 
 def _given(neighbors: Neighbors) -> Iterator[tuple[int, int]]:
@@ -53,7 +54,7 @@ def _given(neighbors: Neighbors) -> Iterator[tuple[int, int]]:
 
 def _top_k(rows: list[dict], vectors: np.ndarray, active: list[int], threshold: float, k: int,
            block: int, only: set[int] | None = None) -> Iterator[tuple[int, int]]:
-    groups: dict[tuple[str, str], list[int]] = defaultdict(list)
+    groups: dict[tuple[str, str, str], list[int]] = defaultdict(list)
     for i in active:
         groups[_group(rows[i])].append(i)
     for members in groups.values():

@@ -120,7 +120,7 @@ def _upsert_archive(paths: DataRoot, retired: pl.DataFrame) -> int:
     kept = warehouse.read_frame(target)
     if kept is not None:
         retired = pl.concat([kept.filter(~pl.col("id").is_in(retired["id"].implode())), retired],
-                            how="vertical_relaxed")
+                            how="diagonal_relaxed")
     warehouse.write_frame(target, retired)
     return retired.height
 

@@ -123,7 +123,7 @@ _STATE = ("status", "supersedes", "superseded_by", "contradicts", "promoted", "e
 # The columns ``apply`` writes, and the ones it reads (only these are turned into dicts).
 _WRITTEN = ("retrieval_priority", "importance", "confidence", *_STATE, "updated_at")
 _READ = (
-    "id", "content", "category", "kind", "tier", "namespace", "source_trust", "provenance", "session_id",
+    "id", "content", "category", "kind", "tier", "namespace", "project", "source_trust", "provenance", "session_id",
     "source_turn_ids", "created_at", "first_seen_at", "last_referenced_at", "reference_count", "echo_count", "fizzle_count",
     "reinforcement", "supersedes_hint", "base_importance", "base_confidence", "directive",
 )

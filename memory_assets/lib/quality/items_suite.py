@@ -19,6 +19,7 @@ from memory_assets.lib.quality.credential_scan import ScanLedger, credential_kin
 from memory_assets.lib.quality.suite_report import QualityReport
 from memory_assets.lib.quality.validation import Rule, validate
 from retrieval.config import MemoryConfig
+from retrieval.projects import PATTERN as PROJECT_PATTERN
 from retrieval.schema import KINDS, PROVENANCE, SCOPES, SENTIMENTS, STATUSES, STRENGTHS, TIERS, TRUST
 from retrieval.spans import spanned
 
@@ -61,6 +62,10 @@ def shared_rules(config: MemoryConfig, required: Iterable[str] = REQUIRED) -> li
         _in_set("strength_in_set", "strength", STRENGTHS, "WARN", "confidence is derived from strength"),
         _in_set("sentiment_in_set", "sentiment", SENTIMENTS, "WARN", "sentiment match is a ranking modifier"),
         _in_set("scope_in_set", "scope", SCOPES, "WARN", "scope limits where a memory is injected"),
+        Rule("project_matches_scope", "ExpectColumnValuesToBeNull", "ERROR",
+             "a project-scoped memory is injected only into its project: it must name a valid one, and a "
+             "global memory none (else one project's memory reaches another's prompt, or none)",
+             {"column": "project_mismatch"}),
         _in_set("provenance_in_set", "provenance", PROVENANCE, "WARN", "provenance explains where a memory came from"),
         Rule("sources_exist", "ExpectColumnValuesToBeNull", "ERROR",
              "every memory points back to stored turns it came from (nothing is lost, everything is traceable)",
@@ -113,6 +118,17 @@ def _missing_fields(frame: pl.DataFrame, required: Iterable[str]) -> pl.Expr:
     return pl.when(joined != "").then(joined)
 
 
+def _project_mismatch(frame: pl.DataFrame) -> pl.Expr:
+    """Per row: what is wrong with its scope and project (``scope = "project"`` iff a valid
+    ``project``), or null. A frame written before projects has neither: global, fine."""
+    scope = pl.col("scope").cast(pl.String) if "scope" in frame.columns else pl.lit(None, dtype=pl.String)
+    project = pl.col("project").cast(pl.String) if "project" in frame.columns else pl.lit(None, dtype=pl.String)
+    scoped = scope == "project"
+    return (pl.when(scoped & project.is_null()).then(pl.lit("project scope without a project"))
+            .when(~scoped.fill_null(False) & project.is_not_null()).then(pl.lit("a project on a non-project scope"))
+            .when(project.is_not_null() & ~project.str.contains(PROJECT_PATTERN)).then(pl.lit("invalid project name")))
+
+
 def _derived(frame: pl.DataFrame, required: Iterable[str], resource_ids: pl.Series | None,
              ledger: ScanLedger | None) -> pl.DataFrame:
     content = frame["content"] if "content" in frame.columns else pl.Series("content", [None] * frame.height, pl.String)
@@ -125,6 +141,7 @@ def _derived(frame: pl.DataFrame, required: Iterable[str], resource_ids: pl.Seri
         credential=credential_kinds(content, ledger),
         unknown_sources=_unknown_sources(frame, resource_ids) if "source_resource_ids" in frame.columns
         else pl.lit(NO_SOURCE),
+        project_mismatch=_project_mismatch(frame),
     )
     if {"source_trust", "importance"} <= set(frame.columns):
         derived = derived.with_columns(

@@ -12,6 +12,7 @@ import polars as pl
 
 from memory_assets.lib.quality.suite_report import QualityReport
 from memory_assets.lib.quality.validation import Rule, validate
+from retrieval.projects import PATTERN as PROJECT_PATTERN
 from retrieval.schema import ROLES, TRUST
 
 # external_id is optional (only some formats have turn ids); everything else is required.
@@ -32,6 +33,14 @@ def _parsed(frame: pl.DataFrame, column: str) -> pl.Expr:
     return pl.lit(None, dtype=pl.Datetime("us", "UTC"))
 
 
+def _invalid_project(frame: pl.DataFrame) -> pl.Expr:
+    """The project when it is not a valid name, else null (a part written before projects has none)."""
+    if "project" not in frame.columns:
+        return pl.lit(None, dtype=pl.String)
+    project = pl.col("project").cast(pl.String)
+    return pl.when(~project.str.contains(PROJECT_PATTERN)).then(project)
+
+
 def resource_rules(session_ids: Sequence[str] | None = None) -> list[Rule]:
     rules = [
         Rule(f"{column}_not_null", "ExpectColumnValuesToNotBeNull", "ERROR",
@@ -48,6 +57,10 @@ def resource_rules(session_ids: Sequence[str] | None = None) -> list[Rule]:
         Rule("trust_in_set", "ExpectColumnValuesToBeInSet", "ERROR",
              "tool output stays untrusted all the way to the injected block",
              {"column": "trust", "value_set": list(TRUST)}),
+        # ``project`` is optional (null: no project); when set it scopes the session's work memories.
+        Rule("project_name_valid", "ExpectColumnValuesToBeNull", "ERROR",
+             "a session's project decides which readers see its work memories; it must be a valid name",
+             {"column": "invalid_project"}),
     ]
     rules += [
         Rule(f"{column}_parses", "ExpectColumnValuesToNotBeNull", "ERROR",
@@ -71,6 +84,7 @@ def resources_report(resources: pl.DataFrame, *, session_ids: Sequence[str] | No
         session_ids: when given, every turn must belong to one of these sessions.
         subject: what is checked, for the summary line.
     """
-    frame = resources.with_columns(**{f"{c}_parsed": _parsed(resources, c) for c in TIMESTAMPS})
+    frame = resources.with_columns(**{f"{c}_parsed": _parsed(resources, c) for c in TIMESTAMPS},
+                                   invalid_project=_invalid_project(resources))
     return validate(frame, resource_rules(session_ids), subject=subject, id_column="resource_id",
                     context_columns=("session_id", "turn", "content"))
