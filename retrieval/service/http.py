@@ -28,7 +28,7 @@ from retrieval.checkpoints import CheckpointConflict, CheckpointError
 from retrieval.disabled import MemoryDisabled
 from retrieval.ids import AmbiguousId
 from retrieval.projects import PATTERN as PROJECT_PATTERN
-from retrieval.service import portable
+from retrieval.service import exports
 from retrieval.service.core import Refused, Service, Unauthorized
 from retrieval.service.keys import ApiKey
 from retrieval.store import ItemStore
@@ -312,7 +312,7 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
     def export(key: ApiKey = Depends(caller), namespace: str | None = Namespace,
                embeddings: bool = False) -> StreamingResponse:
         client = service.reader(key, namespace)
-        lines = portable.export(client, client.namespace, embeddings=embeddings)
+        lines = exports.export(client, client.namespace, embeddings=embeddings)
         return StreamingResponse((f"{line}\n" for line in lines), media_type="application/x-ndjson")
 
     @app.post("/v1/import", tags=["write"], status_code=202,
@@ -320,7 +320,7 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
     async def import_(request: Request, key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> dict:
         client = service.writer(key, namespace)
         text = (await request.body()).decode("utf-8", errors="replace")
-        return await anyio.to_thread.run_sync(lambda: portable.import_text(client, client.namespace, text))
+        return await anyio.to_thread.run_sync(lambda: exports.import_text(client, client.namespace, text))
 
     @app.post("/v1/erase", tags=["write"], status_code=202,
               summary="Erase every memory of this key's namespace (the right to be forgotten)")

@@ -24,7 +24,7 @@ from mcp.server.fastmcp.exceptions import ToolError
 from retrieval.checkpoints import CheckpointError
 from retrieval.disabled import MemoryDisabled
 from retrieval.ids import AmbiguousId
-from retrieval.service import portable
+from retrieval.service import exports
 from retrieval.service.core import Refused, Service
 from retrieval.service.keys import ApiKey
 from retrieval.store import ItemStore
@@ -237,14 +237,14 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
     async def memory_export(ctx: Context, namespace: str | None = None) -> str:
         """Your memory in the portable export format (JSON Lines, a header first): for a backup
         or to move it to another memory server. Vectors are left out."""
-        return await call(ctx, lambda key: "\n".join(portable.export(
+        return await call(ctx, lambda key: "\n".join(exports.export(
             service.reader(key, namespace), namespace or key.namespace)))
 
     @mcp.tool()
     async def memory_import(export: str, ctx: Context) -> str:
         """Bring an export (the text memory_export gave, JSON Lines) into your memory; memories
         already held are skipped, and the next pipeline run stores the rest."""
-        return await call(ctx, lambda key: portable.import_text(service.writer(key), key.namespace, export))
+        return await call(ctx, lambda key: exports.import_text(service.writer(key), key.namespace, export))
 
     @mcp.tool()
     async def memory_due_triggers(ctx: Context, namespace: str | None = None) -> str:
