@@ -125,6 +125,7 @@ class Embedding(_Section):
     openai_model: str
     batch_size: int = Field(gt=0)
     query_threads: int = Field(ge=0)
+    query_cache: int = Field(ge=1)
 
 
 class LLM(_Section):
@@ -235,6 +236,7 @@ class Graph(_Section):
 class Service(_Section):
     host: str
     port: int = Field(ge=0, le=65535)
+    workers: int = Field(ge=1, le=64)
     writes_per_minute: int = Field(ge=1)
     max_request_bytes: int = Field(ge=1024)
     max_list: int = Field(ge=1)

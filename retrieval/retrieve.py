@@ -15,6 +15,7 @@ import dataclasses
 import re
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -159,7 +160,8 @@ class Stores:
         self._embedder: Embedder | None = None
         self._tables: dict[str, tuple[float, Any]] = {}
         self._pool: ThreadPoolExecutor | None = None
-        self._last_embedding: tuple[str, np.ndarray] | None = None
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()  # query → vector, least recent first
+        self._vectors_lock = threading.Lock()
 
     @property
     def embedder(self) -> Embedder:
@@ -182,12 +184,20 @@ class Stores:
         return table
 
     def embed(self, text: str) -> np.ndarray:
-        """The query's vector; tier 1 and tier 2 share one embedding of the same query."""
-        last = self._last_embedding  # read once: another thread may embed its own query meanwhile
-        if last is None or last[0] != text:
-            last = (text, self.embedder.embed_one(text))
-            self._last_embedding = last
-        return last[1]
+        """The query's vector; tier 1 and tier 2 share one embedding of the same query, and
+        a query asked again (an agent retrying, or re-injecting the same context) is not
+        embedded again while it is among the last ``[embedding] query_cache``."""
+        with self._vectors_lock:
+            vector = self._vectors.get(text)
+            if vector is not None:
+                self._vectors.move_to_end(text)
+                return vector
+        vector = self.embedder.embed_one(text)  # outside the lock: other threads go on meanwhile
+        with self._vectors_lock:
+            self._vectors[text] = vector
+            while len(self._vectors) > int(self.config.embedding.query_cache):
+                self._vectors.popitem(last=False)
+        return vector
 
     def in_background(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
         if self._pool is None:

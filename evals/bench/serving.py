@@ -54,27 +54,34 @@ class Server:
         return httpx.Client(base_url=self.url, headers=headers, timeout=60)
 
     def kill(self) -> None:
-        """kill -9: no shutdown handler runs."""
-        self.process.send_signal(signal.SIGKILL)
+        """kill -9 of the server and its worker processes: no shutdown handler runs."""
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
         self.process.wait(timeout=30)
 
     def stop(self) -> None:
         if self.process.poll() is None:
-            self.process.terminate()
+            self.process.terminate()  # uvicorn stops its workers, then itself
             try:
-                self.process.wait(timeout=20)
+                self.process.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                self.kill()
+                pass
+        self.kill()  # whatever is left of the group
 
 
 def start(root: Path, key: str, *, config: Path | None = None, port: int | None = None,
-          timeout: float = 90.0) -> Server:
-    """Start ``memory serve`` on ``root`` and wait until it answers ``key``."""
+          timeout: float = 90.0, workers: int | None = None) -> Server:
+    """Start ``memory serve`` on ``root`` (``workers``: default ``[service] workers``) and
+    wait until it answers ``key``. The server leads its own process group, so ``kill``
+    reaches its workers too."""
     port = port or free_port()
     log = root.parent / f"serve-{port}.log"
+    extra = ["--workers", str(workers)] if workers else []
     process = subprocess.Popen(
-        [sys.executable, "-m", "memory_assets.cli", "--data-root", str(root), "serve", "--port", str(port)],
-        stdout=log.open("wb"), stderr=subprocess.STDOUT, env=service_env(config), cwd=REPO)
+        [sys.executable, "-m", "memory_assets.cli", "--data-root", str(root), "serve", "--port", str(port), *extra],
+        stdout=log.open("wb"), stderr=subprocess.STDOUT, env=service_env(config), cwd=REPO, start_new_session=True)
     server = Server(root, port, process, log)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

@@ -32,8 +32,8 @@ def _keys(data_root: str):
 def cmd_serve(args: argparse.Namespace) -> int:
     from retrieval.service.mcp_server import build_mcp
 
-    service = _service(args.data_root)
     if args.mcp_stdio:
+        service = _service(args.data_root)
         presented = os.environ.get(KEY_ENV)
         if service.keys.verify(presented) is None:
             print(f"memory serve --mcp-stdio: set {KEY_ENV} to a live key (`memory keys create AGENT`)", file=sys.stderr)
@@ -42,15 +42,23 @@ def cmd_serve(args: argparse.Namespace) -> int:
         return 0
     import uvicorn
 
-    from retrieval.service.http import create_app
+    from retrieval.config import load_config
+    from retrieval.paths import DataRoot
+    from retrieval.service.app import build
 
-    host = args.host or service.config.service.host
-    port = service.config.service.port if args.port is None else args.port
-    service.client.embedder.embed_one("warm up")  # the model loads before the first request, not during it
-    app = create_app(service, mcp=build_mcp(service))
+    config = load_config()
+    host = args.host or config.service.host
+    port = config.service.port if args.port is None else args.port
+    workers = config.service.workers if args.workers is None else args.workers
+    root = DataRoot.resolve(args.data_root).root
     print(f"memory serve: http://{host}:{port}/v1 and MCP at http://{host}:{port}/mcp/ "
-          f"(data root {service.client.paths.root})", file=sys.stderr, flush=True)
-    uvicorn.run(app, host=host, port=port, log_level=args.log_level, access_log=args.log_level == "debug")
+          f"({workers} worker{'s' if workers > 1 else ''}, data root {root})", file=sys.stderr, flush=True)
+    options = {"host": host, "port": port, "log_level": args.log_level, "access_log": args.log_level == "debug"}
+    if workers > 1:
+        os.environ["MEMORY_DATA_ROOT"] = str(root)  # each worker builds its app from the environment
+        uvicorn.run("retrieval.service.app:app_from_env", factory=True, workers=workers, **options)
+    else:
+        uvicorn.run(build(root)[1], **options)
     return 0
 
 
@@ -92,6 +100,8 @@ def add_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
     p.add_argument("--port", type=int, default=None, help="port (default [service] port; 0: any free port)")
     p.add_argument("--mcp-stdio", action="store_true",
                    help=f"serve MCP over stdin/stdout for a local agent; the key comes from ${KEY_ENV}")
+    p.add_argument("--workers", type=int, default=None,
+                   help="worker processes (default [service] workers; each holds the model and the snapshot)")
     p.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
     p.set_defaults(func=cmd_serve)
 

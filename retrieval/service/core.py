@@ -15,13 +15,14 @@ status, an MCP tool error), with the same words:
 from __future__ import annotations
 
 import math
-import threading
 import time
-from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+import sqlalchemy as sa
 
 from retrieval.client import MemoryClient
 from retrieval.config import MemoryConfig
+from retrieval.service.db import metadata
 from retrieval.service.keys import ApiKey, KeyStore
 
 
@@ -52,27 +53,41 @@ class RateLimited(Refused):
 FORBIDDEN = "this key may not {what} namespace {namespace!r}"
 
 
+write_log = sa.Table(
+    "write_log", metadata,
+    sa.Column("key_id", sa.String(12), nullable=False, index=True),
+    sa.Column("at", sa.Float, nullable=False),
+)
+
+
 @dataclass
 class WriteLimiter:
-    """Writes per key in the last minute (a sliding window), thread-safe."""
+    """Writes per key in the last minute (a sliding window), counted in the service
+    database, so every worker process of a server (and every server on one PostgreSQL)
+    counts the same writes."""
 
+    engine: sa.Engine
     per_minute: int
     window: float = 60.0
-    _seen: dict[str, deque[float]] = field(default_factory=dict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        metadata.create_all(self.engine, tables=[write_log])
 
     def take(self, key: ApiKey, now: float | None = None) -> None:
         """Count one write for ``key``, or raise ``RateLimited`` when its window is full."""
         limit = key.writes_per_minute or self.per_minute
-        now = time.monotonic() if now is None else now
-        with self._lock:
-            seen = self._seen.setdefault(key.key_id, deque())
-            while seen and now - seen[0] >= self.window:
-                seen.popleft()
-            if len(seen) >= limit:
-                wait = max(1, math.ceil(self.window - (now - seen[0])))
+        now = time.time() if now is None else now
+        rows = write_log.c
+        with self.engine.begin() as db:
+            # The delete comes first: it takes the write lock, so two processes counting the
+            # same key's window take turns.
+            db.execute(write_log.delete().where(rows.key_id == key.key_id, rows.at <= now - self.window))
+            count, oldest = db.execute(sa.select(sa.func.count(), sa.func.min(rows.at))
+                                       .where(rows.key_id == key.key_id)).one()
+            if count >= limit:
+                wait = max(1, math.ceil(self.window - (now - oldest)))
                 raise RateLimited(f"over {limit} writes a minute for this key; retry in {wait} s", wait)
-            seen.append(now)
+            db.execute(write_log.insert().values(key_id=key.key_id, at=now))
 
 
 class Service:
@@ -81,7 +96,7 @@ class Service:
     def __init__(self, client: MemoryClient, keys: KeyStore, config: MemoryConfig | None = None):
         self.client, self.keys = client, keys
         self.config = config or client.config
-        self.limiter = WriteLimiter(int(self.config.service.writes_per_minute))
+        self.limiter = WriteLimiter(keys.engine, int(self.config.service.writes_per_minute))
 
     def authenticate(self, presented: str | None) -> ApiKey:
         key = self.keys.verify(presented)

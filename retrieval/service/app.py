@@ -1,0 +1,38 @@
+"""The served application, built once per worker process.
+
+``memory serve`` runs one process, or ``[service] workers`` (``--workers``) uvicorn worker
+processes on one port, each with its own model and snapshot in memory: Python runs one
+thread at a time per process, so two processes are what use this machine's two cores.
+Everything the workers share lives outside them: keys, the write counts behind 429 and
+the checkpoints in the service database, the pending writes in the inbox.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from retrieval.paths import DataRoot
+
+
+def build(data_root: str | os.PathLike[str] | None = None) -> tuple[Any, Any]:
+    """(the ``Service``, its FastAPI app with the MCP server mounted), warmed up: the model,
+    the published snapshot, the graph and the rules are loaded before the first request
+    instead of during it (seconds at 100k items)."""
+    from retrieval import MemoryClient
+    from retrieval.service.core import Service
+    from retrieval.service.db import engine_for
+    from retrieval.service.http import create_app
+    from retrieval.service.keys import KeyStore
+    from retrieval.service.mcp_server import build_mcp
+
+    client = MemoryClient(DataRoot.resolve(data_root).root, namespace="*")
+    service = Service(client, KeyStore(engine_for(client.paths, client.config)))
+    client.scoped(None).inject("warm up", record=False)
+    return service, create_app(service, mcp=build_mcp(service))
+
+
+def app_from_env() -> Any:
+    """The app of one worker process (uvicorn's ``factory``): the data root and config
+    come from ``MEMORY_DATA_ROOT`` and ``MEMORY_CONFIG``, which ``memory serve`` sets."""
+    return build(os.environ.get("MEMORY_DATA_ROOT"))[1]
