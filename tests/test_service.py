@@ -65,7 +65,8 @@ class Served:
             "fuzz": create_key(root, "fuzz", env=env),
             "quiet": create_key(root, "quiet", env=env),
         }
-        self.server = start(root, self.keys["alice"], config=config)
+        # Two worker processes: keys, write counts and pending writes must be shared by both.
+        self.server = start(root, self.keys["alice"], config=config, workers=2)
 
     def http(self, who: str | None) -> httpx.Client:
         return self.server.client(self.keys.get(who, who) if who else None)
