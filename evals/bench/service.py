@@ -4,7 +4,8 @@ Starts ``memory serve`` (its own process, 127.0.0.1) on a copy of the synthetic
 ``--items`` root (``evals.bench.retrieval``), creates one key per client, and runs
 ``--clients`` concurrent agents for ``--seconds``: each sends a request, waits for the
 answer, pauses ``--think-ms`` and goes on; ``--write-share`` of the requests are writes
-(``remember`` and ``append_turn`` in turn), the rest ``inject``. Reports throughput,
+(``remember`` and ``append_turn`` in turn), the rest ``inject``. Each agent starts at a
+random moment within its first pause, as independent agents would, not all at once. Reports throughput,
 p50/p95/p99 per kind and every error. Then runs the pipeline once (``memory
 materialize``) and checks that every acknowledged write is there: each remembered
 sentence as an item (or merged into one, or refused by the gate with a reason), each
@@ -68,6 +69,8 @@ async def _agent(n: int, client: Any, queries: list, args: argparse.Namespace, s
                  timings: dict[str, list[float]], errors: list[str], written: dict[str, list]) -> None:
     rng = random.Random(args.seed * 1000 + n)
     session, turn, notes = f"bench-{n}", 0, 0
+    # Independent agents do not start in the same millisecond: each begins within its first pause.
+    await asyncio.sleep(rng.uniform(0, args.think_ms / 1000.0))
     while time.monotonic() < stop:
         if rng.random() < args.write_share:
             kind = "remember" if (notes + turn) % 2 == 0 else "append_turn"
