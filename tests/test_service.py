@@ -336,7 +336,21 @@ def _text(result) -> str:
     return "".join(getattr(c, "text", "") for c in result.content)
 
 
-def test_mcp_over_streamable_http_with_the_sdk_client(served):
+# Arguments that make each MCP tool's call valid, so a refusal is about the namespace.
+TOOL_ARGS = {
+    "memory_inject": {"context": "laptop"}, "memory_search": {"query": "laptop"},
+    "memory_remember": {"content": "Bob's oven runs hot."}, "memory_get": {"item_id": "m:0000"},
+    "memory_list": {}, "memory_history": {"item_id": "m:0000"},
+    "memory_update": {"item_id": "m:0000", "content": "new words"}, "memory_forget": {"item_id": "m:0000"},
+    "memory_feedback": {"item_id": "m:0000", "action": "pin"},
+    "memory_record_response": {"item_ids": [], "response_text": "ok"},
+    "memory_append_turn": {"session_id": "s-1", "turn": 0, "user_input": "hi"},
+    "memory_replay": {"session_id": "s-1"}, "memory_flush_session": {"session_id": "s-1"},
+    "memory_lessons": {}, "memory_due_triggers": {}, "memory_export": {},
+}
+
+
+def test_mcp_over_streamable_http_with_the_sdk_client(served, published):
     async def session_of(key: str, work):
         async with streamablehttp_client(f"{served.server.url}/mcp/",
                                          headers={"Authorization": f"Bearer {key}"}) as (read, write, _):
@@ -344,20 +358,49 @@ def test_mcp_over_streamable_http_with_the_sdk_client(served):
                 await session.initialize()
                 return await work(session)
 
+    async def inject(session, context: str) -> str:
+        return json.loads(_text(await session.call_tool("memory_inject", {"context": context})))["text"]
+
     async def main():
         async def flow(session):
             tools = {t.name for t in (await session.list_tools()).tools}
             wrote = await session.call_tool("memory_remember", {"content": "Alice's laptop is a 2023 ThinkPad X1."})
-            block = await session.call_tool("memory_inject", {"context": "What laptop does Alice use?"})
-            denied = await session.call_tool("memory_search", {"query": "bread", "namespace": "bob"})
-            return tools, wrote, block, denied
+            pending = await inject(session, "What laptop does Alice use?")
+            denied = {name: await session.call_tool(name, {**args, "namespace": "bob"})
+                      for name, args in TOOL_ARGS.items()}
+            return tools, wrote, pending, denied
 
-        tools, wrote, block, denied = await session_of(served.keys["alice"], flow)
-        assert {"memory_inject", "memory_search", "memory_remember", "memory_append_turn", "memory_history",
-                "memory_flush_session", "memory_list", "memory_forget"} <= tools
+        tools, wrote, pending, denied = await session_of(served.keys["alice"], flow)
+        assert set(TOOL_ARGS) | {"memory_import"} == tools
         assert not wrote.isError and "pending:" in _text(wrote)
-        assert "ThinkPad" in json.loads(_text(block))["text"]
-        assert denied.isError and "403 Forbidden: this key may not read" in _text(denied)
+        assert "ThinkPad" in pending and "[pending]" in pending
+        # Every tool that takes a namespace refuses one the key was not granted.
+        assert {name for name, result in denied.items()
+                if not (result.isError and "403 Forbidden: this key may not" in _text(result))} == set()
+        # An import of another namespace's memory is refused as well.
+        header = json.dumps({"format": "agent-memory-export", "version": 1, "exported_at": "2026-01-01T00:00:00+00:00",
+                             "namespace": "bob", "counts": {"item": 0, "entity": 0, "edge": 0},
+                             "embedding_model": None})
+        exported = await session_of(served.keys["bob"], lambda s: s.call_tool("memory_export", {}))
+        lines = _text(exported).splitlines()
+        items = [line for line in lines[1:] if json.loads(line).get("type") == "item"]
+        assert items, _text(exported)[:500]
+        one = "\n".join([lines[0], items[0]])
+        refused = await session_of(served.keys["alice"], lambda s: s.call_tool("memory_import", {"export": one}))
+        assert refused.isError and "403 Forbidden" in _text(refused)
+
+        # The pipeline publishes the remembered laptop; the same MCP tool now injects it.
+        await anyio.to_thread.run_sync(lambda: materialize_pending(DataRoot.resolve(served.root)))
+
+        async def published_line(session):
+            for _ in range(40):
+                text = await inject(session, "What laptop does Alice use?")
+                if "ThinkPad" in text and "[pending]" not in text:
+                    return text
+                await anyio.sleep(0.5)
+            return text
+
+        assert "[m:" in await session_of(served.keys["alice"], published_line)
 
         async def over(session):
             return [await session.call_tool("memory_remember", {"content": f"Limited MCP note {n}."}) for n in range(4)]
@@ -366,6 +409,11 @@ def test_mcp_over_streamable_http_with_the_sdk_client(served):
         assert any(r.isError and "429 Too many requests" in _text(r) for r in results)
 
     anyio.run(main)
+    # A request over the size limit is refused before MCP reads it.
+    big = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+           "params": {"name": "memory_remember", "arguments": {"content": "word " * LIMIT}}}
+    assert served.http("alice").post("/mcp/", json=big, headers={"accept": "application/json, text/event-stream"}
+                                     ).status_code == 413
 
 
 def test_mcp_over_stdio_remember_materialize_inject(tmp_path):

@@ -42,7 +42,8 @@ _REASONS = {401: "Unauthorized", 403: "Forbidden", 404: "Not found", 409: "Confl
 
 
 def _text(obj: Any) -> str:
-    return json.dumps(obj, default=str, ensure_ascii=False)
+    """A tool's answer: text as it is (an export's JSON Lines), anything else as JSON."""
+    return obj if isinstance(obj, str) else json.dumps(obj, default=str, ensure_ascii=False)
 
 
 def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
