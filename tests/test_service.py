@@ -92,6 +92,7 @@ def published(served):
         "bob": bob.post("/v1/remember", json={"content": "Bob keeps his sourdough starter in the garage fridge."}),
         "secret": alice.post("/v1/remember", json={"content": f"The staging deploy key is {AWS_ID}, ask Alice."}),
         "fuzz": served.http("fuzz").post("/v1/remember", json={"content": "The fuzzing agent tests the memory API."}),
+        "rule": alice.post("/v1/remember", json={"content": "Never commit .env files to git."}),
     }
     turns = [alice.post("/v1/sessions/s-cred/turns", json={
         "turn": n, "user_input": text, "llm_output": "Noted.",
@@ -231,6 +232,13 @@ def test_a_credential_sent_to_remember_or_append_turn_is_nowhere_under_the_data_
     stored = _bytes_under(served.root) + served.server.log.read_bytes()
     for secret in (AWS_ID, GITHUB):
         assert secret.encode() not in stored
+
+
+def test_lessons_are_the_namespaces_own(served, published):
+    assert published["said"]["rule"].status_code == 202
+    lessons = _until(lambda: served.http("alice").get("/v1/lessons").json())
+    assert any(".env" in lesson for lesson in lessons)
+    assert not any(".env" in lesson for lesson in served.http("bob").get("/v1/lessons").json())
 
 
 def test_a_list_filters_by_status_text_and_kind(served, published):
