@@ -198,6 +198,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from evals.bench.quality import main as run
     elif args.what == "service":
         from evals.bench.service import main as run
+    elif args.what == "signals":
+        from evals.bench.signals import main as run
     elif args.what == "nightly":
         from evals.bench.nightly import main as run
     else:
@@ -290,7 +292,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_eval)
 
     p = command("bench", help="measure speed: `memory bench retrieval|quality|nightly|service --items N [--json]`")
-    p.add_argument("what", choices=["retrieval", "quality", "nightly", "service"])
+    p.add_argument("what", choices=["retrieval", "quality", "nightly", "service", "signals"])
     p.add_argument("rest", nargs=argparse.REMAINDER, help="options of that benchmark (see --help after it)")
     p.set_defaults(func=cmd_bench)
     return parser
