@@ -135,8 +135,8 @@ class MemoryClient:
         yet and ``query`` is about (read-your-writes; ``retrieval.pending``), for a reader
         of ``project`` (None: any)."""
         floor = float(self.config.injection.min_similarity)
-        vector = self.stores.embed(query) if query.strip() else None
-        return self.overlay.matching(query, vector, self.namespace, floor=floor, project=project)
+        return self.overlay.matching(query, lambda: self.stores.embed(query) if query.strip() else None,
+                                     self.namespace, floor=floor, project=project)
 
     def inject(self, context: str | Messages, *, max_items: int | None = None, token_budget: int | None = None,
                now: datetime | None = None, budget_aware: bool | None = None, session_id: str | None = None,

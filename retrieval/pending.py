@@ -26,7 +26,7 @@ from retrieval.inbox import write_session
 from retrieval.paths import DataRoot
 from retrieval.projects import check_project
 from retrieval.rewrite import keywords
-from retrieval.search import Hit
+from retrieval.search import Hit, to_hit
 from retrieval.text import QUERY_STOPWORDS
 
 PREFIX = "remember-"
@@ -55,10 +55,7 @@ class Pending:
                 "source_resource_ids": [], "source_turn_ids": []}
 
     def hit(self, relevance: float) -> Hit:
-        row = self.as_row()
-        return Hit(id=self.id, content=self.content, category=PENDING, importance=0.5, confidence=1.0,
-                   source_trust="trusted", session_id=self.session_id, source_resource_ids=[], source_turn_ids=[],
-                   relevance=relevance, score=relevance, row=row)
+        return to_hit(self.as_row(), relevance, relevance)
 
 
 def write(paths: DataRoot, namespace: str, content: str, *, now: datetime, pii: Sequence[str],
@@ -84,6 +81,7 @@ class Overlay:
         self._done: set[str] = set()
         self._read: dict[str, Pending | None] = {}
         self._vectors: dict[str, np.ndarray] = {}
+        self._listed: tuple[tuple[int, float] | None, list[str]] = (None, [])
 
     def _published_at(self) -> float:
         try:
@@ -102,14 +100,22 @@ class Overlay:
                            datetime.fromisoformat(line["ts"]), line.get("project"))
         return None
 
+    def _folders(self, published_at: float) -> list[str]:
+        """The inbox's remember sessions not known to be done, listed again only when the
+        inbox (a new session) or the published version changed: ``inject`` asks every call."""
+        try:
+            key = (self.paths.inbox.stat().st_mtime_ns, published_at)
+        except FileNotFoundError:
+            return []
+        if key != self._listed[0]:
+            self._listed = (key, [f.name for f in self.paths.inbox.glob(f"{PREFIX}*")])
+        return self._listed[1]
+
     def pending(self, namespace: str | None) -> list[Pending]:
         """The writes of ``namespace`` (None: every one) not published yet, newest first."""
-        if not self.paths.inbox.exists():
-            return []
         published_at = self._published_at()
         out: list[Pending] = []
-        for folder in self.paths.inbox.glob(f"{PREFIX}*"):
-            session_id = folder.name
+        for session_id in self._folders(published_at):
             if session_id in self._done:
                 continue
             facts = self.paths.session_file(self.paths.extracted_facts, session_id)
@@ -124,7 +130,7 @@ class Overlay:
                 out.append(found)
         return sorted(out, key=lambda p: p.written_at, reverse=True)
 
-    def matching(self, query: str, query_vector: np.ndarray | None, namespace: str | None, *,
+    def matching(self, query: str, query_vector: Callable[[], np.ndarray | None], namespace: str | None, *,
                  floor: float, project: str | None = None, limit: int = 3) -> list[Hit]:
         """The pending writes ``query`` is about: a cosine of at least ``floor`` to the
         query, or a content word in common; at most ``limit``, the closest first. For a
@@ -137,9 +143,10 @@ class Overlay:
             for text, vector in zip(missing, self._embed(missing)):
                 self._vectors[text] = vector
         words = {w.lower() for w in keywords(query)} - QUERY_STOPWORDS
+        vector = query_vector()  # asked for only when something is pending
         hits = []
         for p in found:
-            similarity = float(self._vectors[p.content] @ query_vector) if query_vector is not None else 0.0
+            similarity = float(self._vectors[p.content] @ vector) if vector is not None else 0.0
             shared = words & ({w.lower() for w in keywords(p.content)} - QUERY_STOPWORDS)
             if similarity >= floor or shared:
                 hits.append(p.hit(max(similarity, 0.0)))

@@ -10,16 +10,6 @@ from collections.abc import Callable
 KEY_ENV = "MEMORY_API_KEY"
 
 
-def _service(data_root: str):
-    from retrieval import MemoryClient
-    from retrieval.service.core import Service
-    from retrieval.service.db import engine_for
-    from retrieval.service.keys import KeyStore
-
-    client = MemoryClient(data_root, namespace="*")
-    return Service(client, KeyStore(engine_for(client.paths, client.config)))
-
-
 def _keys(data_root: str):
     from retrieval.config import load_config
     from retrieval.paths import DataRoot
@@ -33,7 +23,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from retrieval.service.mcp_server import build_mcp
 
     if args.mcp_stdio:
-        service = _service(args.data_root)
+        from retrieval.service.core import Service
+
+        service = Service.for_root(args.data_root)
         presented = os.environ.get(KEY_ENV)
         if service.keys.verify(presented) is None:
             print(f"memory serve --mcp-stdio: set {KEY_ENV} to a live key (`memory keys create AGENT`)", file=sys.stderr)

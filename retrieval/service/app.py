@@ -20,15 +20,12 @@ def build(data_root: str | os.PathLike[str] | None = None) -> tuple[Any, Any]:
     """(the ``Service``, its FastAPI app with the MCP server mounted), warmed up: the model,
     the published snapshot, the graph and the rules are loaded before the first request
     instead of during it (seconds at 100k items)."""
-    from retrieval import MemoryClient
     from retrieval.service.core import Service
-    from retrieval.service.db import engine_for
     from retrieval.service.http import create_app
-    from retrieval.service.keys import KeyStore
     from retrieval.service.mcp_server import build_mcp
 
-    client = MemoryClient(DataRoot.resolve(data_root).root, namespace="*")
-    service = Service(client, KeyStore(engine_for(client.paths, client.config)))
+    service = Service.for_root(DataRoot.resolve(data_root).root)
+    client = service.client
     client.scoped(None).inject("warm up", record=False)
     # The snapshot, the graph index and the model are hundreds of thousands of long-lived
     # objects: a full garbage collection walked them all, stalling every request for 0.3–1 s

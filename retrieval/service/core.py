@@ -15,6 +15,7 @@ status, an MCP tool error), with the same words:
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass
 
@@ -98,6 +99,15 @@ class Service:
         self.config = config or client.config
         self.limiter = WriteLimiter(keys.engine, int(self.config.service.writes_per_minute))
 
+    @classmethod
+    def for_root(cls, data_root: str | os.PathLike[str] | None) -> "Service":
+        """The service over a data root: an operator's client of every namespace and the
+        keys in the service database."""
+        from retrieval.service.db import engine_for
+
+        client = MemoryClient(data_root, namespace="*")
+        return cls(client, KeyStore(engine_for(client.paths, client.config)))
+
     def authenticate(self, presented: str | None) -> ApiKey:
         key = self.keys.verify(presented)
         if key is None:
@@ -112,6 +122,12 @@ class Service:
         if not key.may_read(namespace):
             raise Forbidden(FORBIDDEN.format(what="read", namespace=namespace))
         return self.client.scoped(namespace)
+
+    def single_reader(self, key: ApiKey, namespace: str | None = None) -> MemoryClient:
+        """A reader of exactly one namespace, without the shared ones (a list, an item by
+        id, its history): the key's own unless a granted one is named; 403 otherwise."""
+        reader = self.reader(key, namespace)
+        return reader.scoped(reader.namespace)
 
     def writer(self, key: ApiKey, namespace: str | None = None, *, count: bool = True) -> MemoryClient:
         """A client writing the key's own namespace, one write counted (``count``); 403

@@ -229,8 +229,7 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
                    = "active", tag: str | None = Query(None, max_length=64),
                    text: str | None = Query(None, max_length=200), limit: int = Query(100, ge=1, le=500),
                    offset: int = Query(0, ge=0, le=1_000_000)) -> list[dict]:
-        client = service.reader(key, namespace)
-        client = client.scoped(client.namespace)  # a list is of one namespace
+        client = service.single_reader(key, namespace)
         rows = client.list(scope=scope, project=project, category=category, kind=kind,
                            status=None if status == "any" else status, tag=tag, text=text,
                            limit=min(limit, int(service.config.service.max_list)), offset=offset)
@@ -239,15 +238,13 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
     @app.get("/v1/items/{item_id}", tags=["read"], summary="One memory by id or short id (m:4821)")
     def get_item(item_id: str = Path(max_length=64), key: ApiKey = Depends(caller),
                  namespace: str | None = Namespace) -> dict:
-        client = service.reader(key, namespace)
-        return _json(client.scoped(client.namespace).get(item_id))
+        return _json(service.single_reader(key, namespace).get(item_id))
 
     @app.get("/v1/items/{item_id}/history", tags=["read"],
              summary="Where a memory came from: its sources, related items and feedback events")
     def history(item_id: str = Path(max_length=64), key: ApiKey = Depends(caller),
                 namespace: str | None = Namespace) -> dict:
-        client = service.reader(key, namespace)
-        return _json(client.scoped(client.namespace).history(item_id))
+        return _json(service.single_reader(key, namespace).history(item_id))
 
     @app.get("/v1/lessons", tags=["read"], summary="Lessons learned from corrections")
     def lessons(key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> list[str]:

@@ -76,11 +76,6 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
         except (AmbiguousId, CheckpointError, ValueError) as exc:
             raise ToolError(f"422 Invalid: {exc}") from None
 
-    def one(key: ApiKey, namespace: str | None) -> Any:
-        """A reader of exactly one namespace (the key's own unless a granted one is named)."""
-        reader = service.reader(key, namespace)
-        return reader.scoped(reader.namespace)
-
     @mcp.tool()
     async def memory_inject(context: str, ctx: Context, max_items: int | None = None,
                             namespace: str | None = None, project: str | None = None) -> str:
@@ -139,7 +134,7 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
     @mcp.tool()
     async def memory_get(item_id: str, ctx: Context, namespace: str | None = None) -> str:
         """One memory by its id or the short id its line showed (m:4821), with every field."""
-        return await call(ctx, lambda key: one(key, namespace).get(item_id))
+        return await call(ctx, lambda key: service.single_reader(key, namespace).get(item_id))
 
     @mcp.tool()
     async def memory_list(ctx: Context, text: str | None = None, category: str | None = None,
@@ -157,7 +152,7 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
             limit: at most this many (default 50).
             namespace: a shared namespace you were granted (default: your own).
         """
-        return await call(ctx, lambda key: one(key, namespace).list(
+        return await call(ctx, lambda key: service.single_reader(key, namespace).list(
             text=text, category=category, kind=kind, status=None if status == "any" else status, project=project,
             tag=tag, limit=min(limit, int(service.config.service.max_list))))
 
@@ -165,7 +160,7 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
     async def memory_history(item_id: str, ctx: Context, namespace: str | None = None) -> str:
         """Where a memory came from: the conversation turns it was read from, the memories it
         replaced or that replaced it, and the feedback it received."""
-        return await call(ctx, lambda key: one(key, namespace).history(item_id))
+        return await call(ctx, lambda key: service.single_reader(key, namespace).history(item_id))
 
     @mcp.tool()
     async def memory_update(item_id: str, content: str, ctx: Context, namespace: str | None = None) -> str:
