@@ -51,7 +51,7 @@ from retrieval import credentials
 from retrieval.disabled import refuse_if_disabled
 from retrieval.inbox import pii_kinds, redacted
 from retrieval.service import db
-from retrieval.service.db import DSN_ENV, configured_dsn, sqlite_path  # noqa: F401  (the store's settings)
+from retrieval.service.db import configured_dsn
 from retrieval.paths import DataRoot
 from retrieval.privacy import withhold_off_the_record
 

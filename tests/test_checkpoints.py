@@ -17,18 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.checkpoints import (
-    DSN_ENV,
-    Checkpoint,
-    CheckpointConflict,
-    CheckpointError,
-    CheckpointStore,
-    sqlite_path,
-    to_messages,
-)
+from retrieval.checkpoints import Checkpoint, CheckpointConflict, CheckpointError, CheckpointStore, to_messages
 from retrieval.config import load_config
 from retrieval.paths import DataRoot
 from retrieval.privacy import WITHHELD
+from retrieval.service.db import DSN_ENV, sqlite_path
 from retrieval.signals import high_signal, scan
 from tests.postgres_server import new_database, postgres_server  # noqa: F401  (fixture)
 from tests.test_credentials import AWS_ID, AWS_SECRET, GITHUB_PAT_CLASSIC, luhn_card
