@@ -175,7 +175,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             made = _memory(root, "keys", "create", f"agent-{n}", "--namespace", "default", config=config, check=True)
             keys.append(made.stdout.strip())
         started = time.perf_counter()
-        server = start(root, keys[0], config=config, timeout=300)
+        server = start(root, keys[0], config=config, timeout=300, workers=args.workers)
         ready_s = time.perf_counter() - started
         try:
             # A pool far larger than the requests: a repeated query would skip its embedding.
@@ -191,6 +191,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         finally:
             server.stop()
         return {"bench": "service", "items": args.items, "clients": args.clients, "seconds": args.seconds,
+                "workers": args.workers,
                 "write_share": args.write_share, "think_ms": args.think_ms, "server_ready_s": round(ready_s, 1),
                 **load, "materialize_s": round(materialize_s, 1), **check, "machine": machine()}
     finally:
@@ -221,6 +222,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--think-ms", type=float, default=0.0,
                         help="mean pause between an agent's requests (default 0: back to back)")
     parser.add_argument("--writes-per-minute", type=int, default=100_000, help="the keys' write limit in this run")
+    parser.add_argument("--workers", type=int, default=None, help="the server's worker processes (default [service] workers)")
     parser.add_argument("--embed", choices=["model", "random"], default="model")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--keep", action="store_true", help="keep the working copy of the store")
