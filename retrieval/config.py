@@ -126,6 +126,8 @@ class Embedding(_Section):
     batch_size: int = Field(gt=0)
     query_threads: int = Field(ge=0)
     query_cache: int = Field(ge=1)
+    runtime: Literal["onnx", "torch"]
+    model_cache: str
 
 
 class LLM(_Section):

