@@ -245,6 +245,7 @@ class Service(_Section):
     shared_penalty: float = Field(gt=0.0, le=1.0)
     checkpoint_dsn: str
     signal_scan: bool
+    concurrent_searches: int = Field(ge=0)
 
 
 class MemoryConfig(_Section):

@@ -30,6 +30,7 @@ _ONNX: dict[str, Any] = {}
 # Held while a local model encodes (re-entrant: ``embed_one`` holds it around ``embed``).
 _ENCODING = threading.RLock()
 _LOCK = threading.Lock()
+SMALL_BATCH = 8
 
 
 def _local_model_path(name: str) -> str:
@@ -110,7 +111,9 @@ class Embedder:
         onnx = self._onnx()
         if onnx is not None:
             return onnx.dimension
-        return int(self._local().get_sentence_embedding_dimension())
+        model = self._local()
+        dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        return int(dimension())
 
     @spanned("embed")
     def embed(self, texts: list[str]) -> np.ndarray:
@@ -129,7 +132,9 @@ class Embedder:
             return vectors / np.where(norms == 0, 1, norms)
         onnx = self._onnx()
         if onnx is not None:
-            return onnx.encode_many(list(texts), self.batch_size, threads=0)
+            # A handful of texts (a pending write, a query pair) gains nothing from every core.
+            threads = self.query_threads if len(texts) <= SMALL_BATCH else 0
+            return onnx.encode_many(list(texts), self.batch_size, threads=threads)
         model = self._local()
         # One encode at a time per process: the fast tokenizer refuses a second thread
         # ("Already borrowed"), and two encodes would only share the same cores.

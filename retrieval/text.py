@@ -301,7 +301,7 @@ _NEXT_PERIOD = re.compile(r"\b(?P<which>next|this)\s+(?P<period>week|month|year|
 # A capitalised month after a lower-case preposition: "in may" is rarely the month.
 _IN_MONTH = re.compile(r"\b(?i:(?P<part>in|by|until|since|early|mid|late|(?:the )?(?:end|middle|start|beginning) of))[\s-]+(?-i:(?P<month>" + "|".join(
     m.capitalize() for m in sorted(MONTH_NUMBERS, key=len, reverse=True)) + r"))\b(?!\.?\s+\d)")
-_AGO = re.compile(rf"\b(?P<count>\d+|" + "|".join(
+_AGO = re.compile(r"\b(?P<count>\d+|" + "|".join(
     n.replace(" ", r"\s+") for n in sorted(_NUMBER_WORDS, key=len, reverse=True)) + rf")\s+{_UNIT}\s+ago\b", re.IGNORECASE)
 _LAST_PERIOD = re.compile(r"\blast\s+(?P<period>week|month|year)\b", re.IGNORECASE)
 _RELATIVE_WEEKDAY = re.compile(rf"\b(?P<which>next|this|last|coming|this coming)\s+{_WEEKDAY_NAME}\b", re.IGNORECASE)

@@ -385,10 +385,7 @@ def test_mcp_over_streamable_http_with_the_sdk_client(served, published):
         # Every tool that takes a namespace refuses one the key was not granted.
         assert {name for name, result in denied.items()
                 if not (result.isError and "403 Forbidden: this key may not" in _text(result))} == set()
-        # An import of another namespace's memory is refused as well.
-        header = json.dumps({"format": "agent-memory-export", "version": 1, "exported_at": "2026-01-01T00:00:00+00:00",
-                             "namespace": "bob", "counts": {"item": 0, "entity": 0, "edge": 0},
-                             "embedding_model": None})
+        # An import of another namespace's memory (bob's own export) is refused as well.
         exported = await session_of(served.keys["bob"], lambda s: s.call_tool("memory_export", {}))
         lines = _text(exported).splitlines()
         items = [line for line in lines[1:] if json.loads(line).get("type") == "item"]
@@ -460,3 +457,58 @@ def test_mcp_stdio_refuses_to_start_without_a_live_key(tmp_path):
                           capture_output=True, text=True, env={**service_env(), "MEMORY_API_KEY": BAD_KEY},
                           input="", timeout=60)
     assert done.returncode == 2 and "MEMORY_API_KEY" in done.stderr
+
+
+def test_no_more_than_concurrent_searches_run_at_once_and_the_rest_are_answered(tmp_path, monkeypatch):
+    """``[service] concurrent_searches``: twelve injects and searches sent at once through the
+    HTTP app are all answered, never more than the limit inside a search together."""
+    import threading
+
+    from fastapi.testclient import TestClient
+
+    from retrieval.client import MemoryClient
+    from retrieval.service.core import Service
+    from retrieval.service.db import engine_for
+    from retrieval.service.http import create_app
+    from retrieval.service.keys import KeyStore
+
+    config = tmp_path / "limit.toml"
+    config.write_text("[service]\nconcurrent_searches = 2\n")
+    monkeypatch.setenv("MEMORY_CONFIG", str(config))
+    client = MemoryClient(tmp_path / "data", namespace="*")
+    service = Service(client, KeyStore(engine_for(client.paths, client.config)))
+    key, _ = service.keys.create("agent")
+    inside, most, lock = 0, 0, threading.Lock()
+    real_inject, real_search = MemoryClient.inject, MemoryClient.search
+
+    def counted(real):
+        def run(self, *args, **kwargs):
+            nonlocal inside, most
+            with lock:
+                inside += 1
+                most = max(most, inside)
+            try:
+                time.sleep(0.05)  # long enough that twelve requests overlap
+                return real(self, *args, **kwargs)
+            finally:
+                with lock:
+                    inside -= 1
+        return run
+
+    monkeypatch.setattr(MemoryClient, "inject", counted(real_inject))
+    monkeypatch.setattr(MemoryClient, "search", counted(real_search))
+    with TestClient(create_app(service), headers={"Authorization": f"Bearer {key}"}) as http:
+        statuses: list[int] = []
+
+        def ask(n: int) -> None:
+            route, body = (("/v1/inject", {"context": f"what do I deploy on, {n}?"}) if n % 2
+                           else ("/v1/search", {"query": f"deploy {n}"}))
+            statuses.append(http.post(route, json=body).status_code)
+
+        threads = [threading.Thread(target=ask, args=(n,)) for n in range(12)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert statuses == [200] * 12
+    assert most == 2
