@@ -136,16 +136,29 @@ def test_a_query_is_embedded_with_the_configured_threads_and_the_same_vector(emb
     import numpy as np
     import torch
 
+    question = "When is the WRX oil change due?"
+    threads = load_config().embedding.query_threads
+    # ONNX Runtime (the default): the query runs on a session of its own with that many
+    # threads, and gives the vector a batch on every core gives.
+    one = embedder.embed_one(question)
+    assert threads in embedder._onnx()._sessions
+    batch = embedder.embed([question] + [f"filler sentence {n}" for n in range(9)])  # over a small batch
+    assert 0 in embedder._onnx()._sessions
+    assert np.allclose(one, batch[0], atol=1e-5)
+    # torch: the thread count is set for the query and restored after it.
+    config = load_config()
+    on_torch = Embedder(config.model_copy(update={"embedding": config.embedding.model_copy(update={"runtime": "torch"})}))
     before = torch.get_num_threads()
     seen = []
-    real = embedder.embed
-    embedder.embed = lambda texts: (seen.append(torch.get_num_threads()), real(texts))[1]
+    real = on_torch.embed
+    on_torch.embed = lambda texts: (seen.append(torch.get_num_threads()), real(texts))[1]
     try:
-        one = embedder.embed_one("When is the WRX oil change due?")
+        alone = on_torch.embed_one(question)
     finally:
-        del embedder.embed
-    assert seen == [load_config().embedding.query_threads] and torch.get_num_threads() == before
-    assert np.allclose(one, embedder.embed(["When is the WRX oil change due?"])[0], atol=1e-5)
+        del on_torch.embed
+    assert seen == [threads] and torch.get_num_threads() == before
+    assert np.allclose(alone, on_torch.embed([question])[0], atol=1e-5)
+    assert float(alone @ one) >= 0.999
 
 
 def test_openai_embeddings_are_used_when_configured(tmp_path, fake_openai):
