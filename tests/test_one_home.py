@@ -207,7 +207,8 @@ def test_one_item_has_one_age_in_the_ranking_the_flags_and_the_block():
 # --- storage: memory_assets/lib/warehouse.py (pipeline), retrieval/inbox.py (agent) -----
 
 # The pipeline writes through the warehouse; the agent appends through its inbox writer.
-WRITERS = ("memory_assets/lib/warehouse.py", "retrieval/inbox.py")
+# The model export is the machine's cache (~/.cache/agent-memory/models), in no data root.
+WRITERS = ("memory_assets/lib/warehouse.py", "retrieval/inbox.py", "retrieval/onnx_model.py")
 _WRITES = ("write_parquet", "write_text", "write_bytes", "write_csv", "write_ndjson", "sink_parquet",
            "touch", "unlink", "copyfile", "copy2", "rmtree")
 
@@ -230,8 +231,8 @@ def _writes(tree: ast.Module) -> Iterator[tuple[int, str]]:
 
 
 def test_only_the_warehouse_and_the_inbox_write_files():
-    """No module but ``lib/warehouse.py`` (and, for the agent's appends, ``retrieval/inbox.py``)
-    calls ``os.replace``, ``open(…, "w")``, ``write_parquet`` or another file writer."""
+    """No module but ``lib/warehouse.py`` (and, for the agent's appends, ``retrieval/inbox.py``;
+    for the machine's model cache, ``retrieval/onnx_model.py``) calls ``os.replace``, ``open(…, "w")``, ``write_parquet`` or another file writer."""
     found = [f"{name}:{line} {call}" for name, tree in _modules()
              if name not in WRITERS and not name.startswith(("evals/", "memory_assets/cli/main.py"))
              for line, call in _writes(tree)]
