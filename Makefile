@@ -21,6 +21,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip setuptools wheel
 	$(BIN)/pip install --quiet "torch==2.13.0"
 	$(BIN)/pip install --quiet -e ".[dev]"
+	$(BIN)/memory models prepare   # the embedding model exported to ONNX Runtime and checked, once per machine
 	touch $(STAMP)
 
 demo: install

@@ -99,10 +99,21 @@ class Embedder:
         try:
             cache = self.config.embedding.model_cache
             exported = onnx_model.export(folder, Path(cache) if cache else None, name=self.model_name)
-            return onnx_model.OnnxEncoder(folder, exported.path)
+            return onnx_model.OnnxEncoder(folder, exported.path, exported.min_cosine)
         except (ImportError, onnx_model.OnnxUnavailable) as exc:
             log.warning("embedding through torch: %s", exc)
             return None
+
+    def prepare(self) -> dict[str, Any]:
+        """Load the model now (exporting it to ONNX when it was not yet, as ``make install``
+        does through ``memory models prepare``); what serves it."""
+        if self.provider == "openai":
+            return {"model": self.model_id, "runtime": "openai"}
+        onnx = self._onnx()
+        if onnx is None:
+            return {"model": self.model_id, "runtime": "torch", "dimension": self.dimension}
+        return {"model": self.model_id, "runtime": "onnx", "graph": str(onnx.graph),
+                "min_cosine_to_torch": onnx.min_cosine, "dimension": onnx.dimension}
 
     @property
     def dimension(self) -> int:

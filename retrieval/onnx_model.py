@@ -173,10 +173,10 @@ class OnnxEncoder:
     GIL; a query session (``threads`` 1 by default, no spinning) and a batch session
     (every core) are made when first used."""
 
-    def __init__(self, model_dir: Path, graph: Path):
+    def __init__(self, model_dir: Path, graph: Path, min_cosine: float | None = None):
         from tokenizers import Tokenizer
 
-        self.model_dir, self.graph = Path(model_dir), Path(graph)
+        self.model_dir, self.graph, self.min_cosine = Path(model_dir), Path(graph), min_cosine
         max_length, _ = _settings(self.model_dir)
         self.tokenizer = Tokenizer.from_file(str(self.model_dir / "tokenizer.json"))
         self.tokenizer.enable_truncation(max_length)

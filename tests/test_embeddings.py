@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -91,3 +92,13 @@ def test_a_served_query_never_loads_torch_once_the_export_exists(cache):
              "print(len(v), 'torch' in sys.modules, 'sentence_transformers' in sys.modules)")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.split() == ["384", "False", "False"]
+
+
+def test_memory_models_prepare_reports_the_checked_export(cache):
+    done = subprocess.run([sys.executable, "-m", "memory_assets.cli", "models", "prepare", "--json"],
+                          capture_output=True, text=True, check=True,
+                          env={**os.environ, "MEMORY_MODEL_CACHE": str(cache), "HF_HUB_OFFLINE": "1"})
+    report = json.loads(done.stdout)
+    assert report["runtime"] == "onnx" and report["model"] == "local:all-MiniLM-L6-v2"
+    assert Path(report["graph"]).parent == cache and Path(report["graph"]).exists()
+    assert report["min_cosine_to_torch"] >= onnx_model.MIN_COSINE and report["dimension"] == 384

@@ -207,6 +207,18 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return int(run(args.rest) or 0)
 
 
+def cmd_models(args: argparse.Namespace) -> int:
+    from retrieval.config import load_config
+    from retrieval.embeddings import Embedder
+
+    report = Embedder(load_config()).prepare()
+    if args.json:
+        print(json.dumps(report))
+    else:
+        print(" ".join(f"{k}={v}" for k, v in report.items()))
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memory", description="Agent memory: ingest transcripts, build memory, search it.")
     parser.add_argument("--data-root", default=os.environ.get("MEMORY_DATA_ROOT", "data"),
@@ -285,6 +297,12 @@ def build_parser() -> argparse.ArgumentParser:
     service.add_commands(command)
     portable.add_commands(command)
     items.add_commands(command)
+
+    p = command("models", help="the local embedding model: `memory models prepare` loads it, exporting it "
+                               "to ONNX Runtime once per machine")
+    p.add_argument("action", choices=["prepare"])
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_models)
 
     p = command("eval", help="measure quality: `memory eval retrieval --dataset PATH... [--k 10] [--json]`")
     p.add_argument("what", choices=["retrieval", "extraction", "changes"])
