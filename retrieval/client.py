@@ -473,23 +473,32 @@ class MemoryClient:
                                           datetime.now(timezone.utc))
         return str(path) if path else None
 
-    def lessons(self) -> list[str]:
+    def lessons(self, project: str | None = None) -> list[str]:
         """Lessons learned from corrections and standing rules ("User prefers X over Y"),
-        from the published items this reader may see (its namespace, never another's)."""
+        from the published items this reader may see (its namespace, never another's; for
+        ``project``, the global ones and that project's, never another project's)."""
         self._rows.refresh()
         frame = self._rows.frame
         if frame is None:
             return []
         if self.namespace:
             frame = frame.filter(frame["namespace"] == self.namespace)
+        if project is not None:
+            view = self.view.for_project(check_project(project))
+            import polars as pl
+
+            frame = frame.filter(pl.Series([view.in_project(row) for row in
+                                            frame.select("scope", "project").iter_rows(named=True)], dtype=pl.Boolean))
         return lessons(frame, self.config)
 
-    def due_triggers(self, now: datetime | None = None, *, mark_fired: bool = True) -> list[dict[str, Any]]:
+    def due_triggers(self, now: datetime | None = None, *, mark_fired: bool = True,
+                     project: str | None = None) -> list[dict[str, Any]]:
         """Forward triggers due on ``now``'s day, or overdue, that have not fired yet.
 
         Each comes back once: returning it writes a ``fired`` event at ``now``
         (``mark_fired``), so tomorrow's call does not repeat yesterday's reminder. Each
-        row has ``key``.
+        row has ``key``. For ``project``: the reminders of global items and of that
+        project's, never another project's (those wait for their own project's reader).
         """
         if not self.paths.triggers.exists():
             return []
@@ -498,11 +507,13 @@ class MemoryClient:
         now = now or datetime.now(timezone.utc)
         due = pl.read_parquet(self.paths.triggers).filter(pl.col("trigger_date") <= now.date()).to_dicts()
         fired = events.fired_triggers(self.paths)
-        if self.namespace:  # a reminder is its item's reader's only
+        if self.namespace or project is not None:  # a reminder is its item's reader's only
+            view = self.view.for_project(check_project(project) if project is not None else None)
             self._rows.refresh()
             rows = self._rows.rows(sorted({i for r in due for i in r["item_ids"] or []}))
-            due = [r for r in due if any((rows.get(i) or {}).get("namespace") == self.namespace
-                                         for i in r["item_ids"] or [])]
+            due = [r for r in due if any(
+                i in rows and (not self.namespace or rows[i].get("namespace") == self.namespace)
+                and view.in_project(rows[i]) for i in r["item_ids"] or [])]
         out = [{**row, "key": events.trigger_key(row)} for row in due]
         out = [row for row in out if row["key"] not in fired]
         if out and mark_fired:

@@ -119,6 +119,34 @@ def test_the_working_directory_names_the_project_when_the_agent_did_not(built):
     assert set(resources.filter(pl.col("session_id") == "orbit-1")["project"].to_list()) == {"orbit-api"}
 
 
+def test_lessons_of_a_project_reader_are_its_projects_and_the_global_ones(built):
+    client = MemoryClient(built.root)
+    assert any("force-push" in lesson for lesson in client.lessons())
+    assert any("force-push" in lesson for lesson in client.lessons(project="quill"))
+    assert not any("force-push" in lesson for lesson in client.lessons(project="atlas-web"))
+
+
+def test_due_reminders_of_a_project_reader_are_its_projects_and_the_global_ones(built):
+    from datetime import date
+
+    from memory_assets.lib import lifecycle
+
+    reminders = {"atlas": _item(built, "the frontend to production every Thursday")["id"],
+                 "quill": _item(built, "Postgres database on the staging cluster")["id"],
+                 "personal": _item(built, "piano recital")["id"]}
+    pl.DataFrame([{"trigger_date": date(2026, 3, 6), "message": name, "item_ids": [item_id],
+                   "source_created_at": datetime(2026, 3, 2, tzinfo=timezone.utc)}
+                  for name, item_id in reminders.items()], schema=lifecycle.TRIGGER_SCHEMA).write_parquet(built.triggers)
+    try:
+        client, day = MemoryClient(built.root), datetime(2026, 3, 6, 8, tzinfo=timezone.utc)
+        due = lambda **kw: sorted(t["message"] for t in client.due_triggers(day, mark_fired=False, **kw))  # noqa: E731
+        assert due(project="atlas-web") == ["atlas", "personal"]
+        assert due(project="quill") == ["personal", "quill"]
+        assert due() == ["atlas", "personal", "quill"]
+    finally:
+        built.triggers.unlink()
+
+
 def test_list_by_project_holds_only_that_projects_memories(built):
     rows = MemoryClient(built.root).list(project="quill")
     assert rows and {r["project"] for r in rows} == {"quill"}

@@ -249,14 +249,15 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
         return _json(service.single_reader(key, namespace).history(item_id))
 
     @app.get("/v1/lessons", tags=["read"], summary="Lessons learned from corrections")
-    def lessons(key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> list[str]:
-        return service.reader(key, namespace).lessons()
+    def lessons(key: ApiKey = Depends(caller), namespace: str | None = Namespace,
+                project: str | None = Query(None, pattern=_PROJECT, description=_PROJECT_READ)) -> list[str]:
+        return service.reader(key, namespace).lessons(project=project)
 
     @app.get("/v1/triggers/due", tags=["read"], summary="Forward reminders due now (each returned once)")
-    def due_triggers(key: ApiKey = Depends(caller), namespace: str | None = Namespace,
-                     mark_fired: bool = True) -> list[dict]:
+    def due_triggers(key: ApiKey = Depends(caller), namespace: str | None = Namespace, mark_fired: bool = True,
+                     project: str | None = Query(None, pattern=_PROJECT, description=_PROJECT_READ)) -> list[dict]:
         client = service.writer(key, namespace) if mark_fired else service.reader(key, namespace)
-        return _json(client.due_triggers(mark_fired=mark_fired))
+        return _json(client.due_triggers(mark_fired=mark_fired, project=project))
 
     # -- writing -------------------------------------------------------------------------
 

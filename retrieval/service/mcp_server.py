@@ -232,9 +232,15 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
             "written": service.writer(key, namespace).flush_session(session_id, project=project) is not None})
 
     @mcp.tool()
-    async def memory_lessons(ctx: Context, namespace: str | None = None) -> str:
-        """Lessons learned from the user's past corrections ("User prefers X over Y")."""
-        return await call(ctx, lambda key: service.reader(key, namespace).lessons())
+    async def memory_lessons(ctx: Context, namespace: str | None = None, project: str | None = None) -> str:
+        """Lessons learned from the user's past corrections ("User prefers X over Y").
+
+        Args:
+            namespace: a shared namespace you were granted (default: your own).
+            project: the project you are working on: its lessons and the general ones, never
+                another project's. Leave it out to get every lesson.
+        """
+        return await call(ctx, lambda key: service.reader(key, namespace).lessons(project=project))
 
     @mcp.tool()
     async def memory_export(ctx: Context, namespace: str | None = None) -> str:
@@ -250,8 +256,14 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
         return await call(ctx, lambda key: exports.import_text(service.writer(key), key.namespace, export))
 
     @mcp.tool()
-    async def memory_due_triggers(ctx: Context, namespace: str | None = None) -> str:
-        """Reminders due today that the user asked for earlier (each is returned once)."""
-        return await call(ctx, lambda key: service.writer(key, namespace).due_triggers())
+    async def memory_due_triggers(ctx: Context, namespace: str | None = None, project: str | None = None) -> str:
+        """Reminders due today that the user asked for earlier (each is returned once).
+
+        Args:
+            namespace: your own (a reminder is only ever its writer's).
+            project: the project you are working on: its reminders and the general ones; another
+                project's wait for that project.
+        """
+        return await call(ctx, lambda key: service.writer(key, namespace).due_triggers(project=project))
 
     return mcp
