@@ -202,6 +202,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from evals.bench.signals import main as run
     elif args.what == "nightly":
         from evals.bench.nightly import main as run
+    elif args.what == "ingest":
+        from evals.bench.ingest import main as run
     else:
         from evals.bench.retrieval import main as run
     return int(run(args.rest) or 0)
@@ -309,8 +311,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("rest", nargs=argparse.REMAINDER, help="options of that eval (see --help after it)")
     p.set_defaults(func=cmd_eval)
 
-    p = command("bench", help="measure speed: `memory bench retrieval|quality|nightly|service --items N [--json]`")
-    p.add_argument("what", choices=["retrieval", "quality", "nightly", "service", "signals"])
+    p = command("bench", help="measure speed: `memory bench retrieval|quality|nightly|service --items N [--json]`, "
+                              "`memory bench ingest --sessions N [--json]`")
+    p.add_argument("what", choices=["retrieval", "quality", "nightly", "service", "signals", "ingest"])
     p.add_argument("rest", nargs=argparse.REMAINDER, help="options of that benchmark (see --help after it)")
     p.set_defaults(func=cmd_bench)
     return parser

@@ -21,7 +21,7 @@ from memory_assets.lib.extraction import quarantine
 from memory_assets.cli import recovery
 from memory_assets.defs.scheduled_jobs import COVERS, JOBS, record_success, run_config, tick
 from memory_assets.cli.instance import local_instance
-from memory_assets.defs.partitions import NIGHTS_START, nights, sessions
+from memory_assets.defs.partitions import NIGHTS_START, batch_tags, nights, session_batches, sessions, sessions_per_run
 from retrieval import jobs
 from retrieval.paths import DataRoot
 
@@ -101,6 +101,17 @@ def _job(data_root: str, extractor: str | None, name: str) -> dg.JobDefinition:
     return bound.resolve_job_def(name)
 
 
+def _run_sessions(job: dg.JobDefinition, instance: dg.DagsterInstance, batch: list[str]) -> list[str]:
+    """Run ``job`` over ``batch`` (one run: a range of ``sessions`` partitions); a batch
+    that fails is run again one session at a time, so one bad session holds back no
+    other. Returns the sessions that failed."""
+    if len(batch) == 1:
+        return [] if _run(job, instance, partition_key=batch[0], tags={}) else list(batch)
+    if _run(job, instance, tags=batch_tags(batch)):
+        return []
+    return [s for s in batch if not _run(job, instance, partition_key=s, tags={})]
+
+
 def _run(job: dg.JobDefinition, instance: dg.DagsterInstance, *, tags: dict[str, str], run_config: dict | None = None,
          partition_key: str | None = None) -> bool:
     result = job.execute_in_process(instance=instance, partition_key=partition_key, raise_on_error=False,
@@ -144,14 +155,19 @@ def materialize_pending(paths: DataRoot, *, extractor: str | None = None, instan
     new = [s for s in unread + retry if s not in known]
     if new:
         instance.add_dynamic_partitions(sessions.name, new)
-    ingest = _job(str(paths.root), extractor, "ingest_session") if unread else None
-    extract = _job(str(paths.root), extractor, "extract_session") if retry else None
-    for session_id in unread + retry:
-        if progress:
-            progress(session_id)
-        job = ingest if session_id in unread else extract
-        ok = _run(job, instance, partition_key=session_id, tags={})
-        (summary.sessions if ok else summary.failed).append(session_id)
+    # Batches of `[pipeline] sessions_per_run` sessions: one run each, not one per session.
+    known = instance.get_dynamic_partitions(sessions.name)
+    for name, waiting in (("ingest_session", unread), ("extract_session", retry)):
+        if not waiting:
+            continue
+        job = _job(str(paths.root), extractor, name)
+        for batch in session_batches(known, waiting, sessions_per_run()):
+            if progress:
+                for session_id in batch:
+                    progress(session_id)
+            failed = _run_sessions(job, instance, batch)
+            summary.sessions.extend(s for s in batch if s not in failed)
+            summary.failed.extend(failed)
     summary.quarantined = quarantine.quarantined_sessions(paths)
     requests = jobs.pending_requests(paths) if run_requested else []
     # An agent's MemoryClient.erase is carried out now, by the erase job (which builds the items).

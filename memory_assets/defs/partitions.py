@@ -9,9 +9,54 @@
   ends (``end_offset=1``).
 """
 
+from collections.abc import Iterable, Sequence
+
 import dagster as dg
 
+from retrieval.config import load_config
+
 sessions = dg.DynamicPartitionsDefinition(name="sessions")
+
+# Dagster's documented run tags for one run over a range of partitions: the range names
+# every partition key between its two ends, in the partitions' order.
+RANGE_START_TAG = "dagster/asset_partition_range_start"
+RANGE_END_TAG = "dagster/asset_partition_range_end"
+
+
+def sessions_per_run() -> int:
+    """``[pipeline] sessions_per_run``: sessions ingested and extracted by one run."""
+    return int(load_config().pipeline.sessions_per_run)
+
+
+# A UI backfill over sessions runs this many partitions per run too.
+session_backfills = dg.BackfillPolicy.multi_run(max_partitions_per_run=sessions_per_run())
+
+
+def session_batches(known: Sequence[str], pending: Iterable[str], size: int) -> list[list[str]]:
+    """``pending`` sessions as runs of at most ``size``, each a stretch of ``known`` (the
+    ``sessions`` partitions, in their order) holding only pending sessions: a range run
+    would also take every partition between its ends. A pending session that is not a
+    partition yet is left out (add it first)."""
+    wanted = set(pending)
+    batches: list[list[str]] = []
+    current: list[str] = []
+    for key in known:
+        if key in wanted:
+            current.append(key)
+            if len(current) >= size:
+                batches.append(current)
+                current = []
+        elif current:
+            batches.append(current)
+            current = []
+    if current:
+        batches.append(current)
+    return batches
+
+
+def batch_tags(batch: Sequence[str]) -> dict[str, str]:
+    """The tags of one run over ``batch`` (a stretch from ``session_batches``)."""
+    return {RANGE_START_TAG: batch[0], RANGE_END_TAG: batch[-1]}
 
 # The first night the memory can be replayed as of (a transcript from before then can
 # still be ingested; its night just cannot be replayed through Dagster).

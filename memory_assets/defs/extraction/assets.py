@@ -3,7 +3,7 @@
 import dagster as dg
 
 from memory_assets.defs.clock import run_now
-from memory_assets.defs.partitions import sessions
+from memory_assets.defs.partitions import session_backfills, sessions
 from memory_assets.defs.runtime import ExtractorResource, MemoryRoot
 from memory_assets.lib.extraction.session import code_version, extract_session
 from retrieval.llm import load_prompt
@@ -20,6 +20,7 @@ EXTRACTION_CODE_VERSION = code_version(EXTRACTION_PROMPT)
     group_name="extraction",
     kinds={"python", "parquet", "openai"},
     code_version=EXTRACTION_CODE_VERSION,
+    backfill_policy=session_backfills,
 )
 def extracted_facts(context: dg.AssetExecutionContext, memory: MemoryRoot,
                     extractor: ExtractorResource) -> dg.MaterializeResult:
@@ -30,32 +31,46 @@ def extracted_facts(context: dg.AssetExecutionContext, memory: MemoryRoot,
     in the rejection log with the reason, never here. A session whose LLM output never
     validated is quarantined with the raw response and retried by a later run.
     """
-    session_id = context.partition_key
     config = memory.config
     now = run_now(context)  # one clock per run (defs/clock.py)
-    done = extract_session(memory.paths, session_id, extractor.build(config), config, now)
-    result, gated, failed = done.result, done.gated, done.failed
-    if failed is not None:
-        context.log.error(f"session {session_id} quarantined for LLM re-extraction: {failed.reason} "
-                          f"({done.quarantine_record}); extracted offline meanwhile")
+    built = extractor.build(config)  # once per run: one session, or a batch (`[pipeline] sessions_per_run`)
+    done = []
+    for session_id in context.partition_keys:
+        one = extract_session(memory.paths, session_id, built, config, now)
+        if one.failed is not None:
+            context.log.error(f"session {session_id} quarantined for LLM re-extraction: {one.failed.reason} "
+                              f"({one.quarantine_record}); extracted offline meanwhile")
+        done.append(one)
+    facts = [one.gated.facts for one in done]
+    reasons: dict[str, int] = {}
+    categories: dict[str, int] = {}
+    for one in done:
+        for reason, n in one.gated.reasons.items():
+            reasons[reason] = reasons.get(reason, 0) + n
+        if one.gated.facts.height:
+            for category, n in one.gated.facts["category"].value_counts().iter_rows():
+                categories[category] = categories.get(category, 0) + n
+    failed = [one for one in done if one.failed is not None]
+    last = done[-1]
     return dg.MaterializeResult(metadata={
-        "facts": gated.facts.height,
-        "turns": done.turns,
-        "rejected": gated.rejections.height,
-        "rejected_by_reason": dict(sorted(gated.reasons.items())),
-        "untrusted_facts": int((gated.facts["source_trust"] == "untrusted").sum()),
-        "extractor": done.extractor.name,
-        "extractor_version": done.extractor.version,
-        "model": result.model or "none",
-        "prompt_tokens": result.prompt_tokens,
-        "completion_tokens": result.completion_tokens,
-        "attempts": result.attempts,
-        "cost_usd": round(done.cost_usd, 6),
-        "quarantine_resolved": done.quarantine_resolved,
-        "quarantined": failed is not None,
-        "llm_failure": failed.reason if failed is not None else "none",
-        "forget_requests": done.forget_requests,
-        "items_forgotten": done.items_forgotten,
+        "sessions": len(done),
+        "facts": sum(f.height for f in facts),
+        "turns": sum(one.turns for one in done),
+        "rejected": sum(one.gated.rejections.height for one in done),
+        "rejected_by_reason": dict(sorted(reasons.items())),
+        "untrusted_facts": sum(int((f["source_trust"] == "untrusted").sum()) for f in facts),
+        "extractor": last.extractor.name,
+        "extractor_version": last.extractor.version,
+        "model": next((one.result.model for one in done if one.result.model), None) or "none",
+        "prompt_tokens": sum(one.result.prompt_tokens for one in done),
+        "completion_tokens": sum(one.result.completion_tokens for one in done),
+        "attempts": sum(one.result.attempts for one in done),
+        "cost_usd": round(sum(one.cost_usd for one in done), 6),
+        "quarantine_resolved": sum(int(one.quarantine_resolved) for one in done),
+        "quarantined": len(failed),
+        "llm_failure": "; ".join(sorted({one.failed.reason for one in failed})) or "none",
+        "forget_requests": sum(one.forget_requests for one in done),
+        "items_forgotten": sum(one.items_forgotten for one in done),
         # Ids and counts only: Dagster's run history cannot be erased item by item (`memory erase`).
-        "by_category": dict(sorted(gated.facts["category"].value_counts().iter_rows())) if gated.facts.height else {},
+        "by_category": dict(sorted(categories.items())),
     })
