@@ -86,6 +86,8 @@ def _word_lists(tree: ast.Module) -> Iterator[tuple[int, set[str]]]:
             strings = [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
             if len(strings) < len(node.elts):
                 continue
+            if sum(len(s.split()) >= 4 for s in strings) * 2 > len(strings):
+                continue  # mostly sentences (templates, test data): not a list of words
         else:
             continue
         text = " ".join(strings)

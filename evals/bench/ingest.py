@@ -49,7 +49,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from evals.bench.retrieval import BENCH_NOW, EARLIER, QUESTIONS, TEMPLATES, _Draw, machine
+from evals.bench.retrieval import BENCH_NOW, EARLIER, QUESTIONS, TEMPLATES, Draw, machine
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
@@ -138,7 +138,7 @@ LOOKUPS: tuple[str, ...] = (
 
 def _exchange(rng: random.Random) -> tuple[str, str]:
     """One user turn and the assistant's reply."""
-    draw = _Draw(rng)
+    draw = Draw(rng)
     roll = rng.random()
     if roll < 0.30:
         said = draw.fill(rng.choice(FIRST_PERSON))

@@ -119,7 +119,7 @@ WEEKDAYS = tuple(d.title() for d in text.WEEKDAYS[:5])
 MONTHS = tuple(m.title() for m in text.MONTHS)
 
 
-class _Draw:
+class Draw:
     """One random draw of the vocabulary; a template's fields are looked up here."""
 
     def __init__(self, rng: random.Random):
@@ -258,7 +258,7 @@ def synthetic_items(n_items: int, *, seed: int = 0, config: MemoryConfig | None 
     rows: list[dict[str, Any]] = []
     while len(rows) < n_items:
         category, kind, template = rng.choice(templates)
-        draw = _Draw(rng)
+        draw = Draw(rng)
         content = draw.fill(template)
         digest = content_hash(content)
         if digest in seen:
@@ -309,7 +309,7 @@ def synthetic_queries(n: int, *, seed: int = 0) -> list[str | list[dict[str, str
     rng = random.Random(f"queries-{seed}")
     out: list[str | list[dict[str, str]]] = []
     for i in range(n):
-        draw = _Draw(rng)
+        draw = Draw(rng)
         question = draw.fill(rng.choice(QUESTIONS))
         if i % 3 == 2:
             out.append([{"role": "user", "content": draw.fill(rng.choice(EARLIER))},
