@@ -61,6 +61,21 @@ def test_inbox_sensor_batches_at_most_sessions_per_run(data_root, instance, monk
         (PA_SESSIONS[0], PA_SESSIONS[2], None), (None, None, PA_SESSIONS[3])]
 
 
+def _unreadable(monkeypatch, bad: str):
+    """Ingest fails on session ``bad`` (and only there); returns the real step to put back."""
+    import memory_assets.defs.ingest.assets as ingest_assets
+
+    real = ingest_assets.store_session
+
+    def broken(paths, session_id, config, now):
+        if session_id == bad:
+            raise RuntimeError("a session the batch cannot read")
+        return real(paths, session_id, config, now)
+
+    monkeypatch.setattr(ingest_assets, "store_session", broken)
+    return real
+
+
 def test_a_failed_batch_is_asked_again_one_session_at_a_time_and_nothing_is_lost(data_root, instance, monkeypatch):
     import memory_assets.defs.ingest.assets as ingest_assets
     from memory_assets.cli.runner import _job, _run, pending_sessions
@@ -71,14 +86,7 @@ def test_a_failed_batch_is_asked_again_one_session_at_a_time_and_nothing_is_lost
     instance.add_dynamic_partitions("sessions", list(first.dynamic_partitions_requests[0].partition_keys))
     [batch] = first.run_requests
     job = _job(str(data_root), "offline", "ingest_session")
-    real = ingest_assets.store_session
-
-    def broken(paths, session_id, config, now):
-        if session_id == PA_SESSIONS[2]:
-            raise RuntimeError("a session the batch cannot read")
-        return real(paths, session_id, config, now)
-
-    monkeypatch.setattr(ingest_assets, "store_session", broken)
+    real = _unreadable(monkeypatch, PA_SESSIONS[2])
     assert not _run(job, instance, tags=dict(batch.tags))
     # The sessions stored before the failure wait for extraction (the unextracted-sessions
     # sensor's and `memory materialize`'s work); the unread rest is asked as a batch again.
@@ -104,14 +112,7 @@ def test_materialize_runs_one_batch_and_a_bad_session_fails_alone(data_root, ins
     import memory_assets.defs.ingest.assets as ingest_assets
 
     ingest_paths([SAMPLES / "personal-assistant.jsonl"], data_root)
-    real = ingest_assets.store_session
-
-    def broken(paths, session_id, config, now):
-        if session_id == PA_SESSIONS[1]:
-            raise RuntimeError("a session the batch cannot read")
-        return real(paths, session_id, config, now)
-
-    monkeypatch.setattr(ingest_assets, "store_session", broken)
+    real = _unreadable(monkeypatch, PA_SESSIONS[1])
     summary = materialize_pending(DataRoot.resolve(data_root), extractor="offline", instance=instance)
     assert summary.failed == [PA_SESSIONS[1]]
     assert sorted(summary.sessions) == [s for s in PA_SESSIONS if s != PA_SESSIONS[1]]
