@@ -168,7 +168,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         shutil.copytree(cached, root)
         config = work / "bench.toml"
-        config.write_text(f"[service]\nwrites_per_minute = {args.writes_per_minute}\n")
+        config.write_text(f"[service]\nwrites_per_minute = {args.writes_per_minute}\n"
+                          f"concurrent_searches = {args.concurrent_searches}\n")
         keys = []
         for n in range(args.clients):
             # Every agent reads and writes the store's namespace: the heaviest read path.
@@ -183,7 +184,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             load = asyncio.run(_load(server.url, keys, queries, args))
             written = load.pop("written")
             if args.no_check:
-                return {"bench": "service", **load}
+                return {"bench": "service", "items": args.items, "clients": args.clients, "seconds": args.seconds,
+                        "workers": args.workers, "write_share": args.write_share, "think_ms": args.think_ms,
+                        "concurrent_searches": args.concurrent_searches, **load, "machine": machine()}
             started = time.perf_counter()
             done = _memory(root, "materialize", "--quiet", config=config, timeout=3600)
             materialize_s = time.perf_counter() - started
@@ -193,7 +196,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         finally:
             server.stop()
         return {"bench": "service", "items": args.items, "clients": args.clients, "seconds": args.seconds,
-                "workers": args.workers,
+                "workers": args.workers, "concurrent_searches": args.concurrent_searches,
                 "write_share": args.write_share, "think_ms": args.think_ms, "server_ready_s": round(ready_s, 1),
                 **load, "materialize_s": round(materialize_s, 1), **check, "machine": machine()}
     finally:
@@ -208,8 +211,9 @@ def format_report(r: dict[str, Any]) -> str:
     for kind, s in r["latency_ms"].items():
         if s.get("n"):
             lines.append(f"  {kind:<12} n={s['n']:<6} p50 {s['p50']} ms  p95 {s['p95']} ms  p99 {s['p99']} ms  max {s['max']} ms")
-    lines.append(f"  after one `memory materialize` ({r['materialize_s']} s): {r['remembered']} remembered, "
-                 f"{r['turns']} turns checkpointed, lost {r['lost']}")
+    if "lost" in r:  # not with --no-check
+        lines.append(f"  after one `memory materialize` ({r['materialize_s']} s): {r['remembered']} remembered, "
+                     f"{r['turns']} turns checkpointed, lost {r['lost']}")
     for e in r.get("error_examples", []):
         lines.append(f"  error: {e}")
     return "\n".join(lines)
@@ -225,6 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="mean pause between an agent's requests (default 0: back to back)")
     parser.add_argument("--writes-per-minute", type=int, default=100_000, help="the keys' write limit in this run")
     parser.add_argument("--workers", type=int, default=None, help="the server's worker processes (default [service] workers)")
+    parser.add_argument("--concurrent-searches", type=int, default=0,
+                        help="the server's [service] concurrent_searches (default 0: one per core)")
     parser.add_argument("--embed", choices=["model", "random"], default="model")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-check", action="store_true",
@@ -238,4 +244,4 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     report = run(args)
     print(json.dumps(report, indent=2) if args.json else format_report(report))
-    return 0 if report["errors"] == 0 and report["lost"] == 0 else 1
+    return 0 if report["errors"] == 0 and report.get("lost", 0) == 0 else 1
