@@ -485,10 +485,10 @@ class MemoryClient:
             frame = frame.filter(frame["namespace"] == self.namespace)
         if project is not None:
             view = self.view.for_project(check_project(project))
-            import polars as pl
-
-            frame = frame.filter(pl.Series([view.in_project(row) for row in
-                                            frame.select("scope", "project").iter_rows(named=True)], dtype=pl.Boolean))
+            # Only a project's item can be another project's: the rule is asked of those alone.
+            scoped = frame.filter(frame["scope"] == "project").select("id", "scope", "project")
+            frame = frame.filter(~frame["id"].is_in(
+                [row["id"] for row in scoped.iter_rows(named=True) if not view.in_project(row)]))
         return lessons(frame, self.config)
 
     def due_triggers(self, now: datetime | None = None, *, mark_fired: bool = True,

@@ -49,7 +49,7 @@ class Embedder:
         self.config = config
         self.provider = config.embedding.provider
         self.batch_size = int(config.embedding.batch_size)
-        # torch threads for one short query (0: torch's default, one per core).
+        # Threads for one short query, ONNX Runtime's or torch's (0: one per core).
         self.query_threads = int(config.embedding.query_threads)
         self.runtime = config.embedding.runtime
         if self.provider == "openai":

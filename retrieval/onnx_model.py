@@ -110,10 +110,11 @@ def export(model_dir: Path, cache: Path | None = None, name: str | None = None) 
         if seen.get("digest") == digest and float(seen.get("min_cosine", 0)) >= MIN_COSINE:
             return Exported(target, float(seen["min_cosine"]), digest)
     cache.mkdir(parents=True, exist_ok=True)
+    model = _torch_model(model_dir)  # loaded once: exported, then the reference it is checked against
     with tempfile.TemporaryDirectory(dir=cache, prefix=".export-") as work:
         staged = Path(work) / target.name
-        _export_graph(model_dir, staged)
-        worst = _check(model_dir, staged)
+        _export_graph(model, staged)
+        worst = _check(model, model_dir, staged)
         if worst < MIN_COSINE:
             raise OnnxUnavailable(f"the ONNX export of {name} gives vectors at cosine {worst:.6f} "
                                   f"of torch's (needs ≥ {MIN_COSINE}); kept torch")
@@ -125,14 +126,17 @@ def export(model_dir: Path, cache: Path | None = None, name: str | None = None) 
     return Exported(target, worst, digest)
 
 
-def _export_graph(model_dir: Path, path: Path) -> None:
-    import torch
+def _torch_model(model_dir: Path) -> Any:
     from sentence_transformers import SentenceTransformer
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()  # a load bar in the middle of a CLI's output is noise
+    return SentenceTransformer(str(model_dir), device="cpu")
 
-    model = SentenceTransformer(str(model_dir), device="cpu")
+
+def _export_graph(model: Any, path: Path) -> None:
+    import torch
+
     bert = model[0].auto_model.eval()
 
     class Hidden(torch.nn.Module):
@@ -155,13 +159,10 @@ def _export_graph(model_dir: Path, path: Path) -> None:
                           dynamic_axes=axes, opset_version=17, dynamo=False)
 
 
-def _check(model_dir: Path, path: Path) -> float:
-    """The lowest cosine between the export's and torch's vectors over the probes, one
-    at a time and as one padded batch."""
-    from sentence_transformers import SentenceTransformer
-
-    reference = SentenceTransformer(str(model_dir), device="cpu").encode(
-        list(PROBES), normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+def _check(model: Any, model_dir: Path, path: Path) -> float:
+    """The lowest cosine between the export's and torch's (``model``'s) vectors over the
+    probes, one at a time and as one padded batch."""
+    reference = model.encode(list(PROBES), normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
     encoder = OnnxEncoder(model_dir, path)
     alone = np.vstack([encoder.encode([p]) for p in PROBES])
     batch = encoder.encode(list(PROBES), threads=0)

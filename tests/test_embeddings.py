@@ -74,7 +74,7 @@ def test_the_export_is_made_once_and_reused_by_the_weights_digest(cache):
 
 
 def test_an_export_that_fails_its_check_is_refused_and_torch_embeds(tmp_path, monkeypatch, caplog):
-    monkeypatch.setattr(onnx_model, "_check", lambda model_dir, path: 0.97)
+    monkeypatch.setattr(onnx_model, "_check", lambda model, model_dir, path: 0.97)
     embedder = _embedder("onnx", tmp_path / "models")
     with caplog.at_level(logging.WARNING, logger="retrieval.embeddings"):
         assert embedder._onnx() is None

@@ -50,11 +50,11 @@ from pathlib import Path
 from typing import Any
 
 from evals.bench.retrieval import BENCH_NOW, EARLIER, QUESTIONS, TEMPLATES, Draw, machine
+from evals.bench.serving import service_env
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
-BENCH_ENV = {"HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "GX_ANALYTICS_ENABLED": "false"}
 SESSION_PREFIX = "bench-ingest-"
 
 # --- the conversations ------------------------------------------------------------------
@@ -186,7 +186,7 @@ def synthetic_sessions(n_sessions: int, turns: int, *, seed: int = 0) -> list[tu
 # --- the run ----------------------------------------------------------------------------
 
 def _child_env() -> dict[str, str]:
-    env = {**os.environ, **BENCH_ENV}
+    env = service_env()
     env.pop("DAGSTER_HOME", None)  # the run uses the data root's own instance
     return env
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import random
 import shutil
 import subprocess
@@ -31,30 +30,16 @@ from typing import Any
 import numpy as np
 
 from evals.bench.retrieval import cached_root, machine, synthetic_queries
+from evals.bench.serving import create_key, service_env, start  # the same server start the tests use
 
 KINDS = ("inject", "remember", "append_turn")
 _THINGS = ("deploy window", "staging database", "on-call rota", "release train", "feature flag", "cache TTL",
            "retry budget", "error budget", "backup schedule", "review rule")
 
 
-def _env(config: Path | None) -> dict[str, str]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "GX_ANALYTICS_ENABLED": "false"}
-    if config is not None:
-        env["MEMORY_CONFIG"] = str(config)
-    return env
-
-
 def _memory(root: Path, *args: str, config: Path | None = None, **kwargs: Any) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "memory_assets.cli", "--data-root", str(root), *args],
-                          env=_env(config), text=True, capture_output=True, **kwargs)
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+                          env=service_env(config), text=True, capture_output=True, **kwargs)
 
 
 def _stats(seconds: Sequence[float]) -> dict[str, float]:
@@ -160,8 +145,6 @@ def _lost(root: Path, written: dict[str, list], keys: list[str], url: str) -> di
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from evals.bench.serving import start  # the same server start the tests use
-
     cached, _ = cached_root(args.items, seed=args.seed, embed=args.embed)
     work = Path(tempfile.mkdtemp(prefix="memory-bench-service-"))
     root = work / "data"
@@ -170,23 +153,22 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         config = work / "bench.toml"
         config.write_text(f"[service]\nwrites_per_minute = {args.writes_per_minute}\n"
                           f"concurrent_searches = {args.concurrent_searches}\n")
-        keys = []
-        for n in range(args.clients):
-            # Every agent reads and writes the store's namespace: the heaviest read path.
-            made = _memory(root, "keys", "create", f"agent-{n}", "--namespace", "default", config=config, check=True)
-            keys.append(made.stdout.strip())
+        # Every agent reads and writes the store's namespace: the heaviest read path.
+        keys = [create_key(root, f"agent-{n}", "--namespace", "default", env=service_env(config))
+                for n in range(args.clients)]
         started = time.perf_counter()
         server = start(root, keys[0], config=config, timeout=300, workers=args.workers)
-        ready_s = time.perf_counter() - started
+        setup = {"bench": "service", "items": args.items, "clients": args.clients, "seconds": args.seconds,
+                 "workers": args.workers, "concurrent_searches": args.concurrent_searches,
+                 "write_share": args.write_share, "think_ms": args.think_ms,
+                 "server_ready_s": round(time.perf_counter() - started, 1)}
         try:
             # A pool far larger than the requests: a repeated query would skip its embedding.
             queries = synthetic_queries(20_000, seed=args.seed)
             load = asyncio.run(_load(server.url, keys, queries, args))
             written = load.pop("written")
             if args.no_check:
-                return {"bench": "service", "items": args.items, "clients": args.clients, "seconds": args.seconds,
-                        "workers": args.workers, "write_share": args.write_share, "think_ms": args.think_ms,
-                        "concurrent_searches": args.concurrent_searches, **load, "machine": machine()}
+                return {**setup, **load, "machine": machine()}
             started = time.perf_counter()
             done = _memory(root, "materialize", "--quiet", config=config, timeout=3600)
             materialize_s = time.perf_counter() - started
@@ -195,10 +177,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             check = _lost(root, written, keys, server.url)
         finally:
             server.stop()
-        return {"bench": "service", "items": args.items, "clients": args.clients, "seconds": args.seconds,
-                "workers": args.workers, "concurrent_searches": args.concurrent_searches,
-                "write_share": args.write_share, "think_ms": args.think_ms, "server_ready_s": round(ready_s, 1),
-                **load, "materialize_s": round(materialize_s, 1), **check, "machine": machine()}
+        return {**setup, **load, "materialize_s": round(materialize_s, 1), **check, "machine": machine()}
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)

@@ -21,7 +21,8 @@ from memory_assets.lib.extraction import quarantine
 from memory_assets.cli import recovery
 from memory_assets.defs.scheduled_jobs import COVERS, JOBS, record_success, run_config, tick
 from memory_assets.cli.instance import local_instance
-from memory_assets.defs.partitions import NIGHTS_START, batch_tags, nights, session_batches, sessions, sessions_per_run
+from memory_assets.defs.partitions import (NIGHTS_START, batch_tags, nights, session_batches, sessions,
+                                          sessions_per_run, with_new_sessions)
 from retrieval import jobs
 from retrieval.paths import DataRoot
 
@@ -151,12 +152,10 @@ def materialize_pending(paths: DataRoot, *, extractor: str | None = None, instan
     instance = instance or local_instance(paths)
     summary = RunSummary(recovered=recovery.recover(instance))
     unread, retry = pending_sessions(paths)
-    known = set(instance.get_dynamic_partitions(sessions.name))
-    new = [s for s in unread + retry if s not in known]
+    known, new = with_new_sessions(instance.get_dynamic_partitions(sessions.name), unread + retry)
     if new:
         instance.add_dynamic_partitions(sessions.name, new)
     # Batches of `[pipeline] sessions_per_run` sessions: one run each, not one per session.
-    known = instance.get_dynamic_partitions(sessions.name)
     for name, waiting in (("ingest_session", unread), ("extract_session", retry)):
         if not waiting:
             continue

@@ -32,6 +32,14 @@ def sessions_per_run() -> int:
 session_backfills = dg.BackfillPolicy.multi_run(max_partitions_per_run=sessions_per_run())
 
 
+def with_new_sessions(known: Sequence[str], pending: Iterable[str]) -> tuple[list[str], list[str]]:
+    """(every ``sessions`` partition in order once the pending sessions not yet partitions
+    are added, at the end and sorted; those new ones) from the partitions ``known`` now."""
+    seen = set(known)
+    new = sorted(s for s in set(pending) if s not in seen)
+    return [*known, *new], new
+
+
 def session_batches(known: Sequence[str], pending: Iterable[str], size: int) -> list[list[str]]:
     """``pending`` sessions as runs of at most ``size``, each a stretch of ``known`` (the
     ``sessions`` partitions, in their order) holding only pending sessions: a range run

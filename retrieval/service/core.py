@@ -18,9 +18,8 @@ import math
 import os
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -101,18 +100,26 @@ class Service:
         self.client, self.keys = client, keys
         self.config = config or client.config
         self.limiter = WriteLimiter(keys.engine, int(self.config.service.writes_per_minute))
+        # At most `[service] concurrent_searches` inject/search calls run at once in this process
+        # (0: one per core); the others wait their turn. Twenty at once only took turns at the
+        # interpreter lock, each waiting on every other's hand-offs to LanceDB and ONNX Runtime
+        # threads: with 20 agents on 2 cores, inject p95 fell from 93–176 ms to 75–82 ms with
+        # two at a time (`memory bench service`).
         searches = int(self.config.service.concurrent_searches) or len(os.sched_getaffinity(0))
         self._searches = threading.BoundedSemaphore(searches)
 
-    @contextmanager
-    def searching(self) -> Iterator[None]:
-        """Held around an ``inject`` or ``search``: at most ``[service] concurrent_searches``
-        run at once in this process (0: one per core), the others wait their turn. Twenty
-        at once only took turns at the interpreter lock, each waiting on every other's
-        hand-offs to LanceDB and ONNX Runtime threads: with 20 agents on 2 cores, inject
-        p95 fell from 93–176 ms to 75–82 ms with two at a time (`memory bench service`)."""
+    def inject(self, key: ApiKey, namespace: str | None, context: Any, **options: Any) -> Any:
+        """``MemoryClient.inject`` for ``key`` (``reader``'s namespaces), one of the searches
+        allowed at once."""
+        reader = self.reader(key, namespace)
         with self._searches:
-            yield
+            return reader.inject(context, **options)
+
+    def search(self, key: ApiKey, namespace: str | None, query: str, **options: Any) -> list[Any]:
+        """``MemoryClient.search`` for ``key``, as ``inject``."""
+        reader = self.reader(key, namespace)
+        with self._searches:
+            return reader.search(query, **options)
 
     @classmethod
     def for_root(cls, data_root: str | os.PathLike[str] | None) -> "Service":

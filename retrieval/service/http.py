@@ -206,20 +206,16 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
 
     @app.post("/v1/inject", tags=["read"], summary="The memory block for the agent's next prompt")
     def inject(body: InjectBody, key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> dict:
-        client = service.reader(key, namespace)
         context = body.context if isinstance(body.context, str) else [m.model_dump(exclude_none=True)
                                                                         for m in body.context]
-        with service.searching():
-            found = client.inject(context, max_items=body.max_items, token_budget=body.token_budget,
-                                  budget_aware=body.budget_aware, session_id=body.session_id, as_of=body.as_of,
-                                  project=body.project)
+        found = service.inject(key, namespace, context, max_items=body.max_items, token_budget=body.token_budget,
+                               budget_aware=body.budget_aware, session_id=body.session_id, as_of=body.as_of,
+                               project=body.project)
         return _json(found.as_dict())
 
     @app.post("/v1/search", tags=["read"], summary="The best memories for a query")
     def search(body: SearchBody, key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> list[dict]:
-        client = service.reader(key, namespace)
-        with service.searching():
-            hits = client.search(body.query, k=body.k, as_of=body.as_of, project=body.project)
+        hits = service.search(key, namespace, body.query, k=body.k, as_of=body.as_of, project=body.project)
         return _json([{**h.as_dict(), "status": h.row.get("status")} for h in hits])
 
     @app.get("/v1/items", tags=["read"], summary="Memories matching every filter given, newest first")

@@ -91,13 +91,10 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
         Returns the block text, each line a memory with its id ([m:4821]), confidence, age and
         flags such as [pending] (stored, not yet processed) or [untrusted].
         """
-        def inject(key: ApiKey) -> dict:
-            reader = service.reader(key, namespace)
-            with service.searching():
-                found = reader.inject(context, max_items=max_items, project=project)
-            return {k: v for k, v in found.as_dict().items() if k in ("text", "tier", "tokens")}
-
-        return await call(ctx, inject)
+        return await call(ctx, lambda key: {
+            k: v for k, v in service.inject(key, namespace, context, max_items=max_items,
+                                            project=project).as_dict().items()
+            if k in ("text", "tier", "tokens")})
 
     @mcp.tool()
     async def memory_search(query: str, ctx: Context, k: int = 10, as_of: str | None = None,
@@ -115,13 +112,8 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
         from datetime import datetime
 
         when = datetime.fromisoformat(as_of) if as_of else None
-
-        def search(key: ApiKey) -> list[dict]:
-            reader = service.reader(key, namespace)
-            with service.searching():
-                return [h.as_dict() for h in reader.search(query, k=k, as_of=when, project=project)]
-
-        return await call(ctx, search)
+        return await call(ctx, lambda key: [h.as_dict() for h in
+                                            service.search(key, namespace, query, k=k, as_of=when, project=project)])
 
     @mcp.tool()
     async def memory_remember(content: str, ctx: Context, project: str | None = None,

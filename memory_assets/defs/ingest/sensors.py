@@ -7,7 +7,7 @@ import dagster as dg
 
 from memory_assets.defs.runtime import MemoryRoot
 from memory_assets.lib.ingest import intake
-from memory_assets.defs.partitions import batch_tags, session_batches, sessions, sessions_per_run
+from memory_assets.defs.partitions import batch_tags, session_batches, sessions, sessions_per_run, with_new_sessions
 
 ingest_session_job = dg.define_asset_job(
     "ingest_session",
@@ -35,10 +35,8 @@ def inbox_sensor(context: dg.SensorEvaluationContext, memory: MemoryRoot) -> dg.
     pending = intake.pending_files(memory.paths)
     if not pending:
         return dg.SkipReason("no unread transcripts in the inbox")
-    known = context.instance.get_dynamic_partitions(sessions.name)
-    seen = set(known)
-    new = sorted(s for s in pending if s not in seen)
-    order = [*known, *new]  # the new partitions are added, in this order, before the runs start
+    # The new partitions are added, in this order, before the runs start.
+    order, new = with_new_sessions(context.instance.get_dynamic_partitions(sessions.name), pending)
     requests = []
     for batch in session_batches(order, pending, sessions_per_run()):
         key = _files_key(pending, batch)
