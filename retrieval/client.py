@@ -505,7 +505,7 @@ class MemoryClient:
         import polars as pl
 
         now = now or datetime.now(timezone.utc)
-        due = pl.read_parquet(self.paths.triggers).filter(pl.col("trigger_date") <= now.date()).to_dicts()
+        due = pl.read_parquet(str(self.paths.triggers)).filter(pl.col("trigger_date") <= now.date()).to_dicts()
         fired = events.fired_triggers(self.paths)
         if self.namespace or project is not None:  # a reminder is its item's reader's only
             view = self.view.for_project(check_project(project) if project is not None else None)

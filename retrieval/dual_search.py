@@ -50,8 +50,8 @@ def _singular(word: str) -> str | None:
 class GraphIndex:
     """The published entities and edges, indexed for the walk; reloaded on a new publish."""
 
-    def __init__(self, entities: Path, edges: Path):
-        self.entities_path, self.edges_path = Path(entities), Path(edges)
+    def __init__(self, entities: Path | None = None, edges: Path | None = None):
+        self.files = (entities, edges) if entities is not None and edges is not None else None
         self._key: tuple | None = None
         self._loading = threading.Lock()
         self.names: dict[tuple[str, str], list[str]] = {}
@@ -62,12 +62,21 @@ class GraphIndex:
         self.degree: dict[str, int] = {}
         self.entity_names: dict[str, str] = {}
 
-    def refresh(self) -> bool:
-        """Load the published graph if it changed; False when there is none. The new
-        indexes are built aside and swapped in together, so a walk on another thread reads
-        one version or the next (a mix of two during the swap only changes scores)."""
+    def refresh(self, files: tuple[Path, Path] | None | bool = True) -> bool:
+        """Load the published graph if it changed (``files``: the entities and edges the
+        publish pointer names, None when it names none; default: the files last given);
+        False when there is none. The new indexes are built aside and swapped in together,
+        so a walk on another thread reads one version or the next (a mix of two during the
+        swap only changes scores)."""
+        if files is not True:
+            self.files = files  # type: ignore[assignment]
         try:
-            key = tuple((p.stat().st_mtime_ns, p.stat().st_size) for p in (self.entities_path, self.edges_path))
+            if self.files is None:
+                raise FileNotFoundError("no graph published")
+            # A published version's files are never rewritten in place, but for files on a
+            # disk their stat also catches an erasure's rewrite or a test's.
+            key = tuple((str(p), *((p.stat().st_mtime_ns, p.stat().st_size) if isinstance(p, Path) else ()))
+                        for p in self.files)
         except FileNotFoundError:
             self._key = None
             self.names, self.mentions, self.neighbours, self.items = {}, {}, {}, {}
@@ -81,8 +90,9 @@ class GraphIndex:
         return True
 
     def _load(self, key: tuple) -> None:
-        entities = pl.read_parquet(self.entities_path, columns=["id", "name", "aliases", "namespace", "facts", "status"])
-        edges = pl.read_parquet(self.edges_path, columns=["source", "target", "kind", "confidence"])
+        entities_path, edges_path = self.files  # type: ignore[misc]
+        entities = pl.read_parquet(str(entities_path), columns=["id", "name", "aliases", "namespace", "facts", "status"])
+        edges = pl.read_parquet(str(edges_path), columns=["source", "target", "kind", "confidence"])
         names: dict[tuple[str, str], list[str]] = defaultdict(list)
         degree, entity_names = {}, {}
         for eid, name, aliases, namespace, facts, _status in entities.iter_rows():

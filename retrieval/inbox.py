@@ -1,7 +1,9 @@
 """The agent's only way in: append a transcript or an event as a new file.
 
 Every write goes to a temporary name in the same directory and is renamed into place,
-so the pipeline never sees half a file (DESIGN principle 1). Nothing here opens a store.
+so the pipeline never sees half a file (DESIGN principle 1); on an object store each
+write is one new object (one PUT, whole or absent), so agents on many machines append
+without coordinating. Nothing here opens a store.
 """
 
 from __future__ import annotations
@@ -25,7 +27,12 @@ def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> Path:
 
     ``durable``: fsync before the rename, so a power cut cannot leave an empty file
     under the final name (off only for records whose loss costs nothing but a count).
+
+    On an object store (``path`` a ``UPath``) one PUT is already all-or-nothing.
     """
+    if not isinstance(path, Path):
+        path.write_bytes(data)
+        return path
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     try:
@@ -45,6 +52,9 @@ def move(source: Path, target: Path) -> Path | None:
     folder; None when it is already gone."""
     if not source.exists():
         return None
+    if not isinstance(source, Path):  # an object store: copy, then delete
+        source.fs.mv(source.path, target.path)
+        return target
     target.parent.mkdir(parents=True, exist_ok=True)
     os.replace(source, target)
     return target

@@ -12,7 +12,7 @@ from typing import Any
 from retrieval.config import MemoryConfig
 from retrieval import inbox
 from retrieval.inbox import atomic_write
-from retrieval.paths import DataRoot
+from retrieval.paths import DataRoot, location
 
 
 def last_success(paths: DataRoot) -> dict[str, str]:
@@ -66,5 +66,5 @@ def pending_requests(paths: DataRoot) -> list[dict[str, Any]]:
 
 def mark_done(paths: DataRoot, request: dict[str, Any]) -> None:
     """Move a request that was run under ``warehouse/requests_done/`` (kept, for the audit)."""
-    source = Path(request["file"])
+    source = location(request["file"])
     inbox.move(source, paths.warehouse / "requests_done" / source.name)

@@ -2,15 +2,43 @@
 
 Agents append to ``inbox/``, ``events/``, ``requests/`` and ``imports/``; only pipeline runs write
 the rest.
+
+A data root is a local folder (the embedded default) or an object-store URI
+(``s3://bucket/prefix``, ``gs://``, ``az://``), reached through fsspec: a remote root is a
+``upath.UPath``, which has the ``pathlib`` methods the code uses (``/``, ``exists``,
+``glob``, ``read_bytes`` …) over the store. Credentials come from the standard environment
+(``AWS_ACCESS_KEY_ID``, ``AWS_ENDPOINT_URL`` …), never from here. What must sit on a disk
+(the Dagster instance, DuckDB's scratch file, SQLite) lives under ``local`` instead.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 DEFAULT_DATA_ROOT = "data"
+
+
+def is_uri(location: str | os.PathLike[str] | Any) -> bool:
+    """Whether ``location`` names an object store (``s3://…``), not a local path."""
+    text = str(location)
+    return "://" in text and not text.startswith("file://")
+
+
+def location(value: str | os.PathLike[str] | Any) -> Path:
+    """A stored path string back as a path: a ``UPath`` for a URI (``Path("s3://b/k")``
+    would fold it into a local ``s3:/b/k``), a ``Path`` otherwise."""
+    if not isinstance(value, (str, os.PathLike)):
+        return value  # already a UPath
+    text = os.fspath(value) if not isinstance(value, str) else value
+    if is_uri(text):
+        from upath import UPath
+
+        return UPath(text)  # type: ignore[return-value]
+    return Path(text.removeprefix("file://"))
 
 
 @dataclass(frozen=True)
@@ -20,12 +48,42 @@ class DataRoot:
     @classmethod
     def resolve(cls, root: str | os.PathLike[str] | None = None) -> "DataRoot":
         chosen = root or os.environ.get("MEMORY_DATA_ROOT") or DEFAULT_DATA_ROOT
-        if "://" in str(chosen) and not str(chosen).startswith("file://"):
-            # Path("s3://b/x") would quietly become a local folder named "s3:".
-            raise ValueError(f"data root {chosen}: object storage is not supported as a data root yet; "
-                             "use a local path (the pipeline's files go through memory_assets/lib/warehouse.py, "
-                             "which takes URIs, but LanceDB publishing and the inbox still need a disk)")
+        if is_uri(chosen):
+            return cls(location(str(chosen).rstrip("/")))
         return cls(Path(str(chosen).removeprefix("file://")).expanduser().absolute())
+
+    @property
+    def is_local(self) -> bool:
+        return isinstance(self.root, Path)
+
+    @property
+    def uri(self) -> str:
+        """The root as a string (a local path, or ``s3://bucket/prefix``)."""
+        return str(self.root)
+
+    @property
+    def local(self) -> Path:
+        """Where this root's disk-only state lives: the root itself when it is a folder;
+        for an object-store root, ``MEMORY_LOCAL_STATE`` or a folder of this machine's
+        cache named by the root's URI."""
+        if self.is_local:
+            return self.root
+        chosen = os.environ.get("MEMORY_LOCAL_STATE")
+        if chosen:
+            return Path(chosen).expanduser().absolute()
+        digest = hashlib.sha256(self.uri.encode()).hexdigest()[:16]
+        return Path("~/.cache/agent-memory/roots").expanduser() / digest
+
+    def relative(self, path: Any) -> str:
+        """``path`` relative to the root, for records that must survive the root moving."""
+        text, base = str(path), self.uri.rstrip("/") + "/"
+        return text[len(base):] if text.startswith(base) else text
+
+    def at(self, relative: str) -> Path:
+        """A path recorded by ``relative`` (or an absolute one, kept as it is)."""
+        if is_uri(relative) or relative.startswith("/"):
+            return location(relative)
+        return self.root / relative
 
     # agent-appended
     @property
@@ -83,24 +141,9 @@ class DataRoot:
         return self.warehouse / "memory_items"
 
     @property
-    def published_items(self) -> Path:
-        """The Parquet snapshot the agent reads; swapped in by atomic rename."""
-        return self.items_dir / "items.parquet"
-
-    @property
     def graph_dir(self) -> Path:
         """The entities and edges (``lib/items/graph.py``), versioned with the items."""
         return self.warehouse / "graph"
-
-    @property
-    def published_entities(self) -> Path:
-        """The entities of the published items version (swapped in with them)."""
-        return self.graph_dir / "entities.parquet"
-
-    @property
-    def published_edges(self) -> Path:
-        """The edges of the published items version (swapped in with them)."""
-        return self.graph_dir / "edges.parquet"
 
     @property
     def import_ledger(self) -> Path:
@@ -182,11 +225,12 @@ class DataRoot:
 
     @property
     def duckdb(self) -> Path:
-        return self.warehouse / "analytics.duckdb"
+        """In-run analytics (a scratch file: DuckDB needs a disk)."""
+        return self.warehouse / "analytics.duckdb" if self.is_local else self.local / "analytics.duckdb"
 
     @property
     def dagster_home(self) -> Path:
-        return self.root / "dagster"
+        return self.local / "dagster"
 
     def session_file(self, base: Path, session_id: str, suffix: str = ".parquet") -> Path:
         return base / f"{session_id}{suffix}"

@@ -14,6 +14,7 @@ merged it into an item already known, or refused it (``memory_assets.lib.items``
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from datetime import datetime
 
 import numpy as np
 
-from retrieval import credentials
+from retrieval import credentials, published
 from retrieval.inbox import write_session
 from retrieval.paths import DataRoot
 from retrieval.projects import check_project
@@ -85,9 +86,10 @@ class Overlay:
 
     def _published_at(self) -> float:
         try:
-            return self.paths.published_items.stat().st_mtime
+            when = published.published_at(self.paths)
         except OSError:
             return float("-inf")
+        return float("-inf") if when is None else when
 
     def _load(self, session_id: str) -> Pending | None:
         folder = self.paths.inbox / session_id
@@ -104,7 +106,10 @@ class Overlay:
         """The inbox's remember sessions not known to be done, listed again only when the
         inbox (a new session) or the published version changed: ``inject`` asks every call."""
         try:
-            key = (self.paths.inbox.stat().st_mtime_ns, published_at)
+            # A folder's time changes when a session is added; an object store has no
+            # folders, so there the listing is at most a second old.
+            changed = self.paths.inbox.stat().st_mtime_ns if self.paths.is_local else int(time.monotonic())
+            key = (changed, published_at)
         except FileNotFoundError:
             return []
         if key != self._listed[0]:

@@ -145,8 +145,9 @@ class View:
 
 
 def _published_version(table: Any) -> int | None:
-    """The version the published tag points at now (it moves when a run publishes), as
-    the storage says, not as this open table remembers; None when it cannot be read."""
+    """The version a side table's published tag points at now (it moves when a run
+    publishes), as the storage says, not as this open table remembers; None when it
+    cannot be read."""
     try:
         return int(table.tags.list()[PUBLISHED_TAG]["version"])
     except Exception:  # the table was replaced or its tags are unreadable: open it anew
@@ -162,8 +163,8 @@ class Stores:
     def __init__(self, paths: DataRoot, config: MemoryConfig):
         self.paths, self.config = paths, config
         self.store = ItemStore(paths)
-        self.rows = PublishedRows(paths.published_items)
-        self.graph = GraphIndex(paths.published_entities, paths.published_edges)
+        self.rows = PublishedRows(paths)
+        self.graph = GraphIndex()
         self.negatives = NegativeRules()
         self.rewriter: LLMRewriter | None = None
         self._embedder: Embedder | None = None
@@ -188,17 +189,21 @@ class Stores:
         # vector query loads the index again (85 ms more at 100k items).
         opened_at, table = self._tables.get(name, (-_REOPEN_SECONDS - 1.0, None))
         if time.monotonic() - opened_at > _REOPEN_SECONDS:
-            if table is None or _published_version(table) != table.version:
-                table = self.store.table() if name == "items" else self.store.summaries_table()
-                if table is not None and table.count_rows() == 0:
-                    table = None  # a version with no rows (every fact refused) has no index to search
-            self._tables[name] = (time.monotonic(), table)
             if name == "items":
                 before = self.rows.key
-                self.rows.refresh()
-                self.graph.refresh()
+                pointer = self.rows.refresh()  # the publish pointer, read first
+                if pointer is None:
+                    table = None
+                elif table is None or pointer.version != table.version:
+                    table = self.store.table(pointer=pointer)
+                    if table is not None and table.count_rows() == 0:
+                        table = None  # a version with no rows (every fact refused) has no index to search
+                self.graph.refresh(pointer.graph_paths(self.paths) if pointer else None)
                 if self.after_reload is not None and self.rows.key != before:
                     self.after_reload()
+            elif table is None or _published_version(table) != table.version:
+                table = self.store.summaries_table()
+            self._tables[name] = (time.monotonic(), table)
         return table
 
     def embed(self, text: str) -> np.ndarray:

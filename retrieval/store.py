@@ -1,20 +1,20 @@
 """The read side of the published stores. Never writes: only pipeline runs do.
 
-The agent sees the LanceDB ``items`` table as of the ``published`` tag and the Parquet
-snapshot ``warehouse/memory_items/items.parquet``, both moved only after a run's checks
-passed.
+The agent sees what the publish pointer (``retrieval.published``) names: the LanceDB
+``items`` table at its version and that version's Parquet file, the pointer moved only
+after a run's checks passed.
 """
 
 from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import polars as pl
 
+from retrieval import published
 from retrieval.ids import ShortIds
 from retrieval.paths import DataRoot
 from retrieval.schema import ITEM_SCHEMA
@@ -35,16 +35,25 @@ class ItemStore:
     def __init__(self, paths: DataRoot):
         self.paths = paths
 
-    def table(self, name: str = ITEMS_TABLE) -> Any | None:
-        """A LanceDB table at its published version, or None before its first publish."""
+    def table(self, name: str = ITEMS_TABLE, pointer: published.Pointer | None = None) -> Any | None:
+        """A LanceDB table at its published version, or None before its first publish:
+        the items table at the pointer's version (``pointer``: one already read), a side
+        table (summaries, insights) at its ``published`` tag."""
         import lancedb
 
-        if not self.paths.lancedb.exists():
+        if name == ITEMS_TABLE:
+            pointer = pointer or published.read(self.paths)
+            if pointer is None:
+                return None
+        elif self.paths.is_local and not self.paths.lancedb.exists():
             return None
         db = lancedb.connect(str(self.paths.lancedb))
         if name not in db.list_tables().tables:
             return None
         table = db.open_table(name)
+        if pointer is not None:
+            table.checkout(pointer.version)
+            return table
         if PUBLISHED_TAG not in table.tags.list():
             return None
         table.checkout(PUBLISHED_TAG)
@@ -60,10 +69,11 @@ class ItemStore:
 
     @spanned("read published items")
     def items(self) -> pl.DataFrame:
-        """Every published item (all statuses), from the Parquet snapshot."""
-        if not self.paths.published_items.exists():
+        """Every published item (all statuses), from the published version's Parquet file."""
+        pointer = published.read(self.paths)
+        if pointer is None:
             return pl.DataFrame(schema=ITEM_SCHEMA)
-        return pl.read_parquet(self.paths.published_items)
+        return pl.read_parquet(str(pointer.items_path(self.paths)))
 
     def get(self, item_id: str) -> dict[str, Any]:
         rows = self.items().filter(pl.col("id") == item_id)
@@ -91,17 +101,17 @@ class PublishedRows:
 
     Search asks LanceDB for ids and scores only and takes every other attribute from
     here: reading 27 columns of 100 candidate rows from the Lance files costs more than
-    the search itself. ``refresh`` reloads when the snapshot file changes (a publish or
-    a rollback replaces it by atomic rename); ids it does not hold yet (a publish
-    between the tag moving and the file being replaced) are for the caller to fetch.
+    the search itself. ``refresh`` reloads when the publish pointer names another file
+    (a publish or a rollback); ids it does not hold are for the caller to fetch.
 
     Safe to share between threads (the service serves many requests at once): a reload
     builds the new frame and its index aside and swaps them in as one snapshot, so a
     reader never pairs one version's index with another's rows.
     """
 
-    def __init__(self, path: Path):
-        self.path = Path(path)
+    def __init__(self, paths: DataRoot):
+        self.paths = paths
+        self.pointer = published.PointerCache(paths)
         self._snapshot = _EMPTY
         self._loading = threading.Lock()
 
@@ -110,24 +120,28 @@ class PublishedRows:
         """The short ids of every item in the snapshot (``retrieval.ids``), built once per load."""
         return self._snapshot.short_ids()
 
-    def refresh(self) -> None:
-        try:
-            stat = self.path.stat()
-        except FileNotFoundError:
+    def refresh(self) -> published.Pointer | None:
+        """Hold the rows of the published version (as the pointer says now); the pointer."""
+        pointer = self.pointer.get()
+        self._load(pointer)
+        return pointer
+
+    def _load(self, pointer: published.Pointer | None) -> None:
+        if pointer is None:
             self._snapshot = _EMPTY
             return
-        key = (stat.st_mtime_ns, stat.st_size)
+        key = (pointer.generation, pointer.items)
         if key == self._snapshot.key:
             return
         with self._loading:  # one thread loads; the others wait for it and find it loaded
             if key == self._snapshot.key:
                 return
-            frame = pl.read_parquet(self.path)
+            frame = pl.read_parquet(str(pointer.items_path(self.paths)))
             self._snapshot = _Snapshot(key, frame, {item_id: i for i, item_id in enumerate(frame["id"].to_list())})
 
     @property
-    def key(self) -> tuple[int, int] | None:
-        """Which snapshot is loaded (its file's mtime and size); None when there is none."""
+    def key(self) -> tuple[int, str] | None:
+        """Which version is loaded (the pointer's generation and file); None when there is none."""
         return self._snapshot.key
 
     @property
@@ -150,7 +164,7 @@ class PublishedRows:
 class _Snapshot:
     """One loaded version of the published rows, swapped in whole."""
 
-    key: tuple[int, int] | None
+    key: tuple[int, str] | None
     frame: pl.DataFrame | None
     index: dict[str, int]
     short: ShortIds | None = None

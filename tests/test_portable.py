@@ -19,6 +19,7 @@ from memory_assets.lib.ingest.intake import ingest_paths
 from memory_assets.lib.items import imports
 from memory_assets.lib.migration import read_markdown
 from retrieval import scoring
+from retrieval import published
 from retrieval.config import load_config
 from retrieval.paths import DataRoot
 from retrieval.schema import FACT_SCHEMA, PROVENANCE
@@ -212,9 +213,12 @@ def test_a_purged_item_travels_as_its_audit_row_and_is_not_adopted(source, tmp_p
     snapshot = ItemStore(source).items()
     forgotten = snapshot.filter(pl.col("status") == "active")["id"][0]
     paths = DataRoot.resolve(tmp_path / "data")
-    paths.published_items.parent.mkdir(parents=True)
+    version = paths.items_dir / "versions" / "items-1.parquet"
+    version.parent.mkdir(parents=True)
     snapshot.with_columns(status=pl.when(pl.col("id") == forgotten).then(pl.lit("purged"))
-                          .otherwise(pl.col("status"))).write_parquet(paths.published_items)
+                          .otherwise(pl.col("status"))).write_parquet(version)
+    published.pointer_path(paths).write_text(json.dumps(
+        published.Pointer(generation=1, version=1, items=paths.relative(version)).to_json()))
     lines = list(interchange.export_lines(paths, load_config(), T0))
     record = next(json.loads(line) for line in lines[1:] if json.loads(line).get("id") == forgotten)
     assert record["status"] == "purged" and record["created_at"] and record["source_resource_ids"]

@@ -32,6 +32,7 @@ from memory_assets.lib.quality.suite_report import QualityReport
 from memory_assets.lib.quality.validation import runtime
 from memory_assets.cli.runner import materialize_pending
 from retrieval import MemoryClient
+from retrieval import published
 from retrieval.config import load_config
 from retrieval.paths import DataRoot
 from retrieval.schema import FACT_SCHEMA, ITEM_SCHEMA, RESOURCE_SCHEMA
@@ -509,7 +510,7 @@ def test_a_clean_run_passes_every_check_and_publishes(built):
     assert version != previous and audit.passed(paths, version)
     # The graph is in the lineage with its counts, and published with the items.
     metadata = {e.asset_key.path[-1]: e.materialization.metadata for e in result.get_asset_materialization_events()}
-    entities, edges = pl.read_parquet(paths.published_entities), pl.read_parquet(paths.published_edges)
+    entities, edges = (pl.read_parquet(p) for p in published.graph_files(paths))
     assert metadata["entities"]["entities"].value == entities.height > 0
     assert metadata["edges"]["edges"].value == edges.height > 0
 

@@ -16,6 +16,7 @@ from memory_assets.lib.items.dedup import content_hash
 from memory_assets.lib.items.consolidation import facts_to_items
 from memory_assets.cli.runner import materialize_pending
 from retrieval import MemoryClient
+from retrieval import published
 from retrieval.config import load_config
 from retrieval.embeddings import Embedder
 from retrieval.options import RetrievalOptions
@@ -164,14 +165,13 @@ def test_hits_carry_every_attribute_and_their_stored_vectors(root):
 
 
 def test_items_missing_from_the_snapshot_are_read_from_lancedb(root, tmp_path, monkeypatch):
-    """Between the tag moving and the Parquet file being replaced, the snapshot lags: ids
-    it does not hold come from the Lance table, with every attribute."""
+    """Ids the in-memory snapshot does not hold come from the Lance table, with every attribute."""
     import shutil
 
     copy = DataRoot.resolve(tmp_path / "data")
     shutil.copytree(root.root, copy.root)
     stale = ItemStore(copy).items().filter(~pl.col("id").str.starts_with("wrx"))
-    stale.write_parquet(copy.published_items)
+    stale.write_parquet(published.items_file(copy))
     hits = _client(copy).search("When is the WRX oil change due?", k=3, now=NOW)
     assert hits[0].id == "wrx" and hits[0].row["category"] == "vehicle"
     assert hits[0].source_turn_ids == ["D1:wrx"] and hits[0].row["status"] == "active"
@@ -212,19 +212,31 @@ def test_an_injected_event_is_written_without_fsync_and_feedback_with_it(root, t
     assert len(synced) == 1 and len(list(copy.events.glob("*.json"))) == 2
 
 
-def test_a_replaced_snapshot_is_reloaded(tmp_path):
+def test_a_new_pointer_is_reloaded(tmp_path):
+    """The rows follow the publish pointer: a new generation naming another file is loaded,
+    a pointer gone (nothing published) empties them."""
     from retrieval.store import PublishedRows
 
-    path = tmp_path / "items.parquet"
-    pl.DataFrame({"id": ["a", "b"], "content": ["one", "two"]}).write_parquet(path)
-    rows = PublishedRows(path)
+    paths = DataRoot.resolve(tmp_path / "data")
+    versions = paths.items_dir / "versions"
+    versions.mkdir(parents=True)
+
+    def publish(generation: int, frame: pl.DataFrame) -> None:
+        file = versions / f"items-{generation}.parquet"
+        frame.write_parquet(file)
+        pointer = published.Pointer(generation=generation, version=generation, items=paths.relative(file))
+        tmp = published.pointer_path(paths).with_suffix(".tmp")
+        tmp.write_text(json.dumps(pointer.to_json()))
+        tmp.replace(published.pointer_path(paths))
+
+    publish(1, pl.DataFrame({"id": ["a", "b"], "content": ["one", "two"]}))
+    rows = PublishedRows(paths)
     rows.refresh()
     assert rows.rows(["b", "zz"]) == {"b": {"id": "b", "content": "two"}}
-    pl.DataFrame({"id": ["b"], "content": ["two, reworded"]}).write_parquet(path.with_suffix(".tmp"))
-    path.with_suffix(".tmp").replace(path)
-    rows.refresh()
+    publish(2, pl.DataFrame({"id": ["b"], "content": ["two, reworded"]}))
+    assert rows.refresh().generation == 2
     assert rows.rows(["a", "b"]) == {"b": {"id": "b", "content": "two, reworded"}}
-    path.unlink()
+    published.pointer_path(paths).unlink()
     rows.refresh()
     assert rows.rows(["b"]) == {}
 

@@ -15,6 +15,7 @@ import pytest
 
 from memory_assets.cli.runner import run_job
 from retrieval import MemoryClient
+from retrieval import published
 from retrieval.config import load_config
 from retrieval.scoring import base_importance
 from retrieval.paths import DataRoot
@@ -88,7 +89,7 @@ def simulated(tmp_path_factory):
                 jobs.append("monthly")
             for job in jobs:
                 assert run_job(paths, job, now=day, extractor="offline", instance=instance), f"{job} failed on day {n}"
-            if paths.published_items.exists():
+            if published.read(paths) is not None:
                 permanent = ItemStore(paths).items().filter(pl.col("tier") == "permanent")
                 lost = permanent.filter(pl.col("status").is_in(["purged", "archived", "cold"]))
                 seen.setdefault("permanent_lost", []).extend((n, c) for c in lost["content"].to_list())

@@ -18,6 +18,7 @@ from memory_assets.lib.extraction import structure
 from memory_assets.lib.items.graph import build_graph
 from memory_assets.lib.quality import graph_report
 from retrieval import MemoryClient
+from retrieval import published
 from retrieval.config import load_config
 from retrieval.dual_search import GraphIndex
 from retrieval.paths import DataRoot
@@ -270,7 +271,7 @@ def test_an_office_is_one_place_at_a_time(embedder):
 def test_the_graph_is_published_with_the_items_and_passes_its_checks(changed):
     root, _ = changed
     paths = DataRoot.resolve(root)
-    entities, edges = pl.read_parquet(paths.published_entities), pl.read_parquet(paths.published_edges)
+    entities, edges = (pl.read_parquet(p) for p in published.graph_files(paths))
     assert dict(entities.schema) == ENTITY_SCHEMA and dict(edges.schema) == EDGE_SCHEMA
     assert {"mentions", "derived_from", "supersedes"} <= set(edges["kind"].to_list())
     denver = entities.filter((pl.col("namespace") == "moved") & (pl.col("name") == "Denver"))
@@ -283,7 +284,7 @@ def test_the_graph_is_published_with_the_items_and_passes_its_checks(changed):
 def test_the_graph_checks_catch_a_dangling_edge_and_an_orphan_entity(changed):
     root, _ = changed
     paths = DataRoot.resolve(root)
-    entities, edges = pl.read_parquet(paths.published_entities), pl.read_parquet(paths.published_edges)
+    entities, edges = (pl.read_parquet(p) for p in published.graph_files(paths))
     items = ItemStore(paths).items()
     bad_edge = edges.head(1).with_columns(target=pl.lit("no-such-node"), kind=pl.lit("mentions"))
     orphan = entities.head(1).with_columns(id=pl.lit("e:orphan"), status=pl.lit("active"))

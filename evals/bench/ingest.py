@@ -220,6 +220,7 @@ def _runs(paths: Any) -> tuple[dict[str, int], int]:
 def _outcome(root: Path, session_ids: list[str]) -> dict[str, Any]:
     from memory_assets.lib.extraction import quarantine
     from retrieval.paths import DataRoot
+    from retrieval.store import ItemStore
 
     paths = DataRoot.resolve(root)
     facts_files = [paths.session_file(paths.extracted_facts, s) for s in session_ids]
@@ -231,7 +232,7 @@ def _outcome(root: Path, session_ids: list[str]) -> dict[str, Any]:
     return {
         "extracted_sessions": len(extracted), "quarantined": len(quarantined), "lost": len(lost),
         "lost_examples": lost[:10], "facts": sum(_rows(f) for f in extracted),
-        "items_published": _rows(paths.published_items) if paths.published_items.exists() else 0,
+        "items_published": ItemStore(paths).items().height,
         "runs": runs, "failed_runs": failed_runs,
     }
 

@@ -36,6 +36,7 @@ import polars as pl
 from evals import stderr_progress
 from evals.bench.retrieval import RANDOM_DIM, BenchError, cached_root, machine
 from retrieval.config import load_config
+from retrieval import published
 from retrieval.paths import DataRoot
 
 TARGET_SECONDS_PER_100K = 1.0
@@ -82,9 +83,9 @@ def run_bench(n_items: int, *, new_share: float = 0.01, repeat: int = 3, seed: i
         progress(f"{'reusing' if reused else 'built'} {root}")
     paths = DataRoot.resolve(root)
     config = load_config()
-    parquet = paths.published_items
     table = ItemStore(paths).table()
-    if table is None or not parquet.exists():
+    parquet = published.items_file(paths)
+    if table is None or parquet is None:
         raise BenchError(f"{root}: nothing published")
     items = pl.read_parquet(parquet)
     # The synthetic items cite turns that were never stored as resources: every cited id

@@ -118,9 +118,10 @@ def _lost(root: Path, written: dict[str, list], keys: list[str], url: str) -> di
     import polars as pl
 
     from retrieval.paths import DataRoot
+    from retrieval.store import ItemStore
 
     paths = DataRoot.resolve(root)
-    items = pl.read_parquet(paths.published_items)
+    items = ItemStore(paths).items()
     contents = set(items["content"].to_list())
     merged = {c for ids in items["merged_from"].to_list() if ids for c in ids}
     facts = pl.concat([pl.read_parquet(p) for p in sorted(paths.extracted_facts.glob("remember-*.parquet"))],

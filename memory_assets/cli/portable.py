@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from memory_assets.lib import interchange, warehouse
+from retrieval import published
 from retrieval.paths import DataRoot
 
 Command = Callable[..., argparse.ArgumentParser]
@@ -45,7 +46,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from retrieval.config import load_config
 
     paths = DataRoot.resolve(args.data_root)
-    if not paths.published_items.exists():
+    if published.read(paths) is None:
         print(f"ExportError: nothing is published under {paths.root} yet; run `memory materialize` first",
               file=sys.stderr)
         return 1

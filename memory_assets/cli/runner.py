@@ -23,7 +23,7 @@ from memory_assets.defs.scheduled_jobs import COVERS, JOBS, record_success, run_
 from memory_assets.cli.instance import local_instance
 from memory_assets.defs.partitions import (NIGHTS_START, batch_tags, nights, session_batches, sessions,
                                           sessions_per_run, with_new_sessions)
-from retrieval import jobs
+from retrieval import jobs, published
 from retrieval.paths import DataRoot
 
 
@@ -53,16 +53,15 @@ def items_stale(paths: DataRoot) -> str | None:
     yet; feedback events waiting; facts or imports written after the published snapshot
     (a run that died between extraction and publish, an import whose run did not finish);
     or a staged version the last publish did not finish (a run killed while publishing)."""
-    snapshot = paths.published_items
-    if not snapshot.exists():
+    published_at = published.published_at(paths)
+    if published_at is None:
         return "nothing published yet"
     if paths.events.exists() and any(paths.events.glob("*.json")):
         return "feedback events waiting"
-    published_at = snapshot.stat().st_mtime_ns
-    if paths.extracted_facts.exists() and any(f.stat().st_mtime_ns > published_at
+    if paths.extracted_facts.exists() and any(f.stat().st_mtime > published_at
                                               for f in paths.extracted_facts.glob("*.parquet")):
         return "facts newer than the published items"
-    if paths.imports.exists() and any(f.stat().st_mtime_ns > published_at for f in paths.imports.glob("*.jsonl")):
+    if paths.imports.exists() and any(f.stat().st_mtime > published_at for f in paths.imports.glob("*.jsonl")):
         return "imports newer than the published items"
     staged, current = publish.staged(paths), publish.current(paths)
     if staged is not None and (current is None or current.version != staged.version) and publish.held(paths) is None:

@@ -15,7 +15,7 @@ from retrieval.store import ItemStore
 
 def _count_rows(folder: Path, pattern: str) -> int:
     files = list(folder.glob(pattern)) if folder.exists() else []
-    return sum(pl.scan_parquet(f).select(pl.len()).collect().item() for f in files)
+    return sum(pl.scan_parquet(str(f)).select(pl.len()).collect().item() for f in files)
 
 
 def collect_stats(data_root: str | Path | None = None) -> dict[str, Any]:
@@ -23,7 +23,7 @@ def collect_stats(data_root: str | Path | None = None) -> dict[str, Any]:
     store = ItemStore(paths)
     items = store.items()
     active = items.filter(pl.col("status") == "active") if items.height else items
-    rejections = (pl.concat([pl.read_parquet(f) for f in paths.rejections.glob("*.parquet")])
+    rejections = (pl.concat([pl.read_parquet(str(f)) for f in paths.rejections.glob("*.parquet")])
                   if paths.rejections.exists() and any(paths.rejections.glob("*.parquet")) else None)
     return {
         "data_root": str(paths.root),

@@ -13,6 +13,8 @@ import io
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
+
+from retrieval.paths import location
 from typing import Any
 
 import polars as pl
@@ -326,7 +328,7 @@ def report(items: pl.DataFrame, rejections: pl.DataFrame, extraction_runs: pl.Da
         config: ``[decay] stale_after_days``; the loaded config if omitted.
     """
     config = config or load_config()
-    out_dir = Path(out_dir)
+    out_dir = location(out_dir)
     n = numbers_for(items, rejections, extraction_runs, history, now, config)
     pngs = [
         _bars(out_dir / PLOTS["items_by_category"], n["active_by_category"],

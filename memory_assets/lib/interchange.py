@@ -48,6 +48,7 @@ import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
 from memory_assets.lib import warehouse
+from retrieval import published
 from retrieval.config import MemoryConfig
 from retrieval.credentials import pii_from_config, redact
 from retrieval.paths import DataRoot
@@ -285,8 +286,9 @@ def export_lines(paths: DataRoot, config: MemoryConfig, now: datetime, *, namesp
     """
     store = ItemStore(paths)
     items = store.items()
-    entities = warehouse.read_frame(paths.published_entities, ENTITY_SCHEMA)
-    edges = warehouse.read_frame(paths.published_edges, EDGE_SCHEMA)
+    graph = published.graph_files(paths)
+    entities = warehouse.read_frame(graph[0], ENTITY_SCHEMA) if graph else pl.DataFrame(schema=ENTITY_SCHEMA)
+    edges = warehouse.read_frame(graph[1], EDGE_SCHEMA) if graph else pl.DataFrame(schema=EDGE_SCHEMA)
     if namespace is not None:
         items, entities, edges = (f.filter(pl.col("namespace") == namespace) for f in (items, entities, edges))
     vectors = store.vectors_by_hash() if embeddings else {}

@@ -38,7 +38,7 @@ import fsspec
 import polars as pl
 
 from retrieval.inbox import atomic_write
-from retrieval.paths import DataRoot
+from retrieval.paths import DataRoot, location
 from retrieval.schema import FACT_SCHEMA, RESOURCE_SCHEMA
 from retrieval.spans import spanned
 
@@ -113,6 +113,49 @@ def move(source: PathLike, target: PathLike) -> PathLike:
     return target
 
 
+class WriteConflict(RuntimeError):
+    """A conditional write lost: the object changed since it was read."""
+
+
+def read_versioned(path: PathLike) -> tuple[bytes | None, str | None]:
+    """A small object and the token a conditional write checks it by (its ETag on S3;
+    None on a disk, where the rename is atomic and the publisher is one run at a time);
+    (None, None) when it does not exist."""
+    if _is_local(path):
+        local = _local(path)
+        return (local.read_bytes(), None) if local.exists() else (None, None)
+    fs, inner = filesystem(path)
+    try:
+        info = fs.info(inner)
+    except FileNotFoundError:
+        return None, None
+    with fs.open(inner, "rb") as fh:
+        data = fh.read()
+    return data, info.get("ETag") or info.get("etag")
+
+
+def write_if_unchanged(path: PathLike, data: bytes, token: str | None, *, existed: bool) -> PathLike:
+    """Replace ``path`` with ``data`` only if it is still as read by ``read_versioned``
+    (``token``; ``existed``: whether it existed then). On S3 a conditional PUT (If-Match,
+    or If-None-Match for a first write) does it in one request; another writer's object
+    in between raises ``WriteConflict`` and leaves theirs. On a disk, one atomic rename;
+    on other stores, one PUT."""
+    if _is_local(path):
+        return write_bytes(path, data)
+    fs, inner = filesystem(path)
+    if "s3" not in fs.protocol:
+        return write_bytes(path, data)
+    condition = {"IfMatch": token} if existed and token else {"mode": "create"} if not existed else {}
+    try:
+        fs.pipe_file(inner, data, **condition)
+    except Exception as error:  # s3fs maps 412 to different exceptions across versions
+        text = f"{type(error).__name__} {error}"
+        if "PreconditionFailed" in text or "412" in text or isinstance(error, FileExistsError):
+            raise WriteConflict(f"{path}: changed since it was read (another publisher?)") from error
+        raise
+    return path
+
+
 def copy(source: PathLike, target: PathLike) -> PathLike:
     """Copy a file atomically (the target is whole or absent)."""
     return write_bytes(target, read_bytes(source), durable=False)
@@ -156,25 +199,18 @@ def exists(path: PathLike) -> bool:
     return fs.exists(inner)
 
 
-class Uri(str):
-    """A file on an fsspec store: its URI, with ``name`` like a ``Path`` (``Path`` would fold
-    ``s3://b/k`` into ``s3:/b/k``)."""
-
-    @property
-    def name(self) -> str:
-        return self.rsplit("/", 1)[-1]
-
-
-def files(folder: PathLike, pattern: str = "*") -> list[Path] | list[Uri]:
-    """The files in ``folder`` matching ``pattern``, sorted by name; hidden temporaries skipped."""
+def files(folder: PathLike, pattern: str = "*") -> list[Path]:
+    """The files in ``folder`` matching ``pattern``, sorted by name; hidden temporaries
+    skipped. On an object store, ``UPath``s (one listing, no request per file)."""
     if _is_local(folder):
         root = _local(folder)
         found = root.glob(pattern) if root.exists() else []
         return sorted(p for p in found if p.is_file() and not p.name.startswith("."))
     fs, inner = filesystem(folder)
     protocol = str(folder).split("://", 1)[0]
-    found = [Uri(f"{protocol}://{p.lstrip('/')}") for p in fs.glob(f"{inner.rstrip('/')}/{pattern}")]
-    return sorted(f for f in found if not f.name.startswith("."))
+    listed = fs.glob(f"{inner.rstrip('/')}/{pattern}", detail=True)
+    found = [location(f"{protocol}://{name.lstrip('/')}") for name, info in listed.items() if info.get("type") == "file"]
+    return sorted((f for f in found if not f.name.startswith(".")), key=str)
 
 
 def read_bytes(path: PathLike) -> bytes:
@@ -236,7 +272,16 @@ def fact_file(paths: DataRoot, session_id: str) -> Path:
 
 
 def _folders(root: Path) -> list[Path]:
-    return sorted(p for p in root.iterdir() if p.is_dir()) if root.exists() else []
+    if _is_local(root):
+        return sorted(p for p in root.iterdir() if p.is_dir()) if root.exists() else []
+    fs, inner = filesystem(root)
+    protocol = str(root).split("://", 1)[0]
+    try:
+        listed = fs.ls(inner, detail=True)
+    except FileNotFoundError:
+        return []
+    return sorted((location(f"{protocol}://{i['name'].lstrip('/')}") for i in listed if i.get("type") == "directory"),
+                  key=str)
 
 
 def _conform(frame: pl.DataFrame, contract: dict[str, pl.DataType]) -> pl.DataFrame:
@@ -271,9 +316,10 @@ def resource_ids(paths: DataRoot, sessions: Iterable[str] | None = None) -> pl.S
     found = resource_files(paths, sessions)
     if not found:
         return pl.Series("resource_id", [], dtype=pl.String)
-    return pl.concat([pl.read_parquet(f, columns=["resource_id"]) for f in found])["resource_id"]
+    return pl.concat([pl.read_parquet(str(f), columns=["resource_id"]) for f in found])["resource_id"]
 
 
 def schemas(found: Iterable[Path], root: Path) -> dict[str, dict[str, pl.DataType]]:
     """File (relative to ``root``) → its Parquet schema."""
-    return {str(f.relative_to(root)): dict(pl.read_parquet_schema(f)) for f in found}
+    base = str(root).rstrip("/") + "/"
+    return {str(f).removeprefix(base): dict(pl.read_parquet_schema(str(f))) for f in found}

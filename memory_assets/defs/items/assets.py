@@ -15,6 +15,7 @@ from memory_assets.lib import warehouse
 from memory_assets.lib.items import publish
 from memory_assets.lib.items.staging import PublishRefused, publish_staged, stage_items
 from memory_assets.lib.quality import audit
+from retrieval import published
 from retrieval.store import ItemStore
 
 
@@ -153,7 +154,7 @@ def published_items(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg
         "published_version": done.staged,
         "previous_version": done.previous if done.previous is not None else -1,
         "items": done.rows,
-        "parquet": dg.MetadataValue.path(str(paths.published_items)),
+        "parquet": dg.MetadataValue.path(str(published.items_file(paths))),
         "event_files_compacted": done.event_files_compacted,
         "sweeps_settled": done.sweeps_settled,
     })

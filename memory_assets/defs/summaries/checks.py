@@ -20,7 +20,7 @@ def summaries_cite_existing_items(memory: MemoryRoot) -> dg.AssetCheckResult:
     if not path.exists():
         return failed_result(asset="category_summaries", check="summaries_cite_existing_items",
                              reason="no summaries written yet")
-    report = citations_report(pl.read_parquet(path), id_column="category", text_column="markdown",
+    report = citations_report(pl.read_parquet(str(path)), id_column="category", text_column="markdown",
                               cited_column="item_ids", item_ids=ItemStore(memory.paths).items()["id"],
                               max_chars=int(memory.config.summaries.max_chars), subject="category_summaries")
     return to_check_result(report, asset="category_summaries", check="summaries_cite_existing_items")
@@ -33,7 +33,7 @@ def insights_cite_existing_items(memory: MemoryRoot) -> dg.AssetCheckResult:
     if not path.exists():
         return failed_result(asset="archive_clusters", check="insights_cite_existing_items",
                              reason="no clusters written yet")
-    report = citations_report(pl.read_parquet(path), id_column="cluster_id", text_column="insight",
+    report = citations_report(pl.read_parquet(str(path)), id_column="cluster_id", text_column="insight",
                               cited_column="member_ids", item_ids=ItemStore(memory.paths).items()["id"],
                               max_chars=400, subject="archive_clusters", min_rows=0)
     return to_check_result(report, asset="archive_clusters", check="insights_cite_existing_items")

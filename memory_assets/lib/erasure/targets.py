@@ -155,7 +155,8 @@ _ITEM_COLUMNS: dict[str, pl.DataType] = {
 
 
 def item_files(paths: DataRoot) -> list[Path]:
-    return [paths.published_items, *warehouse.files(paths.items_dir / "versions", "*.parquet"),
+    # The snapshot a root published before the pointer still holds its items.
+    return [paths.items_dir / "items.parquet", *warehouse.files(paths.items_dir / "versions", "*.parquet"),
             paths.archive / "items.parquet"]
 
 

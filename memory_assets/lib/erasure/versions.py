@@ -14,6 +14,7 @@ from memory_assets.lib import warehouse
 from memory_assets.lib.erasure.targets import (LOG_SCHEMA, ErasureIncomplete, Target, drop_rows,
                                                erased_item, item_files, manifest_file, names_any)
 from memory_assets.lib.items import publish
+from retrieval import published
 from retrieval.citations import cited_ids
 from retrieval.config import MemoryConfig
 from retrieval.paths import DataRoot
@@ -41,8 +42,9 @@ def purge_versions(paths: DataRoot, config: MemoryConfig, now: datetime) -> Purg
     if raw is None:
         return Purged()
     target = Target.from_json(raw)
-    published = warehouse.read_frame(paths.published_items)
-    if published is not None and published.filter(erased_item(target)).height:
+    live = published.items_file(paths)
+    items = warehouse.read_frame(live) if live is not None else None
+    if items is not None and items.filter(erased_item(target)).height:
         raise ErasureIncomplete(f"the published items under {paths.root} still hold erased items: the items build "
                                 "did not publish (see its checks), so the versions that hold them are kept; run "
                                 "`memory erase` again once `memory materialize` publishes")
@@ -62,7 +64,8 @@ def _graph_versions(paths: DataRoot, target: Target) -> int:
     """Each kept graph without the erased items' edges and the entities only they mention
     (their names are the items' words), and the alias merges of those entities."""
     changed, dropped = 0, set()
-    entity_files = [paths.published_entities, *warehouse.files(paths.graph_dir / "versions", "entities-*.parquet")]
+    entity_files = [paths.graph_dir / "entities.parquet",  # a root's graph from before the publish pointer
+                    *warehouse.files(paths.graph_dir / "versions", "entities-*.parquet")]
     for entities_file in entity_files:
         edges_file = entities_file.with_name(entities_file.name.replace("entities", "edges", 1))
         entities, edges = warehouse.read_frame(entities_file), warehouse.read_frame(edges_file)

@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+
+from retrieval.paths import location
 from typing import Any
 
 from retrieval.projects import check_project, project_from_metadata
@@ -287,7 +289,7 @@ def _parse(path: str | Path, fmt: str = "auto", *, max_message_bytes: int = 1_00
         fmt: ``auto``, ``jsonl``, ``openai`` or ``locomo``.
         max_message_bytes: a longer message is refused with an error naming its line.
     """
-    path = Path(path)
+    path = location(path)
     if fmt != "auto" and fmt not in FORMATS:
         raise TranscriptError(path, None, f"unknown format {fmt!r}; use auto, {', '.join(FORMATS)}")
     try:

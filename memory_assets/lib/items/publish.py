@@ -2,13 +2,16 @@
 
 ``write_items`` writes a versioned Parquet file and a new LanceDB table version with its
 full-text index, and ``stage`` records it as the version awaiting its checks; nothing
-the agent reads has changed yet. ``publish`` moves the agent's pointers — the LanceDB
-``published`` tag and the Parquet snapshot (atomic rename) — and appends to the publish
-history that ``rollback`` re-points along.
+the agent reads has changed yet. ``publish`` moves the LanceDB ``published`` tag (which
+keeps the version from clean-up) and then writes the one object agents read first, the
+publish pointer (``retrieval.published``: one conditional PUT on object storage, one
+rename on a disk, no file copied or renamed besides), and appends to the publish history
+that ``rollback`` re-points along.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -18,8 +21,9 @@ import numpy as np
 import polars as pl
 
 from memory_assets.lib import warehouse
-from retrieval.paths import DataRoot
-from retrieval.store import ITEMS_TABLE, PUBLISHED_TAG, ItemStore
+from retrieval import published
+from retrieval.paths import DataRoot, location
+from retrieval.store import ITEMS_TABLE, PUBLISHED_TAG
 from retrieval.spans import spanned, timed
 
 # Above this many rows brute-force vector search gets slow (~250 ms at 100k on 2 cores):
@@ -49,7 +53,7 @@ class ItemsVersion:
 
     @classmethod
     def from_json(cls, raw: dict) -> "ItemsVersion":
-        return cls(**{**raw, "parquet": Path(raw["parquet"])})
+        return cls(**{**raw, "parquet": location(raw["parquet"])})
 
 
 class RollbackError(LookupError):
@@ -153,7 +157,7 @@ def history(paths: DataRoot) -> list[ItemsVersion]:
 
 @spanned("publish")
 def publish(paths: DataRoot, written: ItemsVersion, *, record: bool = True) -> None:
-    """Point the agent at ``written``: LanceDB tag first, then the Parquet snapshot."""
+    """Point the agent at ``written``: the LanceDB tag, then the pointer (the publish)."""
     db = lancedb.connect(str(paths.lancedb))
     table = db.open_table(ITEMS_TABLE)
     tags = table.tags.list()
@@ -161,23 +165,36 @@ def publish(paths: DataRoot, written: ItemsVersion, *, record: bool = True) -> N
         table.tags.update(PUBLISHED_TAG, written.version)
     else:
         table.tags.create(PUBLISHED_TAG, written.version)
-    warehouse.crash_point("publish")  # the tag moved, the snapshot not yet
-    # The graph first: a reader that sees the new items snapshot finds its graph with it.
-    if written.entities and written.edges:
-        warehouse.copy(Path(written.entities), paths.published_entities)
-        warehouse.copy(Path(written.edges), paths.published_edges)
-    warehouse.copy(written.parquet, paths.published_items)
+    warehouse.crash_point("publish")  # the tag moved, the pointer not yet: readers see the old version
+    point(paths, written)
     if record:
         entries = [v.to_json() for v in history(paths) if v.version != written.version] + [written.to_json()]
         warehouse.write_json(_history_file(paths), entries, indent=1)
 
 
+def point(paths: DataRoot, written: ItemsVersion) -> published.Pointer:
+    """Write the publish pointer naming ``written``'s files, one generation on from the
+    pointer read just before; ``warehouse.WriteConflict`` when another publisher wrote it
+    in between (theirs stays)."""
+    target = published.pointer_path(paths)
+    before, token = warehouse.read_versioned(target)
+    generation = int(json.loads(before)["generation"]) if before else 0
+    pointer = published.Pointer(
+        generation=generation + 1, version=written.version, items=paths.relative(written.parquet),
+        rows=written.rows, entities=paths.relative(written.entities) if written.entities else None,
+        edges=paths.relative(written.edges) if written.edges else None,
+        published_at=datetime.now().astimezone().isoformat())
+    warehouse.write_if_unchanged(target, json.dumps(pointer.to_json(), indent=1).encode(), token,
+                                 existed=before is not None)
+    return pointer
+
+
 def current(paths: DataRoot) -> ItemsVersion | None:
     """The version the agent reads now."""
-    table = ItemStore(paths).table()
-    if table is None:
+    pointer = published.read(paths)
+    if pointer is None:
         return None
-    return next((v for v in reversed(history(paths)) if v.version == table.version), None)
+    return next((v for v in reversed(history(paths)) if v.version == pointer.version), None)
 
 
 def _hold_file(paths: DataRoot) -> Path:

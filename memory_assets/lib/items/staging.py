@@ -116,10 +116,10 @@ def audit_staged(paths: DataRoot, config: MemoryConfig) -> tuple[publish.ItemsVe
     if written is None:
         return None
     subject = f"memory_items v{written.version} (staged)"
-    schema = schema_report({written.parquet.name: dict(pl.read_parquet_schema(written.parquet))}, ITEM_SCHEMA,
+    schema = schema_report({written.parquet.name: dict(pl.read_parquet_schema(str(written.parquet)))}, ITEM_SCHEMA,
                            subject=f"{subject} schema")
     ledger = ScanLedger.load(audit.quality_dir(paths))
-    frame = pl.read_parquet(written.parquet)
+    frame = pl.read_parquet(str(written.parquet))
     resource_ids = warehouse.resource_ids(paths)
     if imports.import_files(paths):  # imported items cite their own memory's turns, or their file's lines
         resource_ids = pl.concat([resource_ids, imports.cited_sources(paths)]).unique()
@@ -128,7 +128,7 @@ def audit_staged(paths: DataRoot, config: MemoryConfig) -> tuple[publish.ItemsVe
     embeddings = embeddings_report(publish.staged_table(paths, written), config, subject=subject)
     reports = {"items_schema": schema, "items_valid": items, "items_embeddings": embeddings}
     if written.entities and written.edges:
-        reports["graph_valid"] = graph_report(pl.read_parquet(written.entities), pl.read_parquet(written.edges),
+        reports["graph_valid"] = graph_report(pl.read_parquet(str(written.entities)), pl.read_parquet(str(written.edges)),
                                               frame, resource_ids, subject=f"{subject} graph")
     audit.record(paths, written.version, reports)
     return written, reports

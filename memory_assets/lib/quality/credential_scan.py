@@ -18,6 +18,8 @@ from functools import lru_cache
 from collections.abc import Iterable
 from pathlib import Path
 
+from retrieval.paths import location
+
 import polars as pl
 
 from retrieval import credentials, secret_values
@@ -61,7 +63,7 @@ class ScanLedger:
     @classmethod
     def load(cls, folder: Path) -> "ScanLedger":
         """The ledger under ``folder`` for the current rules (empty if there is none yet)."""
-        path = Path(folder) / f"credential_scan-{rules_version()}.parquet"
+        path = location(folder) / f"credential_scan-{rules_version()}.parquet"
         known = warehouse.read_frame(path)
         return cls(known["digest"] if known is not None else None, path)
 

@@ -22,8 +22,9 @@ from memory_assets.lib import warehouse
 from memory_assets.lib.items import publish
 from memory_assets.lib.summaries import entity_pages as profiles
 from memory_assets.lib.summaries.writing import Summary, chat_client, missing_citations, rebuild, summarize, version_stamp
+from retrieval import published
 from retrieval.config import MemoryConfig, load_config
-from retrieval.paths import DataRoot
+from retrieval.paths import DataRoot, location
 from retrieval.profiles import PROFILE_PREFIX, profile_category
 from retrieval.schema import EDGE_SCHEMA, ENTITY_SCHEMA
 from retrieval.store import SUMMARIES_TABLE, ItemStore
@@ -107,9 +108,11 @@ def _profiles(paths: DataRoot, items: pl.DataFrame, current: pl.DataFrame, confi
     Every page on a rebuild or a first run (``changed`` None); otherwise the pages of the
     entities a changed item mentions, of the important entities without a page yet, and of
     the pages citing an item that is gone."""
-    chosen = profiles.important(warehouse.read_frame(paths.published_entities, ENTITY_SCHEMA), config)
+    graph = published.graph_files(paths)
+    entities = warehouse.read_frame(graph[0], ENTITY_SCHEMA) if graph else pl.DataFrame(schema=ENTITY_SCHEMA)
+    chosen = profiles.important(entities, config)
     wanted = {profile_category(e) for e in chosen["id"].to_list()}
-    edges = warehouse.read_frame(paths.published_edges, EDGE_SCHEMA)
+    edges = warehouse.read_frame(graph[1], EDGE_SCHEMA) if graph else pl.DataFrame(schema=EDGE_SCHEMA)
     if changed is not None:
         known = set(items["id"].to_list())
         have = {r["category"] for r in current.iter_rows(named=True)
@@ -132,7 +135,7 @@ def archive_versions(folder: Path, summary: Summary, now: datetime, *,
         the archived file, or None when there was nothing to archive.
     """
     config = config or load_config()
-    folder = Path(folder)
+    folder = location(folder)
     target = folder / summary.file_name
     archived: Path | None = None
     current = warehouse.read_text(target)

@@ -1,0 +1,224 @@
+"""The data root on object storage, for real: an S3-compatible server (``moto`` in server
+mode on 127.0.0.1, ``tests/s3_server.py``), reached by the standard ``AWS_*`` variables.
+
+Every step runs as its own process, as on separate machines: ``memory ingest`` and agents'
+``flush_session`` append objects; ``memory materialize`` ingests, extracts, checks and
+publishes (the publish pointer, one conditional PUT); a second process reads through
+``MemoryClient.inject``; ``memory run nightly``; ``memory rollback``. A ``memory
+materialize`` killed with SIGKILL while publishing leaves the previous version readable
+and the next run completes; two agent processes appending at once lose nothing. Nothing
+is written to a local folder named after the URI, and the only local state is the
+Dagster instance and DuckDB's scratch file under ``MEMORY_LOCAL_STATE``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from tests.s3_server import s3_server  # noqa: F401  (the fixture)
+
+pytestmark = pytest.mark.slow
+
+T0 = datetime(2026, 9, 1, 9, tzinfo=timezone.utc)
+FIRST = ["I drive a 2019 Subaru WRX.", "My WRX oil change is due at 11,799 miles."]
+SECOND = ["My sister Maya lives in Lisbon.", "Maya's birthday is on October 12."]
+
+
+def _env(s3, state: Path, root: str, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MEMORY_", "DAGSTER_HOME"))}
+    return {**env, **s3.env, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false",
+            "GX_ANALYTICS_ENABLED": "false", "MEMORY_DATA_ROOT": root, "MEMORY_LOCAL_STATE": str(state), **extra}
+
+
+def _memory(env: dict[str, str], *args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "memory_assets.cli", *args], env=env, cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _python(env: dict[str, str], code: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=cwd,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def _transcript(path: Path, session_id: str, lines: list[str], day: int) -> Path:
+    path.write_text("".join(json.dumps({"session_id": session_id, "turn": i, "role": "user", "content": text,
+                                        "ts": (T0 + timedelta(days=day, minutes=i)).isoformat()}) + "\n"
+                            for i, text in enumerate(lines, start=1)))
+    return path
+
+
+INJECT = """
+    import json, sys
+    from retrieval import MemoryClient
+    from retrieval import published
+    client = MemoryClient()
+    block = client.inject(sys.argv[1] if len(sys.argv) > 1 else {query!r}, record=False)
+    pointer = published.read(client.paths)
+    print(json.dumps({{"text": block.text, "generation": pointer.generation if pointer else None,
+                      "version": pointer.version if pointer else None}}))
+"""
+
+
+def _inject(env, cwd, query: str) -> dict:
+    done = _python(env, INJECT.format(query=query), cwd)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _pointer(s3, bucket: str, prefix: str) -> dict:
+    body = s3.client().get_object(Bucket=bucket, Key=f"{prefix}/warehouse/memory_items/published.json")["Body"]
+    return json.loads(body.read())
+
+
+@pytest.fixture(scope="module")
+def published_root(s3_server, tmp_path_factory):  # noqa: F811
+    """A data root on s3:// with one session published through the whole pipeline."""
+    bucket = s3_server.bucket("memory-e2e")
+    base = tmp_path_factory.mktemp("s3root")
+    root = f"s3://{bucket}/agents"
+    env = _env(s3_server, base / "state", root)
+    ingest = _memory(env, "ingest", str(_transcript(base / "s1.jsonl", "s1", FIRST, 0)), cwd=base)
+    assert ingest.returncode == 0, ingest.stderr[-3000:]
+    done = _memory(env, "materialize", "--quiet", cwd=base)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    return s3_server, bucket, base, env
+
+
+def test_the_pipeline_publishes_to_s3_and_a_second_process_reads_it(published_root):
+    s3, bucket, base, env = published_root
+    keys = s3.keys(bucket, "agents/")
+    # The agent's transcript, the pipeline's tables, LanceDB and the pointer are objects in the bucket.
+    assert any(k.startswith("agents/inbox/s1/") and k.endswith(".jsonl") for k in keys)
+    assert any(k.startswith("agents/warehouse/resources/s1/") for k in keys)
+    assert "agents/warehouse/extracted_facts/s1.parquet" in keys
+    assert any(k.startswith("agents/lancedb/items.lance/_versions/") for k in keys)
+    pointer = _pointer(s3, bucket, "agents")
+    assert pointer["generation"] == 1 and f"agents/{pointer['items']}" in keys
+    assert f"agents/{pointer['entities']}" in keys and f"agents/{pointer['edges']}" in keys
+    # The blocking checks ran on the version before it was published.
+    verdicts = [k for k in keys if k.startswith("agents/warehouse/quality/")]
+    assert verdicts, keys
+    # Nothing went to a local folder named after the URI; the local state is the instance and scratch.
+    assert not (base / "s3:").exists()
+    assert {p.name for p in (base / "state").iterdir()} <= {"dagster", "analytics.duckdb", "analytics.duckdb.wal"}
+
+    seen = _inject(env, base, "When is my WRX oil change due?")
+    assert "11,799" in seen["text"] and seen["generation"] == 1
+
+
+def test_nightly_then_rollback_on_s3(published_root):
+    s3, bucket, base, env = published_root
+    assert _memory(env, "ingest", str(_transcript(base / "s2.jsonl", "s2", SECOND, 1)), cwd=base).returncode == 0
+    done = _memory(env, "materialize", "--quiet", cwd=base)
+    assert done.returncode == 0, done.stderr[-3000:]
+    second = _pointer(s3, bucket, "agents")
+    assert second["generation"] == 2
+    assert "Lisbon" in _inject(env, base, "Where does my sister Maya live?")["text"]
+
+    nightly = _memory(env, "run", "nightly", cwd=base)
+    assert nightly.returncode == 0, nightly.stdout[-2000:] + nightly.stderr[-3000:]
+    keys = s3.keys(bucket, "agents/")
+    assert any(k.startswith("agents/summaries/") for k in keys), "the nightly job wrote no summaries"
+    assert "agents/warehouse/lifecycle/job_runs.json" in keys
+    after_nightly = _pointer(s3, bucket, "agents")
+    assert after_nightly["generation"] > second["generation"]
+
+    rolled = _memory(env, "rollback", "--to", str(second["version"]), cwd=base)
+    assert rolled.returncode == 0, rolled.stderr[-3000:]
+    back = _pointer(s3, bucket, "agents")
+    assert back["version"] == second["version"] and back["generation"] == after_nightly["generation"] + 1
+    seen = _inject(env, base, "Where does my sister Maya live?")
+    assert seen["version"] == second["version"] and "Lisbon" in seen["text"]
+
+    rolled = _memory(env, "rollback", cwd=base)  # one further back: before Maya
+    assert rolled.returncode == 0, rolled.stderr[-3000:]
+    seen = _inject(env, base, "Where does my sister Maya live?")
+    assert seen["version"] < second["version"] and "Lisbon" not in seen["text"]
+    released = _memory(env, "publish", cwd=base)
+    assert released.returncode == 0, released.stderr[-3000:]
+    assert "Lisbon" in _inject(env, base, "Where does my sister Maya live?")["text"]
+
+
+def test_kill_9_while_publishing_on_s3_leaves_the_previous_version(s3_server, tmp_path):  # noqa: F811
+    bucket = s3_server.bucket("memory-crash")
+    root = f"s3://{bucket}/m"
+    env = _env(s3_server, tmp_path / "state", root)
+    assert _memory(env, "ingest", str(_transcript(tmp_path / "s1.jsonl", "s1", FIRST, 0)), cwd=tmp_path).returncode == 0
+    assert _memory(env, "materialize", "--quiet", cwd=tmp_path).returncode == 0
+    before = _pointer(s3_server, bucket, "m")
+    assert _memory(env, "ingest", str(_transcript(tmp_path / "s2.jsonl", "s2", SECOND, 1)), cwd=tmp_path).returncode == 0
+
+    crashed = _memory({**env, "MEMORY_CRASH_AT": "publish"}, "materialize", "--quiet", cwd=tmp_path)
+    assert crashed.returncode == -signal.SIGKILL
+    # The new version's files and LanceDB version were written; the pointer was not.
+    assert _pointer(s3_server, bucket, "m") == before
+    seen = _inject(env, tmp_path, "Where does my sister Maya live?")
+    assert seen["generation"] == before["generation"] and "Lisbon" not in seen["text"]
+    assert "11,799" in _inject(env, tmp_path, "When is my WRX oil change due?")["text"]
+
+    done = _memory(env, "materialize", "--quiet", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    after = _pointer(s3_server, bucket, "m")
+    assert after["generation"] == before["generation"] + 1 and after["version"] > before["version"]
+    assert "Lisbon" in _inject(env, tmp_path, "Where does my sister Maya live?")["text"]
+
+
+APPEND = """
+    import sys
+    from datetime import datetime, timedelta, timezone
+    from retrieval import MemoryClient
+    agent, count = sys.argv[1], int(sys.argv[2])
+    client = MemoryClient()
+    t0 = datetime(2026, 9, 2, 9, tzinfo=timezone.utc)
+    for n in range(count):
+        client.flush_session(f"{agent}-s{n}", [
+            {"role": "user", "content": f"My {agent} project number {n} ships on Friday the {n + 1}th.",
+             "ts": (t0 + timedelta(minutes=n)).isoformat()},
+            {"role": "assistant", "content": "Noted.", "ts": (t0 + timedelta(minutes=n, seconds=5)).isoformat()}])
+        client.remember(f"The {agent} build uses cache key {n}.", now=t0 + timedelta(minutes=n))
+"""
+
+
+def test_two_agents_appending_at_once_lose_nothing(s3_server, tmp_path):  # noqa: F811
+    bucket = s3_server.bucket("memory-append")
+    env = _env(s3_server, tmp_path / "state", f"s3://{bucket}/shared")
+    count = 10
+    agents = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(APPEND), agent, str(count)], env=env,
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+              for agent in ("alpha", "beta")]
+    for agent in agents:
+        _, err = agent.communicate(timeout=300)
+        assert agent.returncode == 0, err[-3000:]
+    sessions = {k.split("/")[2] for k in s3_server.keys(bucket, "shared/inbox/")}
+    flushed = {f"{a}-s{n}" for a in ("alpha", "beta") for n in range(count)}
+    assert flushed <= sessions and len([s for s in sessions if s.startswith("remember-")]) == 2 * count
+
+    done = _memory(env, "materialize", "--quiet", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-3000:]
+    facts = {k.rsplit("/", 1)[1].removesuffix(".parquet") for k in s3_server.keys(bucket, "shared/warehouse/extracted_facts/")}
+    assert sessions <= facts, sorted(sessions - facts)
+    # Every remembered fact is an item or merged into one (two near-identical notes merge).
+    found = _python(env, """
+        import json
+        import polars as pl
+        from retrieval import MemoryClient
+        from memory_assets.lib import warehouse
+        client = MemoryClient()
+        facts = warehouse.read_facts(client.paths)
+        noted = facts.filter(pl.col("source_session").str.starts_with("remember-"))
+        items = client.store.items()
+        kept = set(items["id"].to_list()) | {i for ids in items["merged_from"].to_list() if ids for i in ids}
+        print(json.dumps({"noted": noted.height, "lost": sorted(set(noted["id"].to_list()) - kept)}))
+    """, tmp_path)
+    assert found.returncode == 0, found.stderr[-3000:]
+    outcome = json.loads(found.stdout.strip().splitlines()[-1])
+    assert outcome == {"noted": 2 * count, "lost": []}
