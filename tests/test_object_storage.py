@@ -222,3 +222,45 @@ def test_two_agents_appending_at_once_lose_nothing(s3_server, tmp_path):  # noqa
     assert found.returncode == 0, found.stderr[-3000:]
     outcome = json.loads(found.stdout.strip().splitlines()[-1])
     assert outcome == {"noted": 2 * count, "lost": []}
+
+
+def test_a_stale_publisher_cannot_overwrite_a_newer_pointer(s3_server, monkeypatch):  # noqa: F811
+    """The pointer is written by a conditional PUT: a publisher whose read is stale (another
+    published in between) gets WriteConflict and the newer pointer stays; a first write
+    loses to one that got there first."""
+    from memory_assets.lib import warehouse
+
+    for name, value in s3_server.env.items():
+        monkeypatch.setenv(name, value)
+    bucket = s3_server.bucket("memory-pointer")
+    target = f"s3://{bucket}/root/warehouse/memory_items/published.json"
+    assert warehouse.read_versioned(target) == (None, None)
+    warehouse.write_if_unchanged(target, b'{"generation": 1}', None, existed=False)
+    with pytest.raises(warehouse.WriteConflict):  # a second "first" publisher
+        warehouse.write_if_unchanged(target, b'{"generation": 1, "late": true}', None, existed=False)
+    data, token = warehouse.read_versioned(target)
+    assert data == b'{"generation": 1}' and token
+    warehouse.write_if_unchanged(target, b'{"generation": 2}', token, existed=True)
+    with pytest.raises(warehouse.WriteConflict):  # read generation 1, wrote after generation 2 landed
+        warehouse.write_if_unchanged(target, b'{"generation": 2, "stale": true}', token, existed=True)
+    assert warehouse.read_versioned(target)[0] == b'{"generation": 2}'
+
+
+def test_an_object_store_root_is_a_upath_with_local_state_aside(tmp_path, monkeypatch):
+    from upath import UPath
+
+    from retrieval.paths import DataRoot
+
+    monkeypatch.delenv("MEMORY_LOCAL_STATE", raising=False)
+    paths = DataRoot.resolve("s3://bucket/team/")
+    assert isinstance(paths.root, UPath) and not paths.is_local and paths.uri == "s3://bucket/team"
+    assert str(paths.inbox / "s1" / "a.jsonl") == "s3://bucket/team/inbox/s1/a.jsonl"
+    assert paths.relative(paths.items_dir / "versions" / "v.parquet") == "warehouse/memory_items/versions/v.parquet"
+    assert str(paths.at("warehouse/x.parquet")) == "s3://bucket/team/warehouse/x.parquet"
+    # The Dagster instance and DuckDB's scratch file need a disk: a folder per root URI.
+    assert isinstance(paths.dagster_home, Path) and isinstance(paths.duckdb, Path)
+    assert DataRoot.resolve("s3://bucket/other").local != paths.local
+    monkeypatch.setenv("MEMORY_LOCAL_STATE", str(tmp_path / "state"))
+    assert paths.dagster_home == tmp_path / "state" / "dagster"
+    local = DataRoot.resolve(tmp_path / "data")
+    assert local.is_local and local.local == local.root and local.dagster_home == local.root / "dagster"

@@ -241,13 +241,11 @@ def test_only_the_warehouse_and_the_inbox_write_files():
     assert found == []
 
 
-def test_an_object_store_data_root_is_refused_not_turned_into_a_local_folder():
-    import pytest
-
+def test_an_object_store_data_root_is_not_turned_into_a_local_folder():
     from retrieval.paths import DataRoot
 
-    with pytest.raises(ValueError, match="s3://bucket/memory: object storage is not supported"):
-        DataRoot.resolve("s3://bucket/memory")
+    # Path("s3://bucket/memory") would be a local folder "s3:/bucket/memory".
+    assert str(DataRoot.resolve("s3://bucket/memory").inbox) == "s3://bucket/memory/inbox"
     assert str(DataRoot.resolve("file:///tmp/memory").root) == "/tmp/memory"
 
 

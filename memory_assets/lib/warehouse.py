@@ -148,9 +148,10 @@ def write_if_unchanged(path: PathLike, data: bytes, token: str | None, *, existe
     condition = {"IfMatch": token} if existed and token else {"mode": "create"} if not existed else {}
     try:
         fs.pipe_file(inner, data, **condition)
-    except Exception as error:  # s3fs maps 412 to different exceptions across versions
-        text = f"{type(error).__name__} {error}"
-        if "PreconditionFailed" in text or "412" in text or isinstance(error, FileExistsError):
+    except Exception as error:  # s3fs maps S3's 412 to different exceptions across versions
+        chain = [error, error.__cause__, error.__context__]
+        text = " ".join(f"{type(e).__name__} {e}" for e in chain if e is not None)
+        if "PreconditionFailed" in text or "pre-conditions" in text or isinstance(error, FileExistsError):
             raise WriteConflict(f"{path}: changed since it was read (another publisher?)") from error
         raise
     return path
