@@ -26,6 +26,7 @@ from retrieval.projects import check_project
 from retrieval.retrieve import Messages, Stores, View, block, rank, retrieve
 from retrieval.rewrite import CONTEXT_MESSAGES, keywords
 from retrieval.text import QUERY_STOPWORDS
+from retrieval.spans import timed
 from retrieval.schema import ROLES
 from retrieval.search import Hit, to_hit
 from retrieval.store import INSIGHTS_TABLE, ItemStore
@@ -158,6 +159,14 @@ class MemoryClient:
         Returns:
             the block text, the items in it, the tier that answered and the tokens used.
         """
+        with timed("inject"):
+            return self._inject(context, max_items=max_items, token_budget=token_budget, now=now,
+                                budget_aware=budget_aware, session_id=session_id, record=record, as_of=as_of,
+                                project=project)
+
+    def _inject(self, context: str | Messages, *, max_items: int | None, token_budget: int | None,
+                now: datetime | None, budget_aware: bool | None, session_id: str | None, record: bool,
+                as_of: datetime | None, project: str | None) -> Injection:
         if self.disabled():  # `memory disable`: nothing is injected
             return Injection(text="", tier="disabled")
         now = now or datetime.now(timezone.utc)

@@ -37,6 +37,7 @@ from retrieval.paths import DataRoot
 from retrieval.rewrite import CONTEXT_MESSAGES, LLMRewriter, SearchQuery, keywords, rewrite
 from retrieval.schema import ITEM_SCHEMA
 from retrieval.search import Hit, fts_list, fts_query, fuse, to_hit, vector_list, vectors_for
+from retrieval.spans import spanned, timed
 from retrieval.store import PUBLISHED_TAG, ItemStore, PublishedRows
 from retrieval.triggers import NegativeRules
 from retrieval.text import asks_about_before
@@ -222,6 +223,11 @@ class Stores:
                 self._vectors.popitem(last=False)
         return vector
 
+    def forget_queries(self) -> None:
+        """Drop the cached query vectors (a benchmark times a query as asked the first time)."""
+        with self._vectors_lock:
+            self._vectors.clear()
+
     def in_background(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
         if self._pool is None:
             with _POOL:
@@ -253,6 +259,7 @@ class Retrieved:
     cap: int = 10
 
 
+@spanned("candidates")
 def candidates(stores: Stores, view: View, options: RetrievalOptions, query: str, limit: int,
                terms: str | None = None) -> dict[str, list[dict[str, Any]]]:
     """The vector and full-text candidate lists (at most ``limit`` each), every row
@@ -273,14 +280,19 @@ def candidates(stores: Stores, view: View, options: RetrievalOptions, query: str
     recallable = recallable_for(f"{query} {terms}")  # the rewrite may drop "before" from the terms
     fts = None
     if options.fusion in ("hybrid", "fts") and fts_query(terms):
-        fts = stores.in_background(fts_list, table, terms, limit=fetch, where=None)
+        fts = stores.in_background(_spanned_fts, table, terms, limit=fetch, where=None)
     lists: dict[str, list[dict[str, Any]]] = {}
     if options.fusion in ("hybrid", "vector"):
-        lists["vector"] = vector_list(table, stores.embed(query), limit=fetch, where=None)
+        with timed("embed"):
+            vector = stores.embed(query)
+        with timed("vector"):
+            lists["vector"] = vector_list(table, vector, limit=fetch, where=None)
     if options.graph and options.fusion in ("hybrid", "graph") and stores.config.graph.weight > 0:
-        lists["graph"] = stores.graph.search(terms, view.namespace, stores.config, fetch)
+        with timed("graph"):
+            lists["graph"] = stores.graph.search(terms, view.namespace, stores.config, fetch)
     if fts is not None:
-        lists["fts"] = fts.result()
+        with timed("full-text wait"):
+            lists["fts"] = fts.result()
     attributes = _attributes(stores, table, lists)
     out: dict[str, list[dict[str, Any]]] = {}
     for name, rows in lists.items():
@@ -296,6 +308,11 @@ def candidates(stores: Stores, view: View, options: RetrievalOptions, query: str
                        if r["id"] in attributes and view.held(attributes[r["id"]])]
         out[name] = visible[:limit]
     return out
+
+
+@spanned("full-text")
+def _spanned_fts(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
+    return fts_list(*args, **kwargs)
 
 
 def recallable_for(query: str) -> tuple[str, ...]:
@@ -330,6 +347,7 @@ def _relevant(config: MemoryConfig, options: RetrievalOptions,
     return lambda item_id: item_id in close or item_id in matched
 
 
+@spanned("tier 2")
 def rank(stores: Stores, view: View, config: MemoryConfig, options: RetrievalOptions, query: str, k: int,
          now: datetime, sentiment: str = "neutral", terms: str | None = None, message: str = ""
          ) -> tuple[list[Hit], Callable[[list[int]], np.ndarray] | None]:
@@ -396,6 +414,7 @@ def rank(stores: Stores, view: View, config: MemoryConfig, options: RetrievalOpt
     return hits, (vectors if hits else None)
 
 
+@spanned("tier 1")
 def tier1(stores: Stores, view: View, config: MemoryConfig, query: str, terms: str, message: str) -> list[Hit] | None:
     """Category summary lines that answer the query alone, or None when tier 2 must run.
 

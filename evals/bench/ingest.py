@@ -28,7 +28,11 @@ quarantine record, ``lost`` otherwise. Also reported: the facts extracted, the i
 published, and the Dagster runs the data root's instance recorded, by job (how the
 pipeline batched the sessions into runs) and how many failed.
 
-    memory bench ingest [--sessions 1000] [--turns 50] [--seed 0] [--keep] [--json]
+``--s3`` puts the data root on an S3-compatible server started on 127.0.0.1 for the bench
+(``evals/bench/s3.py``: moto), reached through the standard ``AWS_*`` variables like any
+bucket; the Dagster instance and DuckDB's scratch file stay on the local disk.
+
+    memory bench ingest [--sessions 1000] [--turns 50] [--seed 0] [--s3] [--keep] [--json]
 """
 
 from __future__ import annotations
@@ -194,7 +198,7 @@ def _child_env() -> dict[str, str]:
 def _rows(path: Path) -> int:
     import polars as pl
 
-    return int(pl.scan_parquet(path).select(pl.len()).collect().item())
+    return int(pl.scan_parquet(str(path)).select(pl.len()).collect().item())
 
 
 def _runs(paths: Any) -> tuple[dict[str, int], int]:
@@ -238,10 +242,25 @@ def _outcome(root: Path, session_ids: list[str]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from retrieval import MemoryClient
+    if not getattr(args, "s3", False):
+        return _run(args, Path(tempfile.mkdtemp(prefix="memory-bench-ingest-")), None)
+    from evals.bench.s3 import local_s3, s3_env
 
     work = Path(tempfile.mkdtemp(prefix="memory-bench-ingest-"))
-    root = work / "data"
+    with local_s3(work / "moto.log") as server, s3_env(server):
+        os.environ["MEMORY_LOCAL_STATE"] = str(work / "local")
+        try:
+            report = _run(args, work, f"s3://{server.bucket('memory-bench')}/data")
+            report["stored_mib"] = round(server.size("memory-bench") / 2**20, 1)
+            return report
+        finally:
+            os.environ.pop("MEMORY_LOCAL_STATE", None)
+
+
+def _run(args: argparse.Namespace, work: Path, uri: str | None) -> dict[str, Any]:
+    from retrieval import MemoryClient
+
+    root: Any = uri or work / "data"
     try:
         started = time.perf_counter()
         sessions = synthetic_sessions(args.sessions, args.turns, seed=args.seed)
@@ -262,7 +281,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         cpu_s = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
 
         report: dict[str, Any] = {
-            "bench": "ingest", "sessions": args.sessions, "turns_per_session": args.turns, "seed": args.seed,
+            "bench": "ingest", "data_root": "s3 (moto, 127.0.0.1)" if uri else "local disk",
+            "sessions": args.sessions, "turns_per_session": args.turns, "seed": args.seed,
             "messages": args.sessions * args.turns, "generate_s": round(generate_s, 3),
             "handover_s": round(handover_s, 3), "materialize_wall_s": round(wall_s, 2),
             "materialize_cpu_s": round(cpu_s, 2), "peak_rss_mib": round(after.ru_maxrss / 1024, 1),
@@ -275,7 +295,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         report.update(_outcome(root, [s for s, _ in sessions]))
         report["machine"] = machine()
         if args.keep:
-            report["data_root"] = str(root)
+            report["kept"] = str(root)
         return report
     finally:
         if not args.keep:
@@ -289,7 +309,8 @@ def ok(report: dict[str, Any]) -> bool:
 def format_report(r: dict[str, Any]) -> str:
     runs = ", ".join(f"{job} {n}" for job, n in r["runs"].items()) or "none"
     lines = [
-        f"ingest bench: {r['sessions']:,} sessions × {r['turns_per_session']} turns ({r['messages']:,} messages)",
+        f"ingest bench: {r['sessions']:,} sessions × {r['turns_per_session']} turns ({r['messages']:,} messages), "
+        f"data root on {r['data_root']}" + (f" ({r['stored_mib']} MiB stored)" if "stored_mib" in r else ""),
         f"  handover (flush_session) {r['handover_s']} s",
         f"  materialize {r['materialize_wall_s']} s wall, {r['materialize_cpu_s']} s CPU, "
         f"peak RSS {r['peak_rss_mib']} MiB → {r['sessions_per_s']} sessions/s",
@@ -301,8 +322,8 @@ def format_report(r: dict[str, Any]) -> str:
         lines.append(f"  lost: {', '.join(r['lost_examples'])}")
     if r.get("materialize_error"):
         lines.append(f"  materialize exited {r['materialize_rc']}: {r['materialize_error'].strip()[-500:]}")
-    if r.get("data_root"):
-        lines.append(f"  data root kept: {r['data_root']}")
+    if r.get("kept"):
+        lines.append(f"  data root kept: {r['kept']}")
     return "\n".join(lines)
 
 
@@ -312,6 +333,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--turns", type=int, default=50,
                         help="turns per session, user and assistant alternating (default 50)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--s3", action="store_true",
+                        help="the data root on an S3-compatible server (moto) started on 127.0.0.1 for the bench")
     parser.add_argument("--keep", action="store_true", help="keep the temporary data root and print its path")
     parser.add_argument("--json", action="store_true")
     return parser

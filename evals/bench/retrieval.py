@@ -26,6 +26,7 @@ path, but vector neighbours are meaningless). Each built root is cached by
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import inspect
 import json
@@ -541,9 +542,40 @@ def _search_call(client: Any) -> Callable[[str], Any]:
     return lambda q: client.search(q, k=10)
 
 
+# What an inject spends its time on, from the read path's own spans (``retrieval.spans``):
+# the query embedding, the vector and full-text queries (the full-text one on a worker
+# thread, beside the embedding and the vector query), the graph walk, ranking (tier 2
+# less its candidate lists) and the rest: tier 1, the pending overlay, the trust pass and
+# the block ("block").
+STAGES = ("embed", "vector", "full-text", "graph", "rank", "block")
+
+
+def _stages(calls: list[tuple[str, float, float, float]]) -> dict[str, float]:
+    """One inject's seconds by stage, from its spans."""
+    wall: dict[str, float] = {}
+    for label, _start, seconds, _cpu in calls:
+        wall[label] = wall.get(label, 0.0) + seconds
+    return {"embed": wall.get("embed", 0.0), "vector": wall.get("vector", 0.0),
+            "full-text": wall.get("full-text", 0.0), "graph": wall.get("graph", 0.0),
+            "rank": wall.get("tier 2", 0.0) - wall.get("candidates", 0.0),
+            "block": wall.get("inject", 0.0) - wall.get("tier 2", 0.0)}
+
+
+def upload_root(root: Path, server: Any, bucket: str) -> str:
+    """Copy a built data root into ``bucket`` on ``server``; its URI."""
+    import fsspec
+
+    with_env = {"endpoint_url": server.endpoint, "key": server.env["AWS_ACCESS_KEY_ID"],
+                "secret": server.env["AWS_SECRET_ACCESS_KEY"]}
+    fs = fsspec.filesystem("s3", **with_env)
+    target = f"{bucket}/{root.name}"
+    fs.put(str(root), target, recursive=True)
+    return f"s3://{target}"
+
+
 def run_bench(n_items: int, *, queries: int = 200, warmup: int = 20, seed: int = 0, embed: str = "model",
               cache_dir: Path | None = None, torch_threads: int | None = None,
-              progress: Progress | None = None) -> dict[str, Any]:
+              progress: Progress | None = None, s3: Any = None) -> dict[str, Any]:
     """Time ``inject``, ``search`` and the query embedding over ``n_items`` synthetic items.
 
     Args:
@@ -556,13 +588,21 @@ def run_bench(n_items: int, *, queries: int = 200, warmup: int = 20, seed: int =
         torch_threads: torch threads for the query embedding (default: the config's
             ``embedding.query_threads``).
         progress: called with a line of text as the run goes.
+        s3: an ``evals.bench.s3.S3Server``: the built root is copied into a bucket on it and
+            read from there (this process's environment must point at it).
     Returns:
         a JSON-able report; ``inject_ms`` is None (and ``inject_error`` set) when inject fails.
     """
     from retrieval import MemoryClient
+    from retrieval.spans import Recorder, recording
 
     root, reused = cached_root(n_items, seed=seed, embed=embed, cache_dir=cache_dir, progress=progress)
     built = json.loads((root / MANIFEST).read_text())
+    local_root = root
+    if s3 is not None:
+        if progress:
+            progress(f"copying {root} to the S3-compatible server")
+        root = upload_root(root, s3, s3.bucket(f"bench-{n_items}-{int(time.time())}"))
     client = MemoryClient(root)
     if torch_threads:
         client.embedder.query_threads = torch_threads
@@ -583,16 +623,29 @@ def run_bench(n_items: int, *, queries: int = 200, warmup: int = 20, seed: int =
             except Exception as exc:  # the client is being rewritten: measure search, report why
                 inject_error = f"{type(exc).__name__}: {exc}"
     embed_s, search_s, inject_s, injected, tokens = [], [], [], 0, []
+    stages: dict[str, list[float]] = {stage: [] for stage in STAGES}
+    recorder = Recorder()
+    # Every timed call embeds its query: the cached query vectors (an agent asking the
+    # same thing again) are dropped before each, so no call reuses another's embedding.
     for context in timed:
         text = query_text(context)
         embed_s.append(_timed(lambda: client.embedder.embed_one(text)))
+        client.stores.forget_queries()
         search_s.append(_timed(lambda: search(text)))
         if inject_error is None:
+            # Timed with the spans off, then again with them on for the breakdown.
+            client.stores.forget_queries()
             start = time.perf_counter()
             injection = client.inject(context, now=BENCH_NOW)
             inject_s.append(time.perf_counter() - start)
             injected += len(injection.items)
             tokens.append(injection.tokens)
+            client.stores.forget_queries()
+            recorder.clear()
+            with recording(recorder):
+                client.inject(context, now=BENCH_NOW)
+            for stage, seconds in _stages(recorder.calls).items():
+                stages[stage].append(seconds)
     # A new client opens the table with cold index caches (the model stays loaded): what an
     # inject pays right after the client (re)opens the published table.
     first_s = []
@@ -611,12 +664,14 @@ def run_bench(n_items: int, *, queries: int = 200, warmup: int = 20, seed: int =
         "inject_ms": latency_stats(inject_s) if inject_s else None,
         "search_ms": latency_stats(search_s), "embed_ms": latency_stats(embed_s),
         "first_inject_ms": latency_stats(first_s) if first_s else None,
+        "stages_p50_ms": {stage: round(float(np.median(values)) * 1000, 2) for stage, values in stages.items() if values},
+        "data_root": "s3 (moto, 127.0.0.1)" if s3 is not None else "local disk",
         "build_seconds": built["build_seconds"], "embed_seconds": built.get("embed_seconds"),
         "index_seconds": built.get("write_and_index_seconds"), "cache": "reused" if reused else "built",
         "index": built["index"], "embedding": embed, "embedding_model": built["embedding_model"],
         "items_per_inject": round(injected / len(inject_s), 2) if inject_s else None,
         "tokens_per_inject": round(float(np.mean(tokens)), 1) if tokens else None,
-        "root": str(root), "machine": machine(),
+        "root": str(root), "built_at": str(local_root), "machine": machine(),
         "graph": {**built.get("graph", {}), "graph_on": bool(client.config.graph.weight > 0),
                   "queries_walked": sum(1 for w in walked if w),
                   "items_reached_mean": round(float(np.mean([len(w) for w in walked])), 1) if walked else 0.0},
@@ -791,6 +846,8 @@ def format_report(report: dict[str, Any]) -> str:
              f"({report['embedding_model']}) · index: {report['index']}",
              row("inject", report["inject_ms"]), row("search", report["search_ms"]), row("embed", report["embed_ms"]),
              row("1st inj", report.get("first_inject_ms")),
+             "  inject by stage, p50 ms: " + (" · ".join(f"{k} {v}" for k, v in report["stages_p50_ms"].items())
+                                              if report.get("stages_p50_ms") else "—") + f" · data root: {report['data_root']}",
              f"  build {report['build_seconds']} s ({report['cache']}; embedding {report['embed_seconds']} s, "
              f"index {report['index_seconds']} s) · {m['cpus']} CPUs · torch threads "
              f"{m.get('torch_threads', '?')} · load {m.get('load_avg_1m', '?')}"]
@@ -825,6 +882,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help=f"where built data roots are kept (default {default_cache_dir()})")
     parser.add_argument("--study", action="store_true",
                         help="also compare vector index types, full-text search and table-open cost")
+    parser.add_argument("--s3", action="store_true",
+                        help="read the built root from an S3-compatible server (moto) started on 127.0.0.1")
     parser.add_argument("--json", action="store_true", help="print a JSON list of reports")
     return parser
 
@@ -836,23 +895,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         sizes = items_arg(args.items)
         reports = []
-        for n in sizes:
-            report = run_bench(n, queries=args.queries, warmup=args.warmup, seed=args.seed, embed=args.embed,
-                               cache_dir=args.cache_dir, torch_threads=args.torch_threads, progress=progress)
-            if args.study:
-                report["study"] = index_study(n, seed=args.seed, embed=args.embed, cache_dir=args.cache_dir,
-                                              progress=progress)
-            reports.append(report)
-            if not args.json:
-                print(format_report(report), flush=True)
-                if args.study:
-                    print(format_study(report["study"]), flush=True)
+        with contextlib.ExitStack() as stack:
+            server = None
+            if args.s3:
+                from evals.bench.s3 import local_s3, s3_env
+
+                server = stack.enter_context(local_s3())
+                stack.enter_context(s3_env(server))
+            for n in sizes:
+                reports.append(_one(args, n, server, progress))
     except (BenchError, ValueError) as exc:
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
     if args.json:
         print(json.dumps(reports, indent=2, ensure_ascii=False))
     return 0
+
+
+def _one(args: argparse.Namespace, n: int, server: Any, progress: Progress) -> dict[str, Any]:
+    report = run_bench(n, queries=args.queries, warmup=args.warmup, seed=args.seed, embed=args.embed,
+                       cache_dir=args.cache_dir, torch_threads=args.torch_threads, progress=progress, s3=server)
+    if args.study:
+        report["study"] = index_study(n, seed=args.seed, embed=args.embed, cache_dir=args.cache_dir,
+                                      progress=progress)
+    if not args.json:
+        print(format_report(report), flush=True)
+        if args.study:
+            print(format_study(report["study"]), flush=True)
+    return report
 
 
 if __name__ == "__main__":
