@@ -49,6 +49,7 @@ import hashlib
 import json
 import os
 import random
+import resource
 import re
 import shutil
 import sys
@@ -235,10 +236,9 @@ def synthetic_batches(n_facts: int, *, new_share: float = 0.01, seed: int = 0,
 
 
 def _atomic_parquet(frame: pl.DataFrame, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    frame.write_parquet(tmp)
-    os.replace(tmp, path)
+    from memory_assets.lib import warehouse
+
+    warehouse.write_frame(path, frame)  # a local disk or an object store, as the pipeline writes
 
 
 def write_batch(paths: DataRoot, batch: Batch) -> int:
@@ -460,7 +460,7 @@ def _published_version(paths: DataRoot) -> int | None:
 
 
 def run_bench(n_items: int, *, embed: str = "random", seed: int = 0, new_share: float = 0.01,
-              n_events: int | None = None, root: Path | None = None, keep: bool = False,
+              n_events: int | None = None, root: Path | str | None = None, keep: bool = False,
               cache_dir: Path | None = None, progress: Progress | None = None) -> dict[str, Any]:
     """Build a root of ``n_items`` facts, publish it (first build), add a night's worth of
     facts and events, and time the nightly job.
@@ -471,7 +471,8 @@ def run_bench(n_items: int, *, embed: str = "random", seed: int = 0, new_share: 
         seed: the generator's seed.
         new_share: tonight's new facts as a share of ``n_items``.
         n_events: feedback events before the nightly run (default: 300, fewer for tiny runs).
-        root: the data root to build (must not exist, or be empty); default a temp dir.
+        root: the data root to build (must not exist, or be empty; a path or an object-store
+            URI); default a temp dir.
         keep: keep the data root afterwards (always kept when ``root`` is given).
         cache_dir: where ``bench_retrieval`` keeps its roots (for ``embed="model"`` lookups).
         progress: called with a line of text as the bench goes.
@@ -490,10 +491,10 @@ def run_bench(n_items: int, *, embed: str = "random", seed: int = 0, new_share: 
         raise BenchError(f"items={n_items}; need at least 2")
     n_events = min(300, max(10, n_items // 10)) if n_events is None else n_events
     made_root = root is None
-    root = Path(root) if root else Path(tempfile.mkdtemp(prefix=f"bench-nightly-{n_items}-")) / "data"
+    paths = DataRoot.resolve(root or Path(tempfile.mkdtemp(prefix=f"bench-nightly-{n_items}-")) / "data")
+    root = paths.root
     if root.exists() and any(root.iterdir()):
         raise BenchError(f"{root} is not empty; the bench builds its own data root")
-    paths = DataRoot.resolve(root)
     config = load_config()
     report: dict[str, Any] = {"items": n_items, "embedding": embed, "seed": seed, "root": str(root),
                               "target_seconds": TARGET_SECONDS}
@@ -541,6 +542,8 @@ def run_bench(n_items: int, *, embed: str = "random", seed: int = 0, new_share: 
             }
             say(f"nightly: {wall:.1f} s ({'ok' if ok else 'FAILED'})")
         report["meets_target"] = bool(ok and report["nightly"]["seconds"] < TARGET_SECONDS)
+        report["peak_rss_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+        report["data_root"] = "local disk" if paths.is_local else "s3 (moto, 127.0.0.1)"
         report["machine"] = machine()
     finally:
         if made_root and not keep:
@@ -558,7 +561,8 @@ STEP_ORDER = ("memory_items", "memory_items_checks", "published_items", "publish
 def format_report(report: dict[str, Any]) -> str:
     m = report["machine"]
     lines = [f"{report['items']:,} facts · first-build vectors: {report['embedding']} · "
-             f"{m['cpus']} CPUs · load {m.get('load_avg_1m', '?')} · setup {report['setup_seconds']} s"]
+             f"{m['cpus']} CPUs · load {m.get('load_avg_1m', '?')} · setup {report['setup_seconds']} s · "
+             f"data root: {report.get('data_root', 'local disk')} · peak RSS {report.get('peak_rss_mib', '?')} MiB"]
     for name in ("first_build", "nightly"):
         run = report[name]
         status = "ok" if run["success"] else "FAILED"
@@ -577,6 +581,18 @@ def format_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+@contextlib.contextmanager
+def _local_state() -> Iterator[None]:
+    """A temporary ``MEMORY_LOCAL_STATE`` for an object-store root's disk-only state."""
+    folder = tempfile.mkdtemp(prefix="bench-nightly-state-")
+    os.environ["MEMORY_LOCAL_STATE"] = folder
+    try:
+        yield
+    finally:
+        os.environ.pop("MEMORY_LOCAL_STATE", None)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memory bench nightly", description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", action="append", required=True, metavar="N",
@@ -589,6 +605,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--root", type=Path, default=None, help="build the data root here and keep it (must be empty)")
     parser.add_argument("--keep", action="store_true", help="keep the temporary data root")
+    parser.add_argument("--s3", action="store_true",
+                        help="build the data root on an S3-compatible server (moto) started on 127.0.0.1")
     parser.add_argument("--cache-dir", type=Path, default=None,
                         help=f"bench_retrieval's cache, for --embed model (default {default_cache_dir()})")
     parser.add_argument("--json", action="store_true", help="print a JSON list of reports")
@@ -604,12 +622,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         sizes = items_arg(args.items)
         if args.root and len(sizes) > 1:
             raise BenchError("--root takes one --items size")
-        for n in sizes:
-            report = run_bench(n, embed=args.embed, seed=args.seed, new_share=args.new_share, n_events=args.events,
-                               root=args.root, keep=args.keep, cache_dir=args.cache_dir, progress=progress)
-            reports.append(report)
-            if not args.json:
-                print(format_report(report), flush=True)
+        with contextlib.ExitStack() as stack:
+            server = None
+            if args.s3:
+                from evals.bench.s3 import local_s3, s3_env
+
+                server = stack.enter_context(local_s3())
+                stack.enter_context(s3_env(server))
+                stack.enter_context(_local_state())
+            for n in sizes:
+                root = f"s3://{server.bucket(f'nightly-{n}')}/data" if server is not None else args.root
+                report = run_bench(n, embed=args.embed, seed=args.seed, new_share=args.new_share,
+                                   n_events=args.events, root=root, keep=args.keep, cache_dir=args.cache_dir,
+                                   progress=progress)
+                reports.append(report)
+                if not args.json:
+                    print(format_report(report), flush=True)
     except (BenchError, ValueError) as exc:
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
         return 2
