@@ -29,8 +29,10 @@ class DatabaseRefused(ValueError):
 
 
 def sqlite_path(paths: DataRoot) -> Path:
-    """Where the embedded database lives under a data root."""
-    return paths.root / "service" / "service.sqlite3"
+    """Where the embedded database lives: under a local data root, or beside an object-store
+    root's other disk-only state (``DataRoot.local``: SQLite needs a disk; several machines
+    share keys and checkpoints through PostgreSQL, ``[service] checkpoint_dsn``)."""
+    return paths.local / "service" / "service.sqlite3"
 
 
 def configured_dsn(config: Any) -> str | None:
