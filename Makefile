@@ -11,7 +11,7 @@ export MEMORY_DATA_ROOT ?= data
 export DAGSTER_HOME ?= $(abspath $(MEMORY_DATA_ROOT))/dagster
 UI_PORT ?= 3000
 
-.PHONY: install demo test ui check clean
+.PHONY: install demo test ui check clean deploy-local debian-packages
 
 install: $(STAMP)
 
@@ -45,5 +45,17 @@ ui: install
 	mkdir -p $(DAGSTER_HOME) && cp -n dagster.yaml $(DAGSTER_HOME)/dagster.yaml || true
 	$(BIN)/dagster dev -w workspace.yaml -h 127.0.0.1 -p $(UI_PORT)
 
+# The Dagster deployment on this machine (memory_assets/deploy/local.py): PostgreSQL, Redis, a
+# Celery worker, the code server, the daemon and the UI on $(UI_PORT), each its own process,
+# state and logs under $(MEMORY_DATA_ROOT)/deploy. Runs in the foreground; Ctrl-C stops them all.
+deploy-local: install debian-packages
+	$(BIN)/python -m memory_assets.deploy.local --data-root $(MEMORY_DATA_ROOT) --ui-port $(UI_PORT)
+
+# The servers the deployment (and its tests) start from Debian's packages, installed once (as root).
+debian-packages:
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || ! command -v redis-server >/dev/null; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server >/dev/null; \
+	fi
+
 clean:
-	rm -rf $(VENV) data/inbox data/events data/warehouse data/lancedb data/dagster
+	rm -rf $(VENV) data/inbox data/events data/warehouse data/lancedb data/dagster data/deploy

@@ -237,7 +237,9 @@ def test_only_the_warehouse_and_the_inbox_write_files():
     for the machine's model cache, ``retrieval/onnx_model.py``) calls ``os.replace``, ``open(…, "w")``, ``write_parquet`` or another file writer."""
     found = [f"{name}:{line} {call}" for name, tree in _modules()
              if name not in WRITERS and not name.startswith(("evals/", "memory_assets/cli/main.py"))
-             for line, call in _writes(tree)]
+             for line, call in _writes(tree)
+             # The local deployment's children append their output to a log as they run.
+             if not (name == "memory_assets/deploy/local.py" and call == "open(…, 'ab')")]
     assert found == []
 
 

@@ -3,6 +3,8 @@ extractor and embedder to use, and DuckDB."""
 
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import dagster as dg
 from dagster_duckdb import DuckDBResource
@@ -48,23 +50,65 @@ class EmbedderResource(dg.ConfigurableResource):
         return Embedder(config)
 
 
+class WarehouseDuckDB(DuckDBResource):
+    """DuckDB for in-run analytics. On an object-store data root its queries read the
+    warehouse's files through fsspec (``register_filesystem``: the same credentials as
+    every other read, and no DuckDB extension to download)."""
+
+    data_root: str = "data"
+
+    @contextmanager
+    def get_connection(self) -> Iterator:
+        with super().get_connection() as conn:
+            paths = DataRoot.resolve(self.data_root)
+            if not paths.is_local:
+                from memory_assets.lib import warehouse
+
+                conn.register_filesystem(warehouse.filesystem(paths.uri)[0])
+            yield conn
+
+
 def default_resources(data_root: str | None = None) -> dict[str, object]:
     root = data_root or os.environ.get("MEMORY_DATA_ROOT", "data")
     paths = DataRoot.resolve(root)
     return {
-        "memory": MemoryRoot(data_root=str(paths.root), config_path=os.environ.get("MEMORY_CONFIG") or None),
+        "memory": MemoryRoot(data_root=paths.uri, config_path=os.environ.get("MEMORY_CONFIG") or None),
         "extractor": ExtractorResource(mode=os.environ.get("MEMORY_EXTRACTOR", "auto")),
         "embedder": EmbedderResource(),
         # In-run analytics only; every asset that opens it is in the "duckdb" pool,
         # so there is one writer at a time.
-        "duckdb": DuckDBResource(database=str(paths.duckdb)),
+        "duckdb": WarehouseDuckDB(database=str(paths.duckdb), data_root=paths.uri),
     }
+
+
+# The Celery executor's settings, read from the environment of each process that needs them:
+# the run worker that queues a run's steps, and every Celery worker that takes them
+# (`dagster-celery worker start -y`, whose file memory_assets/deploy/local.py writes from this).
+CELERY_CONFIG = {"broker": {"env": "MEMORY_CELERY_BROKER"}, "backend": {"env": "MEMORY_CELERY_BACKEND"}}
+EXECUTORS = ("multiprocess", "celery", "k8s")
+
+
+def executor(choice: str | None = None) -> dg.ExecutorDefinition:
+    """Where a run's steps execute, from ``MEMORY_EXECUTOR``: ``multiprocess`` (the default:
+    subprocesses of the run), ``celery`` (Celery workers on the broker ``MEMORY_CELERY_BROKER``,
+    on this machine or others) or ``k8s`` (a Kubernetes Job per step). The same code location
+    serves all three; only the deployment's environment differs."""
+    choice = choice or os.environ.get("MEMORY_EXECUTOR") or "multiprocess"
+    if choice == "multiprocess":
+        # 2 cores: at most two steps of a run at once (torch and LanceDB use threads inside a step).
+        return dg.multiprocess_executor.configured({"max_concurrent": 2})
+    if choice == "celery":
+        from dagster_celery import celery_executor
+
+        return celery_executor.configured(CELERY_CONFIG)
+    if choice == "k8s":
+        from dagster_k8s import k8s_job_executor
+
+        # Each step pod gets the code location's image and the run launcher's env and volumes.
+        return k8s_job_executor.configured({"max_concurrent": 2})
+    raise ValueError(f"MEMORY_EXECUTOR={choice!r}: expected one of {', '.join(EXECUTORS)}")
 
 
 @dg.definitions
 def resources() -> dg.Definitions:
-    # 2 cores: at most two steps of a run at once (torch and LanceDB use threads inside a step).
-    return dg.Definitions(
-        resources=default_resources(),
-        executor=dg.multiprocess_executor.configured({"max_concurrent": 2}),
-    )
+    return dg.Definitions(resources=default_resources(), executor=executor())
