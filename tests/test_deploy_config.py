@@ -179,7 +179,8 @@ def _chart_instance(values: dict) -> dict:
                             **({"config": {_snake(k): v for k, v in queued.items()}} if queued else {})},
         "run_monitoring": {"enabled": daemon["runMonitoring"]["enabled"],
                            "poll_interval_seconds": daemon["runMonitoring"]["pollIntervalSeconds"]},
-        "concurrency": {"runs": {"max_concurrent_runs": concurrency["runs"]["maxConcurrentRuns"]},
+        "concurrency": {"runs": {"max_concurrent_runs": concurrency["runs"]["maxConcurrentRuns"],
+                                 "tag_concurrency_limits": concurrency["runs"].get("tagConcurrencyLimits", [])},
                         "pools": {_snake(k): v for k, v in concurrency["pools"].items()}},
         "retention": {kind: {"purge_after_days": values["retention"][kind]["purgeAfterDays"]}
                       for kind in ("schedule", "sensor")},
@@ -218,3 +219,33 @@ def test_helm_run_launcher_config_validates_against_dagster_k8s():
                    "postgres_password_secret": {"env": "DAGSTER_K8S_PG_PASSWORD_SECRET"}})
     checked = validate_config(K8sRunLauncher.config_type(), config)
     assert checked.success, checked.errors
+
+
+def test_runs_that_publish_items_are_tagged_and_limited_to_one_at_a_time(tmp_path):
+    """Two runs that each build and publish memory_items at once would each stage a version,
+    and one would publish the other's before its checks ran (seen on a fresh deployment:
+    nightly and weekly launched together): every job and sensor that builds items tags its
+    runs, and every instance config lets one such run proceed at a time."""
+    import dagster as dg
+
+    from memory_assets.defs.scheduled_jobs import ITEMS_WRITER_TAGS
+
+    loaded = defs()
+    (key, value), = ITEMS_WRITER_TAGS.items()
+    builders = []
+    for job in loaded.jobs or []:
+        resolved = loaded.resolve_job_def(job.name)
+        if any(k.path[-1] in ("memory_items", "published_items") for k in resolved.asset_layer.executable_asset_keys):
+            builders.append(job.name)
+            assert resolved.tags.get(key) == value, f"{job.name} builds items without the {key} tag"
+    assert {"nightly", "weekly", "monthly", "materialize_items", "fold_feedback", "erase"} <= set(builders)
+    automation = next(s for s in loaded.sensors or [] if isinstance(s, dg.AutomationConditionSensorDefinition))
+    assert automation.run_tags.get(key) == value
+    limit = {"key": key, "value": value, "limit": 1}
+    for path in (REPO / "dagster.yaml", DEPLOY / "dagster.yaml"):
+        assert limit in _yaml(path)["concurrency"]["runs"]["tag_concurrency_limits"], path
+    rendered = _chart_instance(_values())
+    assert limit in rendered["concurrency"]["runs"]["tag_concurrency_limits"]
+    (tmp_path / "dagster.yaml").write_text(yaml.safe_dump(rendered))
+    config, _ = dagster_instance_config(str(tmp_path))  # the instance schema takes it
+    assert config["concurrency"]["runs"]["tag_concurrency_limits"] == [limit]

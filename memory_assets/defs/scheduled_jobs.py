@@ -17,6 +17,12 @@ COVERS = {"nightly": ("nightly",), "weekly": ("weekly", "nightly"), "monthly": (
 # When each job's schedule fires (UTC): nightly 02:00, weekly Sunday 01:00, monthly the 1st 03:00.
 CRONS = {"nightly": "0 2 * * *", "weekly": "0 1 * * 0", "monthly": "0 3 1 * *"}
 
+# Every run that builds and publishes memory_items carries this tag, and the instance lets one
+# such run proceed at a time (dagster.yaml: concurrency.runs.tag_concurrency_limits): two at
+# once would each stage a version and one would publish the other's, unaudited. The
+# deployment's daemon queues the second; `memory materialize` runs them one by one anyway.
+ITEMS_WRITER_TAGS = {"memory/writes": "items"}
+
 SELECTIONS: dict[str, list[str]] = {
     "nightly": ["memory_items", "entities", "edges", "published_items", "lessons_and_triggers", "category_summaries"],
     "weekly": ["archive_sweep", "memory_items", "entities", "edges", "published_items", "lessons_and_triggers", "category_summaries",

@@ -5,11 +5,13 @@ import hashlib
 import dagster as dg
 
 from memory_assets.defs.runtime import MemoryRoot
+from memory_assets.defs.scheduled_jobs import ITEMS_WRITER_TAGS
 
 fold_feedback_job = dg.define_asset_job(
     "fold_feedback",
     selection=dg.AssetSelection.assets("memory_items", "entities", "edges", "published_items"),
     description="Rebuild memory_items with the agent's new feedback events folded in.",
+    tags=ITEMS_WRITER_TAGS,
 )
 
 
@@ -32,6 +34,7 @@ automation_sensor = dg.AutomationConditionSensorDefinition(
     target=dg.AssetSelection.all(),
     default_status=dg.DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=30,
+    run_tags=ITEMS_WRITER_TAGS,
     description="Evaluates every asset's automation condition (memory_items and published_items after "
                 "extraction, category_summaries after publish) every 30 s; on by default.",
 )
@@ -41,4 +44,5 @@ materialize_items_job = dg.define_asset_job(
     selection=dg.AssetSelection.assets("memory_items", "entities", "edges", "published_items"),
     description="Rebuild the items from every session's facts and the pending feedback, audit and publish "
                 "(what `memory materialize` runs after extraction).",
+    tags=ITEMS_WRITER_TAGS,
 )

@@ -9,6 +9,7 @@ import dagster as dg
 from memory_assets.defs.clock import Clock
 from memory_assets.defs.partitions import sessions
 from memory_assets.defs.runtime import MemoryRoot
+from memory_assets.defs.scheduled_jobs import ITEMS_WRITER_TAGS
 from memory_assets.lib import erasure as erasing
 
 # The nightly work, between the two erasure steps: everything the agent reads is rebuilt
@@ -80,7 +81,7 @@ def erased_versions(context: dg.AssetExecutionContext, config: Clock, memory: Me
 
 
 erase_job = dg.define_asset_job(
-    "erase", selection=dg.AssetSelection.assets(*ERASE_SELECTION), config=erase_run_config(),
+    "erase", selection=dg.AssetSelection.assets(*ERASE_SELECTION), config=erase_run_config(), tags=ITEMS_WRITER_TAGS,
     description="The right to be forgotten: erase the requested namespaces and items from every store "
                 "and every kept version, rebuilding and publishing what agents read without them.",
 )

@@ -6,20 +6,20 @@ from typing import Any
 
 import dagster as dg
 
-from memory_assets.defs.scheduled_jobs import CRONS, SELECTIONS, run_config
+from memory_assets.defs.scheduled_jobs import CRONS, ITEMS_WRITER_TAGS, SELECTIONS, run_config
 
 nightly_job = dg.define_asset_job(
-    "nightly", selection=dg.AssetSelection.assets(*SELECTIONS["nightly"]), config=run_config("nightly"),
+    "nightly", selection=dg.AssetSelection.assets(*SELECTIONS["nightly"]), config=run_config("nightly"), tags=ITEMS_WRITER_TAGS,
     description="Fold feedback, apply the lifecycle (decay, boosts, TTLs, purge, promotion), "
                 "lessons and triggers, summaries.",
 )
 weekly_job = dg.define_asset_job(
-    "weekly", selection=dg.AssetSelection.assets(*SELECTIONS["weekly"]), config=run_config("weekly"),
+    "weekly", selection=dg.AssetSelection.assets(*SELECTIONS["weekly"]), config=run_config("weekly"), tags=ITEMS_WRITER_TAGS,
     description="The nightly work, plus: archive items not accessed for 90 days, rebuild summaries "
                 "from scratch, cluster the archive into insights.",
 )
 monthly_job = dg.define_asset_job(
-    "monthly", selection=dg.AssetSelection.assets(*SELECTIONS["monthly"]), config=run_config("monthly"),
+    "monthly", selection=dg.AssetSelection.assets(*SELECTIONS["monthly"]), config=run_config("monthly"), tags=ITEMS_WRITER_TAGS,
     description="Re-embed every item, rebuild and compact the indexes, move items unused for 6 months "
                 "to cold, and write the health report.",
 )
