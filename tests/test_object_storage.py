@@ -61,17 +61,21 @@ INJECT = """
     from retrieval import MemoryClient
     from retrieval import published
     client = MemoryClient()
-    block = client.inject(sys.argv[1] if len(sys.argv) > 1 else {query!r}, record=False)
     pointer = published.read(client.paths)
-    print(json.dumps({{"text": block.text, "generation": pointer.generation if pointer else None,
-                      "version": pointer.version if pointer else None}}))
+    for query in json.loads(sys.argv[1]):
+        block = client.inject(query, record=False)
+        print(json.dumps({"text": block.text, "generation": pointer.generation if pointer else None,
+                          "version": pointer.version if pointer else None}))
 """
 
 
-def _inject(env, cwd, query: str) -> dict:
-    done = _python(env, INJECT.format(query=query), cwd)
+def _inject(env, cwd, *queries: str) -> dict | list[dict]:
+    """What a new reader process gets injected for each of ``queries`` (one process for all)."""
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(INJECT), json.dumps(queries)], env=env, cwd=cwd,
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    seen = [json.loads(line) for line in done.stdout.strip().splitlines()[-len(queries):]]
+    return seen[0] if len(queries) == 1 else seen
 
 
 def _pointer(s3, bucket: str, prefix: str) -> dict:
@@ -161,9 +165,9 @@ def test_kill_9_while_publishing_on_s3_leaves_the_previous_version(s3_server, tm
     assert crashed.returncode == -signal.SIGKILL
     # The new version's files and LanceDB version were written; the pointer was not.
     assert _pointer(s3_server, bucket, "m") == before
-    seen = _inject(env, tmp_path, "Where does my sister Maya live?")
-    assert seen["generation"] == before["generation"] and "Lisbon" not in seen["text"]
-    assert "11,799" in _inject(env, tmp_path, "When is my WRX oil change due?")["text"]
+    maya, wrx = _inject(env, tmp_path, "Where does my sister Maya live?", "When is my WRX oil change due?")
+    assert maya["generation"] == before["generation"] and "Lisbon" not in maya["text"]
+    assert "11,799" in wrx["text"]
 
     done = _memory(env, "materialize", "--quiet", cwd=tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
