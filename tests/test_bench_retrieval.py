@@ -41,6 +41,20 @@ def test_report_has_latencies_for_inject_search_and_query_embedding(small_run):
     json.dumps(report)  # JSON-able as the CLI prints it
 
 
+def test_inject_is_broken_down_by_stage_from_the_read_paths_spans(small_run):
+    """The stages come from spans the read path marks itself; all but the full-text query's
+    own time (on a worker thread) add up to about one inject."""
+    from evals.bench.retrieval import STAGES
+
+    _, report, _ = small_run
+    stages = report["stages_p50_ms"]
+    assert set(stages) == set(STAGES) and report["data_root"] == "local disk"
+    assert stages["embed"] > 0 and stages["vector"] > 0 and stages["full-text"] > 0 and stages["block"] > 0
+    assert all(value >= 0 for value in stages.values())
+    serial = sum(v for k, v in stages.items() if k != "full-text")
+    assert 0.3 * report["inject_ms"]["p50"] <= serial <= 3 * report["inject_ms"]["p50"]
+
+
 def test_built_root_is_published_with_a_full_text_index(small_run):
     _, report, _ = small_run
     table = lancedb.connect(f"{report['root']}/lancedb").open_table(ITEMS_TABLE)

@@ -543,11 +543,13 @@ def _search_call(client: Any) -> Callable[[str], Any]:
 
 
 # What an inject spends its time on, from the read path's own spans (``retrieval.spans``):
-# the query embedding, the vector and full-text queries (the full-text one on a worker
-# thread, beside the embedding and the vector query), the graph walk, ranking (tier 2
-# less its candidate lists) and the rest: tier 1, the pending overlay, the trust pass and
-# the block ("block").
-STAGES = ("embed", "vector", "full-text", "graph", "rank", "block")
+# the query embedding, the vector query, the full-text query (on a worker thread, beside
+# the embedding and the vector query: "full-text" is its own time, "full-text wait" what
+# the caller still waited for it), the graph walk, the candidates' rows from the in-memory
+# snapshot and the visibility filter ("rows"), ranking (tier 2 less its candidate lists)
+# and the rest: tier 1, the pending overlay, the trust pass and the block ("block"). The
+# stages but "full-text" add up to the inject.
+STAGES = ("embed", "vector", "full-text", "full-text wait", "graph", "rows", "rank", "block")
 
 
 def _stages(calls: list[tuple[str, float, float, float]]) -> dict[str, float]:
@@ -555,10 +557,11 @@ def _stages(calls: list[tuple[str, float, float, float]]) -> dict[str, float]:
     wall: dict[str, float] = {}
     for label, _start, seconds, _cpu in calls:
         wall[label] = wall.get(label, 0.0) + seconds
-    return {"embed": wall.get("embed", 0.0), "vector": wall.get("vector", 0.0),
-            "full-text": wall.get("full-text", 0.0), "graph": wall.get("graph", 0.0),
-            "rank": wall.get("tier 2", 0.0) - wall.get("candidates", 0.0),
-            "block": wall.get("inject", 0.0) - wall.get("tier 2", 0.0)}
+    parts = {name: wall.get(name, 0.0) for name in ("embed", "vector", "full-text", "full-text wait", "graph")}
+    parts["rows"] = wall.get("candidates", 0.0) - sum(v for k, v in parts.items() if k != "full-text")
+    parts["rank"] = wall.get("tier 2", 0.0) - wall.get("candidates", 0.0)
+    parts["block"] = wall.get("inject", 0.0) - wall.get("tier 2", 0.0)
+    return parts
 
 
 def upload_root(root: Path, server: Any, bucket: str) -> str:
