@@ -247,14 +247,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     from evals.bench.s3 import local_s3, s3_env
 
     work = Path(tempfile.mkdtemp(prefix="memory-bench-ingest-"))
-    with local_s3(work / "moto.log") as server, s3_env(server):
-        os.environ["MEMORY_LOCAL_STATE"] = str(work / "local")
-        try:
-            report = _run(args, work, f"s3://{server.bucket('memory-bench')}/data")
-            report["stored_mib"] = round(server.size("memory-bench") / 2**20, 1)
-            return report
-        finally:
-            os.environ.pop("MEMORY_LOCAL_STATE", None)
+    with local_s3(work / "moto.log") as server, s3_env(server, work / "local"):
+        report = _run(args, work, f"s3://{server.bucket('memory-bench')}/data")
+        report["stored_mib"] = round(server.size("memory-bench") / 2**20, 1)
+        return report
 
 
 def _run(args: argparse.Namespace, work: Path, uri: str | None) -> dict[str, Any]:

@@ -235,20 +235,16 @@ def synthetic_batches(n_facts: int, *, new_share: float = 0.01, seed: int = 0,
             Batch(*_frames(new_facts, new_res), repeats=new_rep, hints=new_hints))
 
 
-def _atomic_parquet(frame: pl.DataFrame, path: Path) -> None:
-    from memory_assets.lib import warehouse
-
-    warehouse.write_frame(path, frame)  # a local disk or an object store, as the pipeline writes
-
-
 def write_batch(paths: DataRoot, batch: Batch) -> int:
     """One extracted-facts file and one resources part per session, as the pipeline writes them."""
+    from memory_assets.lib import warehouse
+
     resources = batch.resources.partition_by("session_id", as_dict=True)
     for (session,), facts in batch.facts.partition_by("source_session", as_dict=True).items():
-        _atomic_parquet(facts, paths.extracted_facts / f"{session}.parquet")
+        warehouse.write_frame(paths.extracted_facts / f"{session}.parquet", facts)
         turns = resources[(session,)]
         digest = hashlib.sha256("".join(turns["resource_id"].to_list()).encode()).hexdigest()[:16]
-        _atomic_parquet(turns, paths.resources / session / f"part-{digest}.parquet")
+        warehouse.write_frame(paths.resources / session / f"part-{digest}.parquet", turns)
     return len(resources)
 
 
@@ -581,18 +577,6 @@ def format_report(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-@contextlib.contextmanager
-def _local_state() -> Iterator[None]:
-    """A temporary ``MEMORY_LOCAL_STATE`` for an object-store root's disk-only state."""
-    folder = tempfile.mkdtemp(prefix="bench-nightly-state-")
-    os.environ["MEMORY_LOCAL_STATE"] = folder
-    try:
-        yield
-    finally:
-        os.environ.pop("MEMORY_LOCAL_STATE", None)
-        shutil.rmtree(folder, ignore_errors=True)
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="memory bench nightly", description=__doc__.split("\n\n")[0])
     parser.add_argument("--items", action="append", required=True, metavar="N",
@@ -628,8 +612,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 from evals.bench.s3 import local_s3, s3_env
 
                 server = stack.enter_context(local_s3())
-                stack.enter_context(s3_env(server))
-                stack.enter_context(_local_state())
+                state = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-nightly-state-")))
+                stack.enter_context(s3_env(server, state))
             for n in sizes:
                 root = f"s3://{server.bucket(f'nightly-{n}')}/data" if server is not None else args.root
                 report = run_bench(n, embed=args.embed, seed=args.seed, new_share=args.new_share,

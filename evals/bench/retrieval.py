@@ -564,14 +564,11 @@ def _stages(calls: list[tuple[str, float, float, float]]) -> dict[str, float]:
     return parts
 
 
-def upload_root(root: Path, server: Any, bucket: str) -> str:
-    """Copy a built data root into ``bucket`` on ``server``; its URI."""
-    import fsspec
+def upload_root(root: Path, bucket: str) -> str:
+    """Copy a built data root into ``bucket`` (the environment names the store); its URI."""
+    from memory_assets.lib import warehouse
 
-    with_env = {"endpoint_url": server.endpoint, "key": server.env["AWS_ACCESS_KEY_ID"],
-                "secret": server.env["AWS_SECRET_ACCESS_KEY"]}
-    fs = fsspec.filesystem("s3", **with_env)
-    target = f"{bucket}/{root.name}"
+    fs, target = warehouse.filesystem(f"s3://{bucket}/{root.name}")
     fs.put(str(root), target, recursive=True)
     return f"s3://{target}"
 
@@ -605,7 +602,7 @@ def run_bench(n_items: int, *, queries: int = 200, warmup: int = 20, seed: int =
     if s3 is not None:
         if progress:
             progress(f"copying {root} to the S3-compatible server")
-        root = upload_root(root, s3, s3.bucket(f"bench-{n_items}-{int(time.time())}"))
+        root = upload_root(root, s3.bucket(f"bench-{n_items}-{int(time.time())}"))
     client = MemoryClient(root)
     if torch_threads:
         client.embedder.query_threads = torch_threads

@@ -21,6 +21,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from evals.bench.serving import free_port
+
 
 class S3Unavailable(RuntimeError):
     """The local S3-compatible server did not start (moto missing, or it died)."""
@@ -55,16 +57,10 @@ class S3Server:
         return sum(o["Size"] for page in pages for o in page.get("Contents", []))
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @contextmanager
 def local_s3(log: Path | None = None) -> Iterator[S3Server]:
     """A moto S3 server on 127.0.0.1 for the duration of the block."""
-    port = _free_port()
+    port = free_port()
     log = log or Path(tempfile.mkstemp(prefix="moto-", suffix=".log")[1])
     with open(log, "wb") as out:
         process = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
@@ -91,10 +87,13 @@ def local_s3(log: Path | None = None) -> Iterator[S3Server]:
 
 
 @contextmanager
-def s3_env(server: S3Server) -> Iterator[None]:
-    """This process's environment pointed at ``server`` for the block (a bench's own reads)."""
-    before = {k: os.environ.get(k) for k in server.env}
-    os.environ.update(server.env)
+def s3_env(server: S3Server, local_state: Path | None = None) -> Iterator[None]:
+    """This process's environment (and its children's) pointed at ``server`` for the block,
+    and, given ``local_state``, an object-store root's disk-only state there
+    (``MEMORY_LOCAL_STATE``)."""
+    env = {**server.env, **({"MEMORY_LOCAL_STATE": str(local_state)} if local_state else {})}
+    before = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
     try:
         yield
     finally:
