@@ -2,7 +2,6 @@
 
 
 import dataclasses
-from datetime import timedelta
 
 import dagster as dg
 import polars as pl
@@ -182,7 +181,7 @@ def items_index(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg.Mat
     # Only when the latest version is the published one: never publish a version that
     # failed its checks by compacting it.
     published_is_latest = live.version == table.version
-    stats = live.optimize(cleanup_older_than=timedelta(days=30))
+    stats = live.optimize(cleanup_older_than=publish.VERSIONS_KEPT)
     rows = live.count_rows()
     # A table written before items kept their source text has only the content to index.
     fts_column = publish.FTS_COLUMN if publish.FTS_COLUMN in live.schema.names else "content"

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import lancedb
@@ -34,6 +34,14 @@ VECTOR_INDEX_MIN_ROWS = 20_000
 # around them), LanceDB only; retrieval's full-text query finds the table's one FTS index
 # by itself.
 FTS_COLUMN = "search_text"
+# What ``write_items`` compares to find the rows a night changed; LanceDB only.
+ROW_HASH = "row_hash"
+# More changed rows than this share of the table: write it whole (and index it afresh).
+REWRITE_SHARE = 0.5
+DELETE_CHUNK = 5_000
+# LanceDB versions older than this are cleaned up (tagged ones are kept): how far back
+# ``rollback --to`` reaches.
+VERSIONS_KEPT = timedelta(days=30)
 
 
 @dataclass(frozen=True)
@@ -62,26 +70,92 @@ class RollbackError(LookupError):
 
 @spanned("write_items")
 def write_items(paths: DataRoot, items: pl.DataFrame, vectors: np.ndarray, now: datetime,
-                search_text: pl.Series | None = None) -> ItemsVersion:
+                search_text: pl.Series | None = None, *, rewrite: bool = False) -> ItemsVersion:
     """Write (not publish) a new version of the items: Parquet file + LanceDB version.
 
     ``search_text`` (one per item; default: the content) is what the full-text index
     reads; it goes to LanceDB only, never to the Parquet snapshot retrieval holds in memory.
+
+    The LanceDB table changes by what changed (``_apply_changes``: a night touches a few
+    per cent of the rows, and rebuilding a 1M-row vector index takes half an hour); it is
+    written whole when it is new, its columns changed, most rows changed, or ``rewrite``
+    (an erasure: the erased rows' bytes must leave the live files, not only be marked).
     """
     parquet = warehouse.write_frame(paths.items_dir / "versions" / f"items-{warehouse.stamp(now)}.parquet", items)
 
     text = items["content"] if search_text is None else search_text
-    table_data = _with_vectors(items.with_columns(text.alias(FTS_COLUMN)), vectors)
+    frame = items.with_columns(text.alias(FTS_COLUMN))
+    frame = frame.with_columns(_row_hashes(frame, vectors))
+    table_data = _with_vectors(frame, vectors)
     db = lancedb.connect(str(paths.lancedb))
-    with timed("lancedb: write table"):
-        table = db.create_table(ITEMS_TABLE, data=table_data, mode="overwrite")
-    if items.height:
+    table = None if rewrite or not items.height else _open_items(db)
+    if table is None or table.schema != table_data.schema or not _apply_changes(table, frame, table_data):
+        with timed("lancedb: write table"):
+            table = db.create_table(ITEMS_TABLE, data=table_data, mode="overwrite")
+    _index(table)
+    return ItemsVersion(version=table.version, parquet=parquet, rows=items.height, written_at=now.isoformat())
+
+
+def _row_hashes(frame: pl.DataFrame, vectors: np.ndarray) -> pl.Series:
+    """One hash per row over every column LanceDB holds, the vector included: what
+    ``_apply_changes`` compares. (polars' row hash is stable within a polars version; a
+    new version's hashes all differ, and the table is written whole once.)"""
+    dim = vectors.shape[1] if vectors.ndim == 2 and vectors.shape[0] else 384
+    vector = pl.Series("vector", np.asarray(vectors, dtype=np.float32).reshape(-1, dim), dtype=pl.Array(pl.Float32, dim))
+    return frame.with_columns(vector).hash_rows().alias(ROW_HASH)
+
+
+def _open_items(db):
+    try:
+        return db.open_table(ITEMS_TABLE)
+    except ValueError:  # not created yet
+        return None
+
+
+@spanned("lancedb: apply changes")
+def _apply_changes(table, frame: pl.DataFrame, table_data) -> bool:
+    """Delete the rows that changed or left and add the changed and new ones; False (and
+    nothing done) when so much changed that writing the table whole is cheaper."""
+    import pyarrow as pa
+
+    held = pl.from_arrow(table.search().select(["id", ROW_HASH]).limit(None).to_arrow())
+    keys = frame.select("id", ROW_HASH)
+    gone = held.join(keys, on=["id", ROW_HASH], how="anti")["id"].unique().to_list()
+    fresh = keys.with_row_index("row").join(held, on=["id", ROW_HASH], how="anti")["row"]
+    if len(gone) + fresh.len() > REWRITE_SHARE * max(held.height, 1):
+        return False
+    for start in range(0, len(gone), DELETE_CHUNK):
+        chunk = gone[start:start + DELETE_CHUNK]
+        with timed("lancedb: delete"):
+            table.delete("id IN (" + ", ".join("'" + i.replace("'", "''") + "'" for i in chunk) + ")")
+    if fresh.len():
+        with timed("lancedb: add"):
+            table.add(table_data.take(pa.array(fresh.to_numpy())))
+    return True
+
+
+def _index(table) -> None:
+    """The full-text index (and, from ``VECTOR_INDEX_MIN_ROWS`` rows, the vector index):
+    built when missing, else brought up to date with the rows just added (LanceDB's
+    ``optimize``: new rows join the index's existing partitions, small files merge, nothing
+    is retrained; ``items_index`` retrains monthly). Until then a query searches the rows
+    no index covers yet by brute force, so nothing is missed."""
+    rows = table.count_rows()
+    if not rows:
+        return
+    have = {tuple(index.columns) for index in table.list_indices()}
+    built = False
+    if (FTS_COLUMN,) not in have:
         with timed("lancedb: full-text index"):
             table.create_fts_index(FTS_COLUMN, replace=True, with_position=False)
-        if items.height >= VECTOR_INDEX_MIN_ROWS:
-            with timed("lancedb: vector index"):
-                table.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_HNSW_SQ")
-    return ItemsVersion(version=table.version, parquet=parquet, rows=items.height, written_at=now.isoformat())
+        built = True
+    if rows >= VECTOR_INDEX_MIN_ROWS and ("vector",) not in have:
+        with timed("lancedb: vector index"):
+            table.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_HNSW_SQ")
+        built = True
+    if not built:
+        with timed("lancedb: optimize"):
+            table.optimize(cleanup_older_than=VERSIONS_KEPT)
 
 
 @spanned("write graph")

@@ -14,6 +14,7 @@ from datetime import datetime
 import polars as pl
 
 from memory_assets.lib import warehouse
+from memory_assets.lib.erasure.targets import manifest_file as erasure_manifest
 from memory_assets.lib.items import feedback, graph as graphs, imports, publish
 from memory_assets.lib.items.rebuild import Rebuilt, rebuild_items
 from memory_assets.lib.lifecycle import sweeps
@@ -89,7 +90,11 @@ def stage_items(paths: DataRoot, model: TextEmbedder, config: MemoryConfig, now:
     built = rebuild_items(facts, previous, batch.events, pending, known_vectors, model,
                           warehouse.read_resources(paths, conform=False), config, now,
                           adopted=adoption.items if adoption else None)
-    written = publish.write_items(paths, built.items, built.vectors, now, search_text=built.search_text)
+    # An erasure under way (its step 1 wrote the manifest): the table is written whole, so
+    # the erased rows leave LanceDB's live files instead of being marked deleted in them.
+    erasing = warehouse.exists(erasure_manifest(paths))
+    written = publish.write_items(paths, built.items, built.vectors, now, search_text=built.search_text,
+                                  rewrite=erasing)
     graph = graphs.build_graph(built.items, built.vectors, batch.events, config, now)
     entities, edges = publish.write_graph(paths, graph.entities, graph.edges, now)
     written = publish.ItemsVersion(**{**written.__dict__, "event_files": [f.name for f in batch.files],
