@@ -87,7 +87,7 @@ class ItemStore:
         table = self.table()
         if table is None:
             return {}
-        arrow = table.to_arrow().select(["content_hash", "vector"])
+        arrow = table.search().select(["content_hash", "vector"]).limit(None).to_arrow()
         hashes = arrow.column("content_hash").to_pylist()
         vectors = arrow.column("vector").combine_chunks().flatten().to_numpy(zero_copy_only=False)
         if not hashes:

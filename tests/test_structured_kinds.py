@@ -8,7 +8,7 @@ Real spaCy, the real MiniLM model, real Parquet and LanceDB, the pipeline's stag
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import numpy as np
@@ -304,3 +304,42 @@ def test_a_question_about_an_entity_as_a_whole_names_it(message, name):
     from retrieval.profiles import asked_about
 
     assert asked_about(message) == name
+
+
+def test_a_night_re_embeds_only_the_pages_whose_text_or_model_changed(tmp_path):
+    import lancedb
+
+    from memory_assets.lib.summaries import update_summaries
+    from retrieval.embeddings import Embedder
+
+    folder, root = tmp_path / "in", tmp_path / "root"
+    folder.mkdir()
+    when = datetime(2026, 3, 2, 10, tzinfo=timezone.utc)
+    first = _session(folder, "p-1", "aaron", "2026-03-02", [
+        "My sister Priya lives in Leeds.", "Priya works as a nurse at St James's hospital.",
+        "Priya is allergic to peanuts.", "I use Neovim for all my Go work.",
+    ])
+    _round(root, [first], ["p-1"], when)
+    paths, config = DataRoot.resolve(root), load_config()
+    model = Embedder(config)
+    asked: list[str] = []
+
+    def counting(texts):
+        asked.extend(texts)
+        return model.embed(texts)
+
+    def pages() -> dict[str, list[float]]:
+        rows = lancedb.connect(str(paths.lancedb)).open_table("summaries").to_arrow().to_pylist()
+        return {r["content"]: r["vector"] for r in rows}
+
+    update_summaries(paths, counting, config, when + timedelta(hours=1), model_id=model.model_id)
+    texts = list(pages())
+    assert len(texts) >= 2 and sorted(asked) == sorted(texts)  # the table had no model mark yet: all embedded
+    asked.clear()
+    update_summaries(paths, counting, config, when + timedelta(hours=2), model_id=model.model_id)
+    assert asked == [] and list(pages()) == texts  # nothing changed: every vector kept
+    held = pages()
+    for text in texts:
+        assert np.allclose(held[text], model.embed([text])[0], atol=1e-5)
+    update_summaries(paths, counting, config, when + timedelta(hours=3), model_id="another-model")
+    assert sorted(asked) == sorted(texts)  # another model: every page embedded again

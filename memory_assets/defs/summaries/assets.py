@@ -36,7 +36,8 @@ def category_summaries(context: dg.AssetExecutionContext, config: SummariesRun, 
     now = config.resolve(context)
     model = embedder.build(settings)
     try:
-        done = update_summaries(memory.paths, model.embed, settings, now, rebuild_all=config.rebuild)
+        done = update_summaries(memory.paths, model.embed, settings, now, rebuild_all=config.rebuild,
+                                model_id=model.model_id)
     except SummariesRefused as refused:
         raise dg.Failure(str(refused), metadata={"missing": refused.missing}) from None
     fresh = done.fresh

@@ -52,11 +52,12 @@ def current_summaries(paths: DataRoot) -> pl.DataFrame:
 
 
 def update_summaries(paths: DataRoot, embed: Callable[[Sequence[str]], np.ndarray], config: MemoryConfig,
-                     now: datetime, *, rebuild_all: bool = False) -> SummariesUpdate:
+                     now: datetime, *, rebuild_all: bool = False, model_id: str | None = None) -> SummariesUpdate:
     """Rewrite the summaries of the categories whose items changed since the last run (a
     summary citing an item that merged away is rewritten from scratch), or every one when
     ``rebuild_all``; audit their citations, archive the versions they replace, and publish
-    the table with ``embed``'s vectors."""
+    the table with ``embed``'s vectors (with ``model_id``, a page whose text the table
+    already holds from that model keeps its vector: most pages do not change in a night)."""
     items = ItemStore(paths).items()
     llm = chat_client(config)
     current = current_summaries(paths)
@@ -96,10 +97,37 @@ def update_summaries(paths: DataRoot, embed: Callable[[Sequence[str]], np.ndarra
         table = pl.concat([kept, summaries_frame(fresh)], how="vertical_relaxed").sort("category")
     version = None
     if table.height:
-        version = publish.publish_table(paths, SUMMARIES_TABLE, table, embed(table["content"].to_list()))
+        vectors = _page_vectors(paths, table["content"].to_list(), embed, model_id)
+        marked = table if model_id is None else table.with_columns(pl.lit(model_id).alias(EMBEDDING_MODEL))
+        version = publish.publish_table(paths, SUMMARIES_TABLE, marked, vectors)
         warehouse.write_frame(paths.summaries / "summaries.parquet", table)
     warehouse.write_text(stamp_file, now.isoformat())
     return SummariesUpdate(fresh, table, sum(a is not None for a in archived), version)
+
+
+# LanceDB's summaries table only: the model that embedded each page.
+EMBEDDING_MODEL = "embedding_model"
+
+
+def _page_vectors(paths: DataRoot, texts: list[str], embed: Callable[[Sequence[str]], np.ndarray],
+                  model_id: str | None) -> np.ndarray:
+    """One vector per text: the latest summaries table's for a text ``model_id`` embedded
+    there, ``embed``'s for the rest."""
+    known: dict[str, np.ndarray] = {}
+    if model_id is not None and warehouse.exists(paths.lancedb):
+        import lancedb
+
+        db = lancedb.connect(str(paths.lancedb))
+        if SUMMARIES_TABLE in db.list_tables().tables:
+            table = db.open_table(SUMMARIES_TABLE)
+            if EMBEDDING_MODEL in table.schema.names:
+                held = table.search().select(["content", EMBEDDING_MODEL, "vector"]).limit(None).to_arrow().to_pylist()
+                known = {r["content"]: np.asarray(r["vector"], dtype=np.float32)
+                         for r in held if r[EMBEDDING_MODEL] == model_id}
+    missing = [t for t in dict.fromkeys(texts) if t not in known]
+    if missing:
+        known.update(zip(missing, np.asarray(embed(missing), dtype=np.float32)))
+    return np.stack([known[t] for t in texts])
 
 
 def _profiles(paths: DataRoot, items: pl.DataFrame, current: pl.DataFrame, config: MemoryConfig, now: datetime,
