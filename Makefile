@@ -36,7 +36,7 @@ demo: install
 	echo && echo "demo finished in $$(( $$(date +%s) - start )) s"
 
 test: install
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 check: install
 	$(BIN)/dg check defs

@@ -418,9 +418,9 @@ def _plant(monkeypatch, mutate):
     """
     real = publish.write_items
 
-    def planted(paths, items, vectors, now, search_text=None):
+    def planted(paths, items, vectors, now, search_text=None, **kwargs):
         items, vectors = mutate(items, vectors)
-        return real(paths, items, vectors, now, search_text=search_text)
+        return real(paths, items, vectors, now, search_text=search_text, **kwargs)
 
     monkeypatch.setattr(publish, "write_items", planted)
 

@@ -329,7 +329,24 @@ def first_build_vectors(embed: str, seed: int, cache_dir: Path | None, progress:
         stats["precomputed"] += len(texts) - len(missing)
         return np.stack([known[h] if h in known else next(fresh) for h in hashes]).astype(np.float32)
 
-    with patched(Embedder, "embed", embed_random if embed == "random" else embed_model):
+    if embed != "random":
+        with patched(Embedder, "embed", embed_model):
+            yield stats
+        return
+    # Random unit vectors in 384 dimensions are never near duplicates (their cosine has a
+    # standard deviation of 0.05; the merge threshold is 0.9), so the first build skips the
+    # all-pairs comparison, which can find nothing and is quadratic (a million rows: hours).
+    # Tonight's new rows are still compared with every row, as in the product.
+    from memory_assets.lib.items import dedup
+
+    compare_all = dedup.semantic_dedup
+
+    def compare_none(items, vectors, **kwargs):
+        if kwargs.get("candidates") is None:
+            kwargs["candidates"] = np.zeros(0, dtype=int)
+        return compare_all(items, vectors, **kwargs)
+
+    with patched(Embedder, "embed", embed_random), patched(dedup, "semantic_dedup", compare_none):
         yield stats
 
 
