@@ -24,7 +24,9 @@ def _tokenizer() -> Any | None:
         return None
 
 
+@lru_cache(maxsize=8192)
 def count_tokens(text: str) -> int:
+    """Tokens in ``text`` (cached: a block's header and an item's line recur across injects)."""
     tok = _tokenizer()
     if tok is None:
         return max(1, (len(text) + 3) // 4) if text else 0
