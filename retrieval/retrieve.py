@@ -37,6 +37,7 @@ from retrieval.paths import DataRoot
 from retrieval.rewrite import CONTEXT_MESSAGES, LLMRewriter, SearchQuery, keywords, rewrite
 from retrieval.schema import ITEM_SCHEMA
 from retrieval.search import Hit, fts_list, fts_query, fuse, to_hit, vector_list, vectors_for
+from retrieval.search import lance_query
 from retrieval.spans import spanned, timed
 from retrieval.store import PUBLISHED_TAG, ItemStore, PublishedRows
 from retrieval.triggers import NegativeRules
@@ -434,7 +435,7 @@ def tier1(stores: Stores, view: View, config: MemoryConfig, query: str, terms: s
     words = sorted({t.lower() for t in keywords(terms)}, key=len, reverse=True)
     if not words:
         return None
-    rows = (table.search(stores.embed(query)).distance_type("cosine")
+    rows = (lance_query(table, stores.embed(query)).distance_type("cosine")
             .where(f"category NOT LIKE '{PROFILE_PREFIX}%'", prefilter=True).limit(3).to_list())
     if not rows:
         return None
@@ -477,7 +478,7 @@ def profile_tier(stores: Stores, view: View, message: str, cap: int) -> list[Hit
     if not entities:
         return None
     wanted = ", ".join(f"'{profile_category(e)}'" for e in sorted(entities))
-    rows = table.search().where(f"category IN ({wanted})", prefilter=True).limit(len(entities)).to_list()
+    rows = lance_query(table).where(f"category IN ({wanted})", prefilter=True).limit(len(entities)).to_list()
     hits: list[Hit] = []
     for row in sorted(rows, key=lambda r: r["category"]):
         for line, ids in summary_lines(row.get("markdown") or ""):

@@ -51,10 +51,23 @@ def fts_query(text: str) -> str:
     return " ".join(_FTS_UNSAFE.sub(" ", text).split())
 
 
+def lance_query(table: Any, what: np.ndarray | str | None = None) -> Any:
+    """A LanceDB query on ``table``: nearest to a vector (the ``vector`` column), full-text
+    for a string, a plain scan for None. What ``table.search`` builds, less its schema
+    lookup (a round trip to LanceDB's event loop, 1.5–2 ms of an inject): the columns are
+    known here."""
+    from lancedb.query import LanceQueryBuilder
+
+    if what is None:
+        return LanceQueryBuilder.create(table, None, "auto", vector_column_name="vector")
+    kind = "fts" if isinstance(what, str) else "vector"
+    return LanceQueryBuilder.create(table, what, kind, vector_column_name="vector")
+
+
 def vector_list(table: Any, vector: np.ndarray, *, limit: int, where: str | None) -> list[dict[str, Any]]:
     """The ``limit`` nearest rows by cosine: ``id``, ``_rowid``, ``_distance``; ``where``
     filters inside LanceDB before ranking (None: unfiltered)."""
-    q = table.search(vector, vector_column_name="vector").distance_type("cosine").limit(limit)
+    q = lance_query(table, vector).distance_type("cosine").limit(limit)
     q = q.select(["id", "_distance"]).with_row_id(True)
     if where:
         q = q.where(where, prefilter=True)
@@ -67,7 +80,7 @@ def fts_list(table: Any, query: str, *, limit: int, where: str | None) -> list[d
     text = fts_query(query)
     if not text:
         return []
-    q = table.search(text, query_type="fts").limit(limit).select(["id", "_score"]).with_row_id(True)
+    q = lance_query(table, text).limit(limit).select(["id", "_score"]).with_row_id(True)
     if where:
         q = q.where(where, prefilter=True)
     return q.to_list()
@@ -84,7 +97,7 @@ def vectors_for(table: Any, row_ids: Sequence[int | None], ids: Sequence[str]) -
     unknown = [i for r, i in zip(row_ids, ids) if r is None and i not in found]
     if unknown:
         quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in dict.fromkeys(unknown))
-        arrow = (table.search().where(f"id IN ({quoted})", prefilter=True).select(["id", "vector"])
+        arrow = (lance_query(table).where(f"id IN ({quoted})", prefilter=True).select(["id", "vector"])
                  .limit(len(unknown)).to_arrow())
         found.update(zip(arrow.column("id").to_pylist(), arrow.column("vector").to_pylist()))
     return np.asarray([found[i] for i in ids], dtype=np.float32)
