@@ -52,6 +52,11 @@ def test_report_has_first_build_and_nightly_with_steps(small_run):
         memory_items = run["parts"]["memory_items"]
         assert {"consolidate", "lifecycle.apply", "write_items"} <= set(memory_items)
         assert {"check: items suite", "check: embeddings suite"} <= set(run["parts"]["memory_items_checks"])
+    # Each phase ran as a process of its own, so each reports its own peak RSS; the report's
+    # is the nightly job's (the target), not the generator's.
+    assert report["setup_peak_rss_mib"] > 0 and report["first_build"]["peak_rss_mib"] > 0
+    assert report["peak_rss_mib"] == report["nightly"]["peak_rss_mib"] > 0
+    assert report["target_rss_mib"] is None  # at 500 facts only the time target applies
     # every fact got a random vector; exact duplicates collapse before items are embedded
     assert report["first_build"]["vectors"]["random"] >= report["first_build"]["embedded"] > 0
 
