@@ -48,10 +48,6 @@ class Consolidated:
     changed: list[int] | None = None
 
 
-# What ``supersession.resolve`` reads of a row (only these columns become dicts for it).
-_RESOLVE_FIELDS = ("supersedes_hint", "supersedes", "status", "namespace", "project", "created_at", "content")
-
-
 def _hinted(items: pl.DataFrame) -> bool:
     """Some row says it replaces another and is not paired yet (what ``resolve`` works on)."""
     if "supersedes_hint" not in items.columns:
@@ -161,8 +157,7 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
         merges.extend(semantic)
 
     superseded: list[tuple[str, str]] = []
-    hinted = supersession.resolve(items.select(_RESOLVE_FIELDS).to_dicts(), vectors,
-                                  config.dedup.supersede_min_similarity) if _hinted(items) else []
+    hinted = supersession.resolve(items, vectors, config.dedup.supersede_min_similarity) if _hinted(items) else []
     items = _retire(items, [(n, o) for n, o, _sim in hinted], now, superseded)
     # Validity in time: a later value of a one-value relation, or a stated change, retires
     # the earlier item (``validity``); the hint pairs above are settled first.
