@@ -29,7 +29,7 @@ from tests.conftest import REPO, SAMPLES
 
 pytestmark = pytest.mark.slow
 
-# Bounds on waiting, not timings under test: the whole test takes about three minutes on 2 cores.
+# Bounds on waiting, not timings under test: the whole test takes about two minutes on 2 cores.
 START_WITHIN = 300.0
 PUBLISHED_WITHIN = 420.0
 
@@ -101,6 +101,11 @@ def test_sensor_launched_runs_execute_on_celery_and_publish_what_agents_handed_o
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "GX_ANALYTICS_ENABLED": "false"}
     for name in ("DAGSTER_HOME", "MEMORY_EXECUTOR", "MEMORY_CONFIG", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         env.pop(name, None)
+    # The sensors look every 5 s instead of 30 (`[pipeline] sensor_seconds`): the code
+    # server, the daemon and the worker read the same config file.
+    config = root / "memory.toml"
+    config.write_text("[pipeline]\nsensor_seconds = 5\n")
+    env["MEMORY_CONFIG"] = str(config)
     launcher = subprocess.Popen([sys.executable, "-m", "memory_assets.deploy.local", "--data-root", str(root)],
                                 cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True)

@@ -28,6 +28,11 @@ def sessions_per_run() -> int:
     return int(load_config().pipeline.sessions_per_run)
 
 
+def sensor_seconds() -> int:
+    """``[pipeline] sensor_seconds``: how often the inbox and automation sensors run."""
+    return int(load_config().pipeline.sensor_seconds)
+
+
 # A UI backfill over sessions runs this many partitions per run too.
 session_backfills = dg.BackfillPolicy.multi_run(max_partitions_per_run=sessions_per_run())
 

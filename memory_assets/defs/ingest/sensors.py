@@ -7,7 +7,8 @@ import dagster as dg
 
 from memory_assets.defs.runtime import MemoryRoot
 from memory_assets.lib.ingest import intake
-from memory_assets.defs.partitions import batch_tags, session_batches, sessions, sessions_per_run, with_new_sessions
+from memory_assets.defs.partitions import (batch_tags, sensor_seconds, session_batches, sessions, sessions_per_run,
+                                         with_new_sessions)
 
 ingest_session_job = dg.define_asset_job(
     "ingest_session",
@@ -26,7 +27,7 @@ def _files_key(pending: dict, session_ids: list[str]) -> str:
     return hashlib.sha256(names.encode()).hexdigest()[:16]
 
 
-@dg.sensor(job=ingest_session_job, minimum_interval_seconds=30, default_status=dg.DefaultSensorStatus.RUNNING)
+@dg.sensor(job=ingest_session_job, minimum_interval_seconds=sensor_seconds(), default_status=dg.DefaultSensorStatus.RUNNING)
 def inbox_sensor(context: dg.SensorEvaluationContext, memory: MemoryRoot) -> dg.SensorResult | dg.SkipReason:
     """Adds a ``sessions`` partition per new session and requests runs for the sessions
     with unread files: one run per batch of ``[pipeline] sessions_per_run`` (a range of

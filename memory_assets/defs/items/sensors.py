@@ -5,6 +5,7 @@ import hashlib
 import dagster as dg
 
 from memory_assets.defs.runtime import MemoryRoot
+from memory_assets.defs.partitions import sensor_seconds
 from memory_assets.defs.scheduled_jobs import ITEMS_WRITER_TAGS
 
 fold_feedback_job = dg.define_asset_job(
@@ -33,10 +34,11 @@ automation_sensor = dg.AutomationConditionSensorDefinition(
     "memory_automation_sensor",
     target=dg.AssetSelection.all(),
     default_status=dg.DefaultSensorStatus.RUNNING,
-    minimum_interval_seconds=30,
+    minimum_interval_seconds=sensor_seconds(),
     run_tags=ITEMS_WRITER_TAGS,
     description="Evaluates every asset's automation condition (memory_items and published_items after "
-                "extraction, category_summaries after publish) every 30 s; on by default.",
+                "extraction, category_summaries after publish) every `[pipeline] sensor_seconds` (30 s); "
+                "on by default.",
 )
 
 materialize_items_job = dg.define_asset_job(
