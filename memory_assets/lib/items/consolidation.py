@@ -144,7 +144,8 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
         texts = items.filter(pl.col("content_hash").is_in(missing)).unique("content_hash", keep="first", maintain_order=True)
         fresh = embedder.embed(texts["content"].to_list())
         vectors_by_hash.update(zip(texts["content_hash"].to_list(), fresh))
-    vectors = np.stack([vectors_by_hash[h] for h in items["content_hash"].to_list()]).astype(np.float32) if items.height else np.zeros((0, 1), np.float32)
+    vectors = (np.asarray(np.stack([vectors_by_hash[h] for h in items["content_hash"].to_list()]), dtype=np.float32)
+               if items.height else np.zeros((0, 1), np.float32))
     items = items.with_columns(embedding_model=pl.lit(embedder.model_id))
 
     known_ids = previous_ids | (set(adopted["id"].to_list()) if adopted is not None else set())
