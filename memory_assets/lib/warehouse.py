@@ -353,7 +353,13 @@ def resource_ids(paths: DataRoot, sessions: Iterable[str] | None = None) -> pl.S
             return pl.scan_parquet([str(_local(f)) for f in found]).select("resource_id").collect()["resource_id"]
         except (pl.exceptions.PolarsError, OSError):
             pass  # parts of another schema: one by one
-    return pl.concat([pl.read_parquet(str(f), columns=["resource_id"]) for f in found])["resource_id"]
+    def ids(f: PathLike) -> pl.DataFrame:
+        return pl.read_parquet(str(f), columns=["resource_id"])
+
+    if _is_local(found[0]):
+        return pl.concat([ids(f) for f in found])["resource_id"]
+    with ThreadPoolExecutor(max_workers=REMOTE_READERS) as pool:  # a request each: many in flight
+        return pl.concat(list(pool.map(ids, found)))["resource_id"]
 
 
 def schemas(found: Iterable[Path], root: Path) -> dict[str, dict[str, pl.DataType]]:
