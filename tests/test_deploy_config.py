@@ -249,3 +249,19 @@ def test_runs_that_publish_items_are_tagged_and_limited_to_one_at_a_time(tmp_pat
     (tmp_path / "dagster.yaml").write_text(yaml.safe_dump(rendered))
     config, _ = dagster_instance_config(str(tmp_path))  # the instance schema takes it
     assert config["concurrency"]["runs"]["tag_concurrency_limits"] == [limit]
+
+
+def test_the_sensors_run_as_often_as_the_config_says(tmp_path):
+    """``[pipeline] sensor_seconds`` sets how often the daemon runs the inbox and automation
+    sensors (read when the code location loads, so in a fresh process)."""
+    config = tmp_path / "memory.toml"
+    config.write_text("[pipeline]\nsensor_seconds = 7\n")
+    code = ("from memory_assets.defs.ingest.sensors import inbox_sensor\n"
+            "from memory_assets.defs.items.sensors import automation_sensor\n"
+            "print(inbox_sensor.minimum_interval_seconds, automation_sensor.minimum_interval_seconds)")
+    for env, expected in (({"MEMORY_CONFIG": str(config)}, "7 7"), ({}, "30 30")):
+        base = {k: v for k, v in os.environ.items() if k != "MEMORY_CONFIG"}
+        done = subprocess.run([sys.executable, "-c", code], cwd=REPO, env={**base, **env},
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.split()[-2:] == expected.split()
