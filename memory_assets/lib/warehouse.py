@@ -236,49 +236,52 @@ def read_json(path: PathLike, default: Any = None) -> Any:
     return default if text is None else json.loads(text)
 
 
-def read_frame(path: PathLike, schema: dict[str, pl.DataType] | None = None) -> pl.DataFrame | None:
-    """One Parquet file; when it does not exist, an empty frame of ``schema`` (or None)."""
-    if not exists(path):
+def read_frame(path: PathLike, schema: dict[str, pl.DataType] | None = None, *,
+               columns: Sequence[str] | None = None) -> pl.DataFrame | None:
+    """One Parquet file (``columns`` of it, or all); when it does not exist, an empty frame
+    of ``schema`` (or None). One read, no existence check first (on a store, one request)."""
+    try:
+        source = _local(path) if _is_local(path) else read_bytes(path)
+        return pl.read_parquet(source, columns=list(columns) if columns is not None else None)
+    except FileNotFoundError:
         return pl.DataFrame(schema=schema) if schema is not None else None
-    if _is_local(path):
-        return pl.read_parquet(_local(path))
-    return pl.read_parquet(read_bytes(path))
 
 
-def read_frames(paths: Sequence[PathLike], *, how: str = "vertical_relaxed") -> pl.DataFrame | None:
-    """Several Parquet files as one frame (``how``: polars' concat), or None when there are none.
+def read_frames(paths: Sequence[PathLike], *, how: str = "vertical_relaxed",
+                columns: Sequence[str] | None = None) -> pl.DataFrame | None:
+    """Several Parquet files (``columns`` of each, or all) as one frame (``how``: polars'
+    concat), or None when there are none.
 
     A table is one file per session, so a nightly run reads tens of thousands: on a disk,
     files of one schema are read by one polars scan (4 s for 15,000 files, 17 s one by
     one); files of several schemas (an older column set) one by one; on an object store
     many at a time (each is a request's round trip). A file gone since it was listed is
-    skipped, as before."""
+    skipped."""
     found = list(paths)
     if not found:
         return None
-    if len(found) > 1 and all(_is_local(p) for p in found):
+    local = all(_is_local(p) for p in found)
+    if len(found) > 1 and local:
         try:
-            return pl.scan_parquet([str(_local(p)) for p in found], missing_columns="insert").collect()
+            scan = pl.scan_parquet([str(_local(p)) for p in found], missing_columns="insert")
+            return (scan.select(list(columns)) if columns is not None else scan).collect()
         except (pl.exceptions.PolarsError, OSError):
             pass  # another schema among them (or a file gone): file by file below
-    if len(found) > 1 and not _is_local(found[0]):
-        with ThreadPoolExecutor(max_workers=REMOTE_READERS) as pool:
-            read = list(pool.map(_read_if_there, found))
+
+    def one(path: PathLike) -> pl.DataFrame | None:
+        return read_frame(path, columns=columns)
+
+    if local or len(found) == 1:
+        read = [one(p) for p in found]
     else:
-        read = [_read_if_there(p) for p in found]
+        with ThreadPoolExecutor(max_workers=REMOTE_READERS) as pool:
+            read = list(pool.map(one, found))
     frames = [frame for frame in read if frame is not None]
     return pl.concat(frames, how=how) if frames else None  # type: ignore[arg-type]
 
 
 # Object-store reads in flight at once (``read_frames``).
 REMOTE_READERS = 16
-
-
-def _read_if_there(path: PathLike) -> pl.DataFrame | None:
-    try:
-        return pl.read_parquet(_local(path)) if _is_local(path) else pl.read_parquet(read_bytes(path))
-    except FileNotFoundError:
-        return None
 
 
 # --- the tables -------------------------------------------------------------------------
@@ -345,21 +348,8 @@ def read_facts(paths: DataRoot, sessions: Iterable[str] | None = None, *, confor
 @spanned("check: read resource ids")
 def resource_ids(paths: DataRoot, sessions: Iterable[str] | None = None) -> pl.Series:
     """Every stored resource id (of ``sessions``, or of every session)."""
-    found = resource_files(paths, sessions)
-    if not found:
-        return pl.Series("resource_id", [], dtype=pl.String)
-    if all(_is_local(f) for f in found):
-        try:
-            return pl.scan_parquet([str(_local(f)) for f in found]).select("resource_id").collect()["resource_id"]
-        except (pl.exceptions.PolarsError, OSError):
-            pass  # parts of another schema: one by one
-    def ids(f: PathLike) -> pl.DataFrame:
-        return pl.read_parquet(str(f), columns=["resource_id"])
-
-    if _is_local(found[0]):
-        return pl.concat([ids(f) for f in found])["resource_id"]
-    with ThreadPoolExecutor(max_workers=REMOTE_READERS) as pool:  # a request each: many in flight
-        return pl.concat(list(pool.map(ids, found)))["resource_id"]
+    frame = read_frames(resource_files(paths, sessions), how="vertical", columns=["resource_id"])
+    return frame["resource_id"] if frame is not None else pl.Series("resource_id", [], dtype=pl.String)
 
 
 def schemas(found: Iterable[Path], root: Path) -> dict[str, dict[str, pl.DataType]]:
