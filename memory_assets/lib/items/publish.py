@@ -84,25 +84,19 @@ def write_items(paths: DataRoot, items: pl.DataFrame, vectors: np.ndarray, now: 
     parquet = warehouse.write_frame(paths.items_dir / "versions" / f"items-{warehouse.stamp(now)}.parquet", items)
 
     text = items["content"] if search_text is None else search_text
-    frame = items.with_columns(text.alias(FTS_COLUMN))
-    frame = frame.with_columns(_row_hashes(frame, vectors))
-    table_data = _with_vectors(frame, vectors)
+    frame = _with_vectors(items.with_columns(text.alias(FTS_COLUMN)), vectors)
+    # One hash per row over every column LanceDB holds, the vector included: what
+    # ``_apply_changes`` compares. (polars' row hash is stable within a polars version; a
+    # new version's hashes all differ, and the table is written whole once.)
+    frame = frame.with_columns(frame.hash_rows().alias(ROW_HASH))
+    table_data = frame.to_arrow()
     db = lancedb.connect(str(paths.lancedb))
     table = None if rewrite or not items.height else _open_items(db)
-    if table is None or table.schema != table_data.schema or not _apply_changes(table, frame, table_data):
+    if table is None or table.schema != table_data.schema or not _apply_changes(table, frame):
         with timed("lancedb: write table"):
             table = db.create_table(ITEMS_TABLE, data=table_data, mode="overwrite")
     _index(table)
     return ItemsVersion(version=table.version, parquet=parquet, rows=items.height, written_at=now.isoformat())
-
-
-def _row_hashes(frame: pl.DataFrame, vectors: np.ndarray) -> pl.Series:
-    """One hash per row over every column LanceDB holds, the vector included: what
-    ``_apply_changes`` compares. (polars' row hash is stable within a polars version; a
-    new version's hashes all differ, and the table is written whole once.)"""
-    dim = vectors.shape[1] if vectors.ndim == 2 and vectors.shape[0] else 384
-    vector = pl.Series("vector", np.asarray(vectors, dtype=np.float32).reshape(-1, dim), dtype=pl.Array(pl.Float32, dim))
-    return frame.with_columns(vector).hash_rows().alias(ROW_HASH)
 
 
 def _open_items(db):
@@ -113,11 +107,9 @@ def _open_items(db):
 
 
 @spanned("lancedb: apply changes")
-def _apply_changes(table, frame: pl.DataFrame, table_data) -> bool:
+def _apply_changes(table, frame: pl.DataFrame) -> bool:
     """Delete the rows that changed or left and add the changed and new ones; False (and
     nothing done) when so much changed that writing the table whole is cheaper."""
-    import pyarrow as pa
-
     held = pl.from_arrow(table.search().select(["id", ROW_HASH]).limit(None).to_arrow())
     keys = frame.select("id", ROW_HASH)
     gone = held.join(keys, on=["id", ROW_HASH], how="anti")["id"].unique().to_list()
@@ -130,7 +122,7 @@ def _apply_changes(table, frame: pl.DataFrame, table_data) -> bool:
             table.delete("id IN (" + ", ".join("'" + i.replace("'", "''") + "'" for i in chunk) + ")")
     if fresh.len():
         with timed("lancedb: add"):
-            table.add(table_data.take(pa.array(fresh.to_numpy())))
+            table.add(frame[fresh.to_list()].to_arrow())
     return True
 
 
@@ -167,12 +159,11 @@ def write_graph(paths: DataRoot, entities: pl.DataFrame, edges: pl.DataFrame, no
     return str(written[0]), str(written[1])
 
 
-def _with_vectors(frame: pl.DataFrame, vectors: np.ndarray):
-    import pyarrow as pa
-
+def _with_vectors(frame: pl.DataFrame, vectors: np.ndarray) -> pl.DataFrame:
+    """``frame`` with its ``vector`` column (LanceDB's fixed-size list of float32)."""
     dim = vectors.shape[1] if vectors.ndim == 2 and vectors.shape[0] else 384
-    flat = pa.array(vectors.astype(np.float32).reshape(-1), type=pa.float32())
-    return frame.to_arrow().append_column("vector", pa.FixedSizeListArray.from_arrays(flat, dim))
+    matrix = np.asarray(vectors, dtype=np.float32).reshape(-1, dim)
+    return frame.with_columns(pl.Series("vector", matrix, dtype=pl.Array(pl.Float32, dim)))
 
 
 @spanned("publish summaries table")
@@ -180,7 +171,7 @@ def publish_table(paths: DataRoot, name: str, frame: pl.DataFrame, vectors: np.n
     """Write a small side table (summaries, insights) as a new version and publish it."""
     db = lancedb.connect(str(paths.lancedb))
     with timed("lancedb: write table"):
-        table = db.create_table(name, data=_with_vectors(frame, vectors), mode="overwrite")
+        table = db.create_table(name, data=_with_vectors(frame, vectors).to_arrow(), mode="overwrite")
     if PUBLISHED_TAG in table.tags.list():
         table.tags.update(PUBLISHED_TAG, table.version)
     else:
