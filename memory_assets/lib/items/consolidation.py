@@ -48,14 +48,6 @@ class Consolidated:
     changed: list[int] | None = None
 
 
-def _hinted(items: pl.DataFrame) -> bool:
-    """Some row says it replaces another and is not paired yet (what ``resolve`` works on)."""
-    if "supersedes_hint" not in items.columns:
-        return False
-    hint, paired = pl.col("supersedes_hint"), pl.col("supersedes")
-    return bool(items.select((hint.is_not_null() & (hint != "") & (paired.is_null() | (paired == ""))).any()).item())
-
-
 @spanned("consolidate: facts_to_items")
 def facts_to_items(facts: pl.DataFrame, now: datetime) -> pl.DataFrame:
     """Fresh item rows for facts, with lifecycle fields at their starting values."""
@@ -158,7 +150,7 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
         merges.extend(semantic)
 
     superseded: list[tuple[str, str]] = []
-    hinted = supersession.resolve(items, vectors, config.dedup.supersede_min_similarity) if _hinted(items) else []
+    hinted = supersession.resolve(items, vectors, config.dedup.supersede_min_similarity)
     items = _retire(items, [(n, o) for n, o, _sim in hinted], now, superseded)
     # Validity in time: a later value of a one-value relation, or a stated change, retires
     # the earlier item (``validity``); the hint pairs above are settled first.

@@ -12,6 +12,7 @@ nothing the duplicate pointed at is lost. Every merge is returned for the merge 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -171,8 +172,21 @@ def exact_dedup(items: pl.DataFrame) -> tuple[pl.DataFrame, list[Merge]]:
     return replace_rows(ordered, changed, keep), merges
 
 
-# The similarity block ``semantic_dedup`` holds at once (float32).
+# The similarity block held at once (float32; ``similarity_blocks``).
 BLOCK_BYTES = 512 * 2**20
+
+
+def similarity_blocks(vectors: np.ndarray, rows: Sequence[int], *, block: int | None = None,
+                      ) -> Iterator[tuple[Sequence[int], np.ndarray]]:
+    """(a block of ``rows``, their similarities to every row), block by block: as many rows
+    as fit ``BLOCK_BYTES`` of similarities, at most 2,048 (``block`` to choose), so a
+    million rows hold 512 MiB at a time instead of 8 GiB. Semantic dedup and supersession
+    compare their rows with every row this way."""
+    if block is None:
+        block = int(min(2048, max(16, BLOCK_BYTES // (4 * max(len(vectors), 1)))))
+    for start in range(0, len(rows), block):
+        chunk = rows[start:start + block]
+        yield chunk, vectors[chunk] @ vectors.T
 
 
 @spanned("consolidate: semantic dedup")
@@ -187,8 +201,7 @@ def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float
         candidates: indices of rows to compare against all others (new rows); all rows
             when None. Rows outside ``candidates`` are never compared with each other,
             so an incremental run costs new × all, not all × all.
-        block: rows per matrix block (default: as many as fit ``BLOCK_BYTES`` of
-            similarities, at most 2,048: 512 MiB at 1M rows instead of 8 GiB).
+        block: rows per matrix block (default: ``similarity_blocks``').
     Returns:
         the surviving rows, their vectors, and the merges made.
     """
@@ -209,12 +222,8 @@ def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float
             i = parent[i]
         return i
 
-    if block is None:
-        block = int(min(2048, max(16, BLOCK_BYTES // (4 * n))))
     pairs: list[tuple[int, int, float]] = []
-    for start in range(0, len(order), block):
-        idx = order[start:start + block]
-        sims = vectors[idx] @ vectors.T
+    for idx, sims in similarity_blocks(vectors, order, block=block):
         for r, i in enumerate(idx):
             sims[r, i] = -1.0  # not itself
             hits = np.nonzero(sims[r] > threshold)[0]

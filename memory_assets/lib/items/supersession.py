@@ -13,6 +13,8 @@ import re
 import numpy as np
 import polars as pl
 
+# dedup imports this module too; ``dedup.similarity_blocks`` is only looked up at call time.
+from memory_assets.lib.items import dedup
 from retrieval.text import PREFERENCE_VERBS, STOPWORDS
 from retrieval.spans import spanned
 
@@ -67,15 +69,11 @@ def resolve(items: pl.DataFrame, vectors: np.ndarray, min_similarity: float) -> 
     # The compared columns as lists (a million rows as dicts would be a gigabyte).
     col = {c: items[c].to_list() if c in items.columns else [None] * items.height
            for c in ("status", "namespace", "project", "created_at", "content")}
-    n = items.height
-    # Every hinted row against every row, a block of hinted rows per matrix product (as
-    # ``dedup.semantic_dedup``); only the rows at least ``min_similarity`` alike are
-    # candidates, the 100 closest of them in order. (Sorting all n similarities per hinted
-    # row was quadratic in practice: 1% of a million rows hinted, a million sorted each.)
-    block = int(min(1024, max(16, BLOCK_BYTES // (4 * n))))
-    for start in range(0, len(hinted), block):
-        chunk = hinted[start:start + block]
-        sims = vectors[chunk] @ vectors.T
+    # Every hinted row against every row, a block at a time (``dedup.similarity_blocks``);
+    # only the rows at least ``min_similarity`` alike are candidates, the 100 closest of
+    # them in order. (Sorting all n similarities per hinted row was quadratic in practice:
+    # 1% of a million rows hinted, a million sorted each.)
+    for chunk, sims in dedup.similarity_blocks(vectors, hinted):
         for r, i in enumerate(chunk):
             row = sims[r]
             close = np.flatnonzero(row >= min_similarity)
@@ -91,6 +89,3 @@ def resolve(items: pl.DataFrame, vectors: np.ndarray, min_similarity: float) -> 
                     break
     return pairs
 
-
-# The similarity block ``resolve`` holds at once (float32).
-BLOCK_BYTES = 256 * 2**20
