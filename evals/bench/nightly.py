@@ -576,7 +576,6 @@ def run_phase(name: str, args: dict[str, Any]) -> dict[str, Any]:
     """One phase of ``run_bench``, in this process: ``setup`` generates the facts and
     writes the first build's (tonight's wait under the work folder), ``first`` runs the
     first build, ``nightly`` writes tonight's facts and events and runs the nightly job."""
-    from memory_assets.lib import warehouse
     from memory_assets.lib.items import publish
     from memory_assets.cli.runner import run_job
 
@@ -603,8 +602,7 @@ def run_phase(name: str, args: dict[str, Any]) -> dict[str, Any]:
                 wall, cpu = time.perf_counter() - start, time.process_time() - start_cpu
             return {"success": ok, **summarize_run(instance, run_id, timings, wall, cpu), "vectors": vectors,
                     "published_version": _published_version(paths), "peak_rss_mib": _peak_rss_mib()}
-        tonight = Batch(warehouse.read_frame(work / "tonight-facts.parquet"),
-                        warehouse.read_frame(work / "tonight-resources.parquet"))
+        tonight = Batch(pl.read_parquet(work / "tonight-facts.parquet"), pl.read_parquet(work / "tonight-resources.parquet"))
         write_batch(paths, tonight)
         events = write_events(paths, args["events"], seed=args["seed"], start=BENCH_NOW + timedelta(minutes=30),
                               end=NIGHT - timedelta(minutes=30))

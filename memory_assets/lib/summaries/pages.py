@@ -111,19 +111,13 @@ EMBEDDING_MODEL = "embedding_model"
 
 def _page_vectors(paths: DataRoot, texts: list[str], embed: Callable[[Sequence[str]], np.ndarray],
                   model_id: str | None) -> np.ndarray:
-    """One vector per text: the latest summaries table's for a text ``model_id`` embedded
-    there, ``embed``'s for the rest."""
+    """One vector per text: the published summaries table's for a text ``model_id``
+    embedded there, ``embed``'s for the rest."""
     known: dict[str, np.ndarray] = {}
-    if model_id is not None and warehouse.exists(paths.lancedb):
-        import lancedb
-
-        db = lancedb.connect(str(paths.lancedb))
-        if SUMMARIES_TABLE in db.list_tables().tables:
-            table = db.open_table(SUMMARIES_TABLE)
-            if EMBEDDING_MODEL in table.schema.names:
-                held = table.search().select(["content", EMBEDDING_MODEL, "vector"]).limit(None).to_arrow().to_pylist()
-                known = {r["content"]: np.asarray(r["vector"], dtype=np.float32)
-                         for r in held if r[EMBEDDING_MODEL] == model_id}
+    table = ItemStore(paths).summaries_table() if model_id is not None else None
+    if table is not None and EMBEDDING_MODEL in table.schema.names:
+        held = table.search().select(["content", EMBEDDING_MODEL, "vector"]).limit(None).to_arrow().to_pylist()
+        known = {r["content"]: np.asarray(r["vector"], dtype=np.float32) for r in held if r[EMBEDDING_MODEL] == model_id}
     missing = [t for t in dict.fromkeys(texts) if t not in known]
     if missing:
         known.update(zip(missing, np.asarray(embed(missing), dtype=np.float32)))
