@@ -474,7 +474,8 @@ def _published_version(paths: DataRoot) -> int | None:
 
 def run_bench(n_items: int, *, embed: str = "random", seed: int = 0, new_share: float = 0.01,
               n_events: int | None = None, root: Path | str | None = None, keep: bool = False,
-              cache_dir: Path | None = None, progress: Progress | None = None) -> dict[str, Any]:
+              cache_dir: Path | None = None, first_build: Path | None = None,
+              progress: Progress | None = None) -> dict[str, Any]:
     """Build a root of ``n_items`` facts, publish it (first build), add a night's worth of
     facts and events, and time the nightly job.
 
@@ -492,6 +493,10 @@ def run_bench(n_items: int, *, embed: str = "random", seed: int = 0, new_share: 
             URI); default a temp dir.
         keep: keep the data root afterwards (always kept when ``root`` is given).
         cache_dir: where ``bench_retrieval`` keeps its roots (for ``embed="model"`` lookups).
+        first_build: a local folder keeping the first build (the data root, the Dagster
+            storage and tonight's facts); when it holds one made with the same arguments, the
+            setup and first build are copied from it instead of run again (an hour at 1M).
+            The nightly is then measured on a first build made by the code of that day.
         progress: called with a line of text as the bench goes.
     Returns:
         a JSON-able report.
@@ -514,16 +519,28 @@ def run_bench(n_items: int, *, embed: str = "random", seed: int = 0, new_share: 
     common = {"items": n_items, "embed": embed, "seed": seed, "new_share": new_share, "events": n_events,
               "root": paths.uri if not paths.is_local else str(root), "work": str(work),
               "cache_dir": str(cache_dir) if cache_dir else None}
+    kept = _kept_first_build(first_build, common) if first_build else None
+    if first_build and not paths.is_local:
+        raise BenchError("--first-build keeps a local data root; it cannot be used with an object store")
     try:
-        say(f"generating {n_items:,} facts (+{new_share:.0%} for tonight)")
-        report.update(_phase("setup", common))
-        say(f"first build: {report['first_facts']['facts']:,} facts in {report['first_facts']['sessions']:,} "
-            f"sessions (embed: {embed})")
-        report["first_build"] = _phase("first", common)
-        say(f"first build: {report['first_build']['seconds']:.1f} s ({'ok' if report['first_build']['success'] else 'FAILED'})")
-        if not report["first_build"]["success"]:
-            raise BenchError(f"the first build failed (run {report['first_build']['run_id']}); "
-                             f"steps: {report['first_build']['steps']}")
+        if kept is not None:
+            say(f"first build: copied from {first_build} (made {kept['made']})")
+            _copy_tree(Path(first_build) / "data", root)
+            _copy_tree(Path(first_build) / "work", work)
+            report.update(kept["report"])
+            report["first_build_reused"] = kept["made"]
+        else:
+            say(f"generating {n_items:,} facts (+{new_share:.0%} for tonight)")
+            report.update(_phase("setup", common))
+            say(f"first build: {report['first_facts']['facts']:,} facts in {report['first_facts']['sessions']:,} "
+                f"sessions (embed: {embed})")
+            report["first_build"] = _phase("first", common)
+            say(f"first build: {report['first_build']['seconds']:.1f} s ({'ok' if report['first_build']['success'] else 'FAILED'})")
+            if not report["first_build"]["success"]:
+                raise BenchError(f"the first build failed (run {report['first_build']['run_id']}); "
+                                 f"steps: {report['first_build']['steps']}")
+            if first_build:
+                _keep_first_build(Path(first_build), root, work, common, report)
         say(f"nightly: +{report['nightly_input']['new_facts']:,} facts; run_job(nightly)")
         night = _phase("nightly", common)
         report["nightly_input"]["events"] = night.pop("events")
@@ -540,6 +557,39 @@ def run_bench(n_items: int, *, embed: str = "random", seed: int = 0, new_share: 
             shutil.rmtree(root.parent, ignore_errors=True)
             report["root"] = None
     return report
+
+
+_FIRST_BUILD_KEY = ("items", "embed", "seed", "new_share", "events")
+
+
+def _copy_tree(source: Path, target: Path) -> None:
+    shutil.copytree(source, target, dirs_exist_ok=True)
+
+
+def _kept_first_build(folder: Path, common: dict[str, Any]) -> dict[str, Any] | None:
+    """The kept first build's record when ``folder`` holds one made with ``common``'s
+    arguments, else None."""
+    done = Path(folder) / "first-build.json"
+    if not done.exists():
+        return None
+    kept = json.loads(done.read_text())
+    return kept if kept.get("key") == {name: common[name] for name in _FIRST_BUILD_KEY} else None
+
+
+def _keep_first_build(folder: Path, root: Path, work: Path, common: dict[str, Any],
+                      report: dict[str, Any]) -> None:
+    """Copy the first build (data root, Dagster storage, tonight's facts) into ``folder``;
+    the record is written last, so a copy cut short is never reused."""
+    if folder.exists():
+        shutil.rmtree(folder)
+    _copy_tree(root, folder / "data")
+    _copy_tree(work, folder / "work")
+    (folder / "first-build.json").write_text(json.dumps({
+        "key": {name: common[name] for name in _FIRST_BUILD_KEY},
+        "made": datetime.now().astimezone().isoformat(timespec="seconds"),
+        "report": {name: report[name] for name in
+                   ("setup_seconds", "setup_peak_rss_mib", "first_facts", "nightly_input", "first_build")},
+    }, default=str))
 
 
 def targets(n_items: int) -> tuple[float, float | None]:
@@ -630,9 +680,10 @@ def format_report(report: dict[str, Any]) -> str:
     m = report["machine"]
     lines = [f"{report['items']:,} facts · first-build vectors: {report['embedding']} · "
              f"{m['cpus']} CPUs · load {m.get('load_avg_1m', '?')} · setup {report['setup_seconds']} s · "
-             f"data root: {report.get('data_root', 'local disk')} · peak RSS: setup {report.get('setup_peak_rss_mib', '?')}, "
+             + (f"first build reused from {report['first_build_reused']} · " if report.get("first_build_reused") else "")
+             + f"data root: {report.get('data_root', 'local disk')} · peak RSS: setup {report.get('setup_peak_rss_mib', '?')}, "
              f"first build {report['first_build'].get('peak_rss_mib', '?')}, nightly {report.get('peak_rss_mib', '?')} MiB "
-             "(a process each)"]
+             + "(a process each)"]
     for name in ("first_build", "nightly"):
         run = report[name]
         status = "ok" if run["success"] else "FAILED"
@@ -670,6 +721,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--phase", choices=("setup", "first", "nightly"), help=argparse.SUPPRESS)
     parser.add_argument("--phase-args", default="{}", help=argparse.SUPPRESS)
     parser.add_argument("--keep", action="store_true", help="keep the temporary data root")
+    parser.add_argument("--first-build", type=Path, default=None, metavar="DIR",
+                        help="keep the first build in DIR, and reuse it when it was made with the same "
+                             "--items, --embed, --seed, --new-share and --events (local roots only)")
     parser.add_argument("--s3", action="store_true",
                         help="build the data root on an S3-compatible server (moto) started on 127.0.0.1")
     parser.add_argument("--cache-dir", type=Path, default=None,
@@ -704,7 +758,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 root = f"s3://{server.bucket(f'nightly-{n}')}/data" if server is not None else args.root
                 report = run_bench(n, embed=args.embed, seed=args.seed, new_share=args.new_share,
                                    n_events=args.events, root=root, keep=args.keep, cache_dir=args.cache_dir,
-                                   progress=progress)
+                                   first_build=args.first_build, progress=progress)
                 reports.append(report)
                 if not args.json:
                     print(format_report(report), flush=True)
