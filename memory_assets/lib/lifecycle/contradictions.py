@@ -14,10 +14,10 @@ each item's nearest neighbours, never over all pairs:
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterator, Mapping, Sequence
 
 import numpy as np
+import polars as pl
 
 from retrieval.trust import disagree as disagree  # one home for "these two disagree"
 from retrieval.spans import spanned
@@ -34,15 +34,26 @@ RULES_GROUP = "\0rules"  # no category is named so
 RULE_KINDS = frozenset({"negative", "procedure", "decision"})
 
 
-def _group(row: dict) -> tuple[str, str, str]:
-    """Whom and what a row is compared with: its namespace's rows of its category; a
-    standing rule for the assistant (a negative rule, procedure or decision with a
-    ``directive``) with every such rule of its namespace, whatever category each was filed
-    under ("Never force-push to main" against "I decided you should force-push to main").
-    A correction stays with the facts of its category, which it corrects. Two projects'
-    facts never contradict each other (each is true of its own project)."""
-    rule = row.get("directive") and row.get("kind") in RULE_KINDS
-    return row.get("namespace") or "", row.get("project") or "", RULES_GROUP if rule else row.get("category") or ""
+def group_codes(items: pl.DataFrame) -> np.ndarray:
+    """Whom and what each row is compared with, as an integer per row (-1: not active,
+    compared with nothing): its namespace's rows of its category; a standing rule for the
+    assistant (a negative rule, procedure or decision with a ``directive``) with every such
+    rule of its namespace, whatever category each was filed under ("Never force-push to
+    main" against "I decided you should force-push to main"). A correction stays with the
+    facts of its category, which it corrects. Two projects' facts never contradict each
+    other (each is true of its own project)."""
+    if items.is_empty():
+        return np.zeros(0, dtype=np.int64)
+
+    def column(name: str) -> pl.Expr:
+        return pl.col(name).cast(pl.String) if name in items.columns else pl.lit(None, dtype=pl.String)
+
+    rule = (column("directive").fill_null("") != "") & column("kind").is_in(sorted(RULE_KINDS)).fill_null(False)
+    key = pl.struct(column("namespace").fill_null(""), column("project").fill_null(""),
+                    pl.when(rule).then(pl.lit(RULES_GROUP)).otherwise(column("category").fill_null("")).alias("group"))
+    codes = items.select(pl.when(pl.col("status") == "active").then(key.rank("dense").cast(pl.Int64))
+                         .otherwise(-1).fill_null(-1)).to_series()
+    return codes.to_numpy()
 
 
 def _given(neighbors: Neighbors) -> Iterator[tuple[int, int]]:
@@ -52,12 +63,12 @@ def _given(neighbors: Neighbors) -> Iterator[tuple[int, int]]:
             yield int(i), int(j)
 
 
-def _top_k(rows: list[dict], vectors: np.ndarray, active: list[int], threshold: float, k: int,
+def _top_k(groups: np.ndarray, vectors: np.ndarray, threshold: float, k: int,
            block: int, only: set[int] | None = None) -> Iterator[tuple[int, int]]:
-    groups: dict[tuple[str, str, str], list[int]] = defaultdict(list)
-    for i in active:
-        groups[_group(rows[i])].append(i)
-    for members in groups.values():
+    active = np.flatnonzero(groups >= 0)
+    order = active[np.argsort(groups[active], kind="stable")]
+    bounds = np.flatnonzero(np.diff(groups[order])) + 1
+    for members in np.split(order, bounds) if order.size else []:
         if len(members) < 2:
             continue
         idx = np.asarray(members)
@@ -84,13 +95,14 @@ def _top_k(rows: list[dict], vectors: np.ndarray, active: list[int], threshold: 
 
 
 @spanned("lifecycle.apply: contradiction neighbours")
-def candidate_pairs(rows: list[dict], vectors: np.ndarray, threshold: float, *,
+def candidate_pairs(groups: np.ndarray, vectors: np.ndarray, threshold: float, *,
                     neighbors: Neighbors | None = None, only: Sequence[int] | None = None,
                     k: int = TOP_K, block: int = BLOCK) -> list[tuple[float, int, int]]:
     """Pairs of active rows alike enough to be about the same subject.
 
     Args:
-        rows: item rows aligned with ``vectors`` (unit vectors).
+        groups: each row's ``group_codes`` (-1: not active), aligned with ``vectors``
+            (unit vectors).
         threshold: the cosine at or above which two items share a subject.
         neighbors: for each row index, candidate neighbour row indices; when None, the
             top ``k`` by cosine within the row's (namespace, category) group.
@@ -100,13 +112,11 @@ def candidate_pairs(rows: list[dict], vectors: np.ndarray, threshold: float, *,
     Returns:
         (cosine, i, j) with i < j, most alike first (ties by index, so the order is stable).
     """
-    active = [i for i, r in enumerate(rows) if r.get("status") == "active"]
-    is_active = set(active)
     found: dict[tuple[int, int], float] = {}
     source = (_given(neighbors) if neighbors is not None
-              else _top_k(rows, vectors, active, threshold, k, block, None if only is None else set(only)))
+              else _top_k(groups, vectors, threshold, k, block, None if only is None else set(only)))
     for i, j in source:
-        if i == j or i not in is_active or j not in is_active or _group(rows[i]) != _group(rows[j]):
+        if i == j or groups[i] < 0 or groups[i] != groups[j]:
             continue
         key = (min(i, j), max(i, j))
         if key in found:

@@ -131,12 +131,30 @@ _READ = (
 _TURN_ID = re.compile(r"^(?P<session>.+):\d+$")
 
 
+# Rows turned into dicts at a time: a pass holds one chunk of dicts, not the whole memory's
+# (a million items as dicts of thirty fields is gigabytes).
+CHUNK_ROWS = 50_000
+
+
 def _rows(items: pl.DataFrame, columns: tuple[str, ...]) -> list[dict]:
     return items.select([c for c in dict.fromkeys(columns) if c in items.columns]).to_dicts()
 
 
-def _write(items: pl.DataFrame, rows: list[dict], columns: tuple[str, ...]) -> pl.DataFrame:
-    return items.with_columns([pl.Series(c, [r[c] for r in rows], dtype=items.schema[c]) for c in columns])
+def _chunks(items: pl.DataFrame, columns: tuple[str, ...], size: int = CHUNK_ROWS):
+    """(offset, rows as dicts) for each run of ``size`` rows, only ``columns``."""
+    picked = items.select([c for c in dict.fromkeys(columns) if c in items.columns])
+    for offset in range(0, items.height, size):
+        yield offset, picked.slice(offset, size).to_dicts()
+
+
+def _written(parts: list[pl.DataFrame], items: pl.DataFrame, columns: tuple[str, ...]) -> pl.DataFrame:
+    """``items`` with ``columns`` replaced by the chunks' values (``parts``, in row order)."""
+    values = pl.concat(parts, how="vertical") if len(parts) > 1 else parts[0]
+    return items.with_columns([values[c] for c in columns])
+
+
+def _frame(rows: list[dict], items: pl.DataFrame, columns: tuple[str, ...]) -> pl.DataFrame:
+    return pl.DataFrame({c: pl.Series(c, [r[c] for r in rows], dtype=items.schema[c]) for c in columns})
 
 
 def _state(row: dict) -> tuple:
@@ -180,11 +198,25 @@ def _replaces(row: dict) -> bool:
                 or row.get("kind") == "correction" or row.get("provenance") == "user_corrected")
 
 
-def _contradictions(rows: list[dict], vectors: np.ndarray, config: MemoryConfig,
-                    neighbors: Neighbors | None, report: LifecycleReport, changed: Sequence[int] | None = None) -> None:
-    """Flag or supersede active pairs about one subject that disagree (see ``contradictions``)."""
+# What the contradiction pass reads and changes on the rows of its pairs.
+_PAIRED = ("id", "content", "status", "created_at", "contradicts", "supersedes", "superseded_by", "kind",
+           "provenance", "supersedes_hint")
+
+
+def _contradictions(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig,
+                    neighbors: Neighbors | None, report: LifecycleReport,
+                    changed: Sequence[int] | None = None) -> dict[int, dict]:
+    """Flag or supersede active pairs about one subject that disagree (see ``contradictions``).
+    Returns the rows of the pairs looked at (position → row, as changed), the only rows
+    this pass can change."""
     threshold = float(config.lifecycle.contradiction_similarity)
-    for _sim, i, j in contradictions.candidate_pairs(rows, vectors, threshold, neighbors=neighbors, only=changed):
+    pairs = contradictions.candidate_pairs(contradictions.group_codes(items), vectors, threshold,
+                                           neighbors=neighbors, only=changed)
+    if not pairs:
+        return {}
+    involved = sorted({i for _s, i, _j in pairs} | {j for _s, _i, j in pairs})
+    rows = dict(zip(involved, _rows(items[involved], _PAIRED)))
+    for _sim, i, j in pairs:
         a, b = rows[i], rows[j]
         if a["status"] != "active" or b["status"] != "active" or b["id"] in (a["contradicts"] or []):
             continue
@@ -199,13 +231,27 @@ def _contradictions(rows: list[dict], vectors: np.ndarray, config: MemoryConfig,
         for one, other in ((a, b), (b, a)):
             one["contradicts"] = [*(one["contradicts"] or []), other["id"]]
             report.record("contradicted", one["id"])
+    return rows
 
 
-def _unresolved(row: dict, by_id: dict[str, dict]) -> bool:
+def _statuses(items: pl.DataFrame, paired: dict[int, dict]) -> dict[str, str]:
+    """id → status after the contradiction pass, for every item some item contradicts."""
+    named = set(items.select(pl.col("contradicts").explode().drop_nulls().unique()).to_series().to_list())
+    for row in paired.values():
+        named.update(row["contradicts"] or [])
+    if not named:
+        return {}
+    status = dict(items.filter(pl.col("id").is_in(sorted(named))).select("id", "status").iter_rows())
+    status.update({row["id"]: row["status"] for row in paired.values() if row["id"] in status})
+    return status
+
+
+def _unresolved(row: dict, status: dict[str, str]) -> bool:
     """A contradiction stays open until one side is superseded. An archived or purged
     counterpart does not settle it (nobody said which was right), which also keeps the
-    penalty the same on a re-run after tonight's purges."""
-    return any(other in by_id and by_id[other]["status"] != "superseded" for other in row.get("contradicts") or [])
+    penalty the same on a re-run after tonight's purges. ``status``: id → status after
+    the contradiction pass."""
+    return any(other in status and status[other] != "superseded" for other in row.get("contradicts") or [])
 
 
 def _expiry(row: dict, config: MemoryConfig, now: datetime) -> tuple[str, datetime] | None:
@@ -265,23 +311,36 @@ def apply(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig, now: d
         return items, report
     if len(vectors) != items.height:
         raise ValueError(f"lifecycle.apply: {len(vectors)} vectors for {items.height} items; they must align")
+    # Pairs first: they change only the rows they pair, and the penalty reads the statuses
+    # they leave. The rest of the night is row by row, a chunk of rows at a time.
+    paired = _contradictions(items, _unit(vectors), config, neighbors, report, changed)
+    status = _statuses(items, paired)
+    parts = []
+    for offset, rows in _chunks(items, (*_READ, *_WRITTEN)):
+        _night(rows, offset, paired, status, config, now, report)
+        parts.append(_frame(rows, items, _WRITTEN))
+    return _written(parts, items, _WRITTEN), report
+
+
+def _night(rows: list[dict], offset: int, paired: dict[int, dict], status: dict[str, str],
+           config: MemoryConfig, now: datetime, report: LifecycleReport) -> None:
+    """The night's row-by-row rules on one chunk of rows (``offset``: the first one's
+    position), in place; ``paired``: what the contradiction pass changed."""
     cfg = config.lifecycle
-    rows = _rows(items, (*_READ, *_WRITTEN))
     before = [_state(r) for r in rows]
-    by_id = {r["id"]: r for r in rows}
     base_importance = [_base(r, "importance") for r in rows]
     base_confidence = [_base(r, "confidence") for r in rows]
 
-    for row in rows:
+    for n, row in enumerate(rows):
         row["retrieval_priority"] = scoring.retrieval_priority(config, row, now)
         if row["status"] == "active" and scoring.created_today(row, now):
             report.record("boosted", row["id"])
-
-    _contradictions(rows, _unit(vectors), config, neighbors, report, changed)
+        if (offset + n) in paired:
+            row.update({k: paired[offset + n][k] for k in ("status", "superseded_by", "supersedes", "contradicts")})
 
     for row, importance, conf in zip(rows, base_importance, base_confidence):
         row["importance"] = scoring.lifecycle_importance(config, {**row, "importance": importance}, now)
-        is_confirmed, is_contradicted = confirmed(row), _unresolved(row, by_id)
+        is_confirmed, is_contradicted = confirmed(row), _unresolved(row, status)
         row["confidence"] = scoring.lifecycle_confidence(config, conf, confirmed=is_confirmed,
                                                          contradicted=is_contradicted)
         if row["status"] != "active":
@@ -314,21 +373,26 @@ def apply(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig, now: d
     for row, state in zip(rows, before):
         if _state(row) != state:
             row["updated_at"] = now
-    return _write(items, rows, _WRITTEN), report
 
 
 def _retire(items: pl.DataFrame, now: datetime, *, after_days: float, source: tuple[str, ...],
             target: str, only: Collection[str] | None = None) -> tuple[pl.DataFrame, LifecycleReport]:
     report = LifecycleReport()
-    rows = _rows(items, ("id", "status", "tier", "promoted", "last_referenced_at", "created_at", "first_seen_at", "updated_at"))
-    for row in rows:
-        used = scoring.last_used_at(row)
-        # Permanent and promoted memories were learned for good: time alone never retires them.
-        if ((only is None or row["id"] in only) and row["status"] in source and row.get("tier") != "permanent" and not row.get("promoted") and used is not None
-                and used + timedelta(days=after_days) <= now):
-            row["status"], row["updated_at"] = target, now
-            report.record(target, row["id"])
-    return _write(items, rows, ("status", "updated_at")), report
+    if items.is_empty():
+        return items, report
+    written = ("status", "updated_at")
+    parts = []
+    for _offset, rows in _chunks(items, ("id", "status", "tier", "promoted", "last_referenced_at", "created_at",
+                                         "first_seen_at", "updated_at")):
+        for row in rows:
+            used = scoring.last_used_at(row)
+            # Permanent and promoted memories were learned for good: time alone never retires them.
+            if ((only is None or row["id"] in only) and row["status"] in source and row.get("tier") != "permanent"
+                    and not row.get("promoted") and used is not None and used + timedelta(days=after_days) <= now):
+                row["status"], row["updated_at"] = target, now
+                report.record(target, row["id"])
+        parts.append(_frame(rows, items, written))
+    return _written(parts, items, written), report
 
 
 def archive_unaccessed(items: pl.DataFrame, config: MemoryConfig, now: datetime, *,
