@@ -27,10 +27,12 @@ items': ``build_graph(items, vectors, events, config, now)``.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import re
-from functools import lru_cache
 from collections import defaultdict
+from collections.abc import Callable, Iterable
+from functools import lru_cache
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -82,18 +84,17 @@ def _short_form(short: str, long: str) -> bool:
 _POSSESSOR = r"(?:\b[\w'-]+'s|\b(?:my|his|her|their|our))"
 
 
-def _stated_aliases(rows: list[dict], names: dict[str, dict[str, dict]]) -> list[tuple[str, str, str]]:
-    """(namespace, concept key, name key) for every active item that says a possessed
-    thing ("Aaron's car") is a name of the same namespace ("Subaru WRX")."""
+def _stated_aliases(rows: Iterable[tuple[str, str | None, list[str] | None]],
+                    kinds: dict[tuple[str, str], str]) -> list[tuple[str, str, str]]:
+    """(namespace, concept key, name key) for every active item (its namespace, content
+    and entities in ``rows``) that says a possessed thing ("Aaron's car") is a name of the
+    same namespace ("Subaru WRX"); ``kinds``: (namespace, key) → "name" or "concept"."""
     found = []
-    for row in rows:
-        if row["status"] != "active":
-            continue
-        ns, content = row["namespace"], row.get("content") or ""
-        known = names.get(ns, {})
-        keys = {normal(e): e for e in row.get("entities") or [] if normal(e)}
-        concepts = [k for k in keys if known.get(k, {}).get("kind") == "concept"]
-        proper = [k for k in keys if known.get(k, {}).get("kind") == "name"]
+    for ns, content, entities in rows:
+        content = content or ""
+        keys = {normal(e): e for e in entities or [] if normal(e)}
+        concepts = [k for k in keys if kinds.get((ns, k)) == "concept"]
+        proper = [k for k in keys if kinds.get((ns, k)) == "name"]
         if not concepts or not proper or not _SAYS.search(content):
             continue
         for c in concepts:
@@ -120,17 +121,36 @@ def _said(concept: str, name: str) -> re.Pattern[str]:
         rf"\bcalls?\s+{_POSSESSOR}\s+{cw}\s+(?:the\s+)?{nw}\b")), re.IGNORECASE)
 
 
-def _aliases(names: dict[str, dict], vectors: np.ndarray, floor: float) -> dict[str, tuple[str, float]]:
-    """key → (canonical key, similarity) for the names of one namespace that merge."""
-    proper = [k for k, v in names.items() if v["kind"] == "name"]
-    merged: dict[str, tuple[str, float]] = {}
+def _aliases(proper: list[str], rows_of: Callable[[list[str]], dict[str, list[int]]], vectors: np.ndarray,
+             floor: float) -> dict[str, tuple[str, float]]:
+    """key → (canonical key, similarity) for the proper names of one namespace (``proper``,
+    in the order first mentioned) that merge; ``rows_of`` gives the rows mentioning each
+    of some keys (once per mention)."""
+    # A short form is a prefix of a longer name's first word, or its last word: looked up
+    # in the sorted first words and by last word, not against every other name.
+    firsts = sorted((k.split()[0], k) for k in proper)
+    first_words = [w for w, _k in firsts]
+    by_last: dict[str, list[str]] = defaultdict(list)
+    for k in proper:
+        words = k.split()
+        if len(words) > 1:
+            by_last[words[-1]].append(k)
+    pairs: dict[str, str] = {}
     for short in proper:
-        longs = [k for k in proper if _short_form(short, k)]
-        if len(longs) != 1:
-            continue  # "John" of "John Smith" and "John Doe": ambiguous, left alone
-        long = longs[0]
-        a, b = names[short]["rows"], names[long]["rows"]
-        ca, cb = vectors[a].mean(axis=0), vectors[b].mean(axis=0)
+        candidates = set(by_last.get(short, ()))
+        at = bisect.bisect_left(first_words, short)
+        while at < len(firsts) and first_words[at].startswith(short):
+            candidates.add(firsts[at][1])
+            at += 1
+        longs = [k for k in candidates if _short_form(short, k)]
+        if len(longs) == 1:  # "John" of "John Smith" and "John Doe": ambiguous, left alone
+            pairs[short] = longs[0]
+    if not pairs:
+        return {}
+    rows = rows_of(sorted({*pairs, *pairs.values()}))
+    merged: dict[str, tuple[str, float]] = {}
+    for short, long in pairs.items():
+        ca, cb = vectors[rows[short]].mean(axis=0), vectors[rows[long]].mean(axis=0)
         similarity = float(ca @ cb / (np.linalg.norm(ca) * np.linalg.norm(cb) + 1e-9))
         if similarity >= floor:
             merged[short] = (long, similarity)
@@ -151,38 +171,83 @@ def _decayed(observations: list[tuple[datetime, float]], config: MemoryConfig, n
     return confidence * g.edge_decay_per_night ** nights, first, last
 
 
+# What the graph reads of an item, and the type of each when a frame lacks it.
+_COLUMNS: dict[str, pl.DataType] = {
+    "id": pl.String(), "namespace": pl.String(), "content": pl.String(), "entities": pl.List(pl.String()),
+    "status": pl.String(), "confidence": pl.Float64(), "subject": pl.String(), "relation": pl.String(),
+    "value": pl.String(), "created_at": pl.Datetime("us", "UTC"), "supersedes": pl.String(),
+    "contradicts": pl.List(pl.String()), "source_resource_ids": pl.List(pl.String()),
+}
+
+
+def _graph_rows(items: pl.DataFrame) -> pl.DataFrame:
+    """The items that count in the graph, the columns it reads, and ``row``: each one's
+    position in ``items`` (its vector's)."""
+    present = [pl.col(c) if c in items.columns else pl.lit(None, dtype=t).alias(c) for c, t in _COLUMNS.items()]
+    return (items.select(present).with_row_index("row")
+            .filter(pl.col("status").is_in(list(IN_GRAPH))).with_columns(pl.col("confidence").cast(pl.Float64)))
+
+
+def _mentions(rows: pl.DataFrame) -> pl.DataFrame:
+    """One row per entity an item names, in the items' order: the item's row, id,
+    namespace, status, confidence and created_at, the ``name`` as written, its ``key``
+    (normal form), whether it is written as a proper name, and ``pos``, its order."""
+    mentions = (rows.select("row", "id", "namespace", "status", "confidence", "created_at",
+                            pl.col("entities").alias("name"))
+                .explode("name").drop_nulls("name").with_row_index("pos"))
+    written = mentions["name"].unique().to_list()
+    keys = {name: normal(name) for name in written}
+    proper = [name for name in written if _kind(name) == "name"]
+    return mentions.with_columns(
+        key=pl.col("name").replace_strict(keys, return_dtype=pl.String),
+        proper=pl.col("name").is_in(proper),
+    ).filter(pl.col("key").is_not_null())
+
+
+def _names(mentions: pl.DataFrame) -> dict[str, dict[str, dict]]:
+    """namespace → key → {"kind", "surface" (the most written form; a tie, the first)},
+    namespaces and keys in the order first mentioned."""
+    surfaces = (mentions.group_by("namespace", "key", "name").agg(count=pl.len(), first=pl.col("pos").min())
+                .sort(["count", "first"], descending=[True, False])
+                .group_by("namespace", "key", maintain_order=True).agg(surface=pl.col("name").first()))
+    keys = (mentions.group_by("namespace", "key").agg(first=pl.col("pos").min(), proper=pl.col("proper").any())
+            .join(surfaces, on=["namespace", "key"]).sort("first"))
+    names: dict[str, dict[str, dict]] = defaultdict(dict)
+    for namespace, key, proper, surface in keys.select("namespace", "key", "proper", "surface").iter_rows():
+        names[namespace][key] = {"kind": "name" if proper else "concept", "surface": surface}
+    return names
+
+
 @spanned("graph: build")
 def build_graph(items: pl.DataFrame, vectors: np.ndarray, events: pl.DataFrame | None,
                 config: MemoryConfig, now: datetime) -> Graph:
-    """The entities and edges of ``items`` (row-aligned with ``vectors``) as of ``now``."""
-    cols = ("id", "namespace", "content", "entities", "status", "confidence", "subject", "relation", "value",
-            "created_at", "supersedes", "contradicts", "source_resource_ids")
-    rows = items.select([c for c in cols if c in items.columns]).to_dicts() if items.height else []
-    # 1. names per namespace, with the rows that mention them
-    names: dict[str, dict[str, dict]] = defaultdict(dict)
-    for i, row in enumerate(rows):
-        if row["status"] not in IN_GRAPH:
-            continue
-        for name in row.get("entities") or []:
-            key = normal(name)
-            if not key:
-                continue
-            entry = names[row["namespace"]].setdefault(key, {"surface": defaultdict(int), "rows": [], "kind": "concept"})
-            entry["surface"][name] += 1
-            entry["rows"].append(i)
-            if _kind(name) == "name":  # written as a name once: a name
-                entry["kind"] = "name"
+    """The entities and edges of ``items`` (row-aligned with ``vectors``) as of ``now``.
+
+    Works in columns: a million items are never a million dicts, only the names (one
+    per entity) and the items with a relation between two of their entities are Python
+    objects."""
+    rows = _graph_rows(items)
+    mentions = _mentions(rows)
+    # 1. names per namespace
+    names = _names(mentions)
+    kinds = {(ns, key): entry["kind"] for ns, by_key in names.items() for key, entry in by_key.items()}
     # 2. aliases, then one node per canonical name
     merges: list[dict] = []
     canonical: dict[tuple[str, str], str] = {}
     for namespace, by_key in names.items():
-        for short, (long, similarity) in _aliases(by_key, vectors, config.graph.alias_min_similarity).items():
+        def rows_of(keys: list[str], namespace: str = namespace) -> dict[str, list[int]]:
+            found = (mentions.filter((pl.col("namespace") == namespace) & pl.col("key").is_in(keys))
+                     .group_by("key", maintain_order=True).agg(pl.col("row")))
+            return dict(found.iter_rows())
+
+        proper = [k for k, v in by_key.items() if v["kind"] == "name"]
+        for short, (long, similarity) in _aliases(proper, rows_of, vectors, config.graph.alias_min_similarity).items():
             canonical[(namespace, short)] = long
-            merges.append({"namespace": namespace, "alias": max(by_key[short]["surface"], key=by_key[short]["surface"].get),
-                           "into": max(by_key[long]["surface"], key=by_key[long]["surface"].get),
+            merges.append({"namespace": namespace, "alias": by_key[short]["surface"], "into": by_key[long]["surface"],
                            "similarity": round(similarity, 3), "reason": "short form"})
     stated: dict[tuple[str, str], set[str]] = defaultdict(set)
-    for namespace, concept, name in _stated_aliases(rows, names):
+    saying = rows.filter((pl.col("status") == "active") & (pl.col("entities").list.len() > 1))
+    for namespace, concept, name in _stated_aliases(saying.select("namespace", "content", "entities").iter_rows(), kinds):
         stated[(namespace, concept)].add(name)
     for (namespace, concept), said in sorted(stated.items()):
         if (namespace, concept) in canonical or len(said) != 1:
@@ -191,73 +256,101 @@ def build_graph(items: pl.DataFrame, vectors: np.ndarray, events: pl.DataFrame |
         target = canonical.get((namespace, name), name)
         canonical[(namespace, concept)] = target
         by_key = names[namespace]
-        merges.append({"namespace": namespace, "alias": max(by_key[concept]["surface"], key=by_key[concept]["surface"].get),
-                       "into": max(by_key[target]["surface"], key=by_key[target]["surface"].get),
+        merges.append({"namespace": namespace, "alias": by_key[concept]["surface"], "into": by_key[target]["surface"],
                        "similarity": None, "reason": "stated"})
 
-    def node(namespace: str, name: str) -> str | None:
-        key = normal(name)
-        if not key or key not in names.get(namespace, {}):
-            return None
-        return entity_id(namespace, canonical.get((namespace, key), key))
+    nodes = pl.DataFrame(
+        [(ns, key, entity_id(ns, canonical.get((ns, key), key))) for ns, by_key in names.items() for key in by_key],
+        schema={"namespace": pl.String, "key": pl.String, "entity": pl.String}, orient="row")
+    mentions = mentions.join(nodes, on=["namespace", "key"], how="left", maintain_order="left")
+    entities = _entities(names, canonical, mentions)
 
-    entities: dict[str, dict] = {}
+    # 3. edges
+    edges = [_item_edges(rows, mentions), _relations(rows, mentions, config, now),
+             _co_recall(events, rows, config, now)]
+    return Graph(entities, pl.concat([e for e in edges if e.height] or [pl.DataFrame(schema=EDGE_SCHEMA)]), merges)
+
+
+def _entities(names: dict[str, dict[str, dict]], canonical: dict[tuple[str, str], str],
+              mentions: pl.DataFrame) -> pl.DataFrame:
+    """One node per canonical name: its most written form, the forms merged into it, and
+    the items mentioning any of them (``facts``: the active ones; first and last seen)."""
+    meta: dict[str, dict] = {}
     for namespace, by_key in names.items():
         for key, entry in by_key.items():
             target = canonical.get((namespace, key), key)
             eid = entity_id(namespace, target)
-            main = names[namespace][target]
-            ent = entities.setdefault(eid, {
-                "id": eid, "name": max(main["surface"], key=main["surface"].get), "aliases": [],
-                "kind": main["kind"], "namespace": namespace, "facts": 0, "status": "archived",
-                "first_seen_at": None, "updated_at": None, "_rows": set()})
+            main = by_key[target]
+            node = meta.setdefault(eid, {"id": eid, "name": main["surface"], "aliases": set(), "kind": main["kind"],
+                                         "namespace": namespace})
             if target != key:
-                ent["aliases"].append(max(entry["surface"], key=entry["surface"].get))
-            ent["_rows"].update(entry["rows"])
-    for ent in entities.values():
-        members = [rows[i] for i in ent.pop("_rows")]
-        ent["facts"] = sum(1 for r in members if r["status"] == "active")
-        ent["status"] = "active" if ent["facts"] else "archived"
-        ent["first_seen_at"] = min(r["created_at"] for r in members)
-        ent["updated_at"] = max(r["created_at"] for r in members)
-        ent["aliases"] = sorted(set(ent["aliases"]))
+                node["aliases"].add(entry["surface"])
+    if not meta:
+        return pl.DataFrame(schema=ENTITY_SCHEMA)
+    frame = pl.DataFrame([{**m, "aliases": sorted(m["aliases"])} for m in meta.values()],
+                         schema={c: ENTITY_SCHEMA[c] for c in ("id", "name", "aliases", "kind", "namespace")})
+    seen = (mentions.select("entity", "row", "status", "created_at").unique(["entity", "row"])
+            .group_by("entity").agg(facts=(pl.col("status") == "active").sum().cast(pl.Int64),
+                                    first_seen_at=pl.col("created_at").min(), updated_at=pl.col("created_at").max()))
+    frame = frame.join(seen, left_on="id", right_on="entity", how="left").with_columns(
+        status=pl.when(pl.col("facts") > 0).then(pl.lit("active")).otherwise(pl.lit("archived")))
+    return frame.select(list(ENTITY_SCHEMA)).cast(ENTITY_SCHEMA).sort("namespace", "name", maintain_order=True)
 
-    # 3. edges
-    edges: list[dict] = []
+
+def _item_edges(rows: pl.DataFrame, mentions: pl.DataFrame) -> pl.DataFrame:
+    """``mentions`` (item → entity, once per entity, with the item's confidence),
+    ``derived_from`` (item → each resource), ``supersedes`` and ``contradicts`` (with the
+    item's confidence), item by item in that order."""
+    def edges(frame: pl.DataFrame, kind: str, rank: int, target: str, confidence: pl.Expr, order: str) -> pl.DataFrame:
+        return frame.select(
+            pl.col("row"), pl.lit(rank).alias("_rank"), pl.col(order).alias("_order"),
+            source=pl.col("id"), target=pl.col(target), kind=pl.lit(kind), relation=pl.lit(None, dtype=pl.String),
+            namespace=pl.col("namespace"), weight=pl.lit(1.0), confidence=confidence,
+            created_at=pl.col("created_at"), last_reinforced_at=pl.col("created_at"))
+
+    mentioned = mentions.unique(["row", "entity"], keep="first", maintain_order=True)
+    listed = rows.select("row", "id", "namespace", "created_at", "confidence", "source_resource_ids", "contradicts")
+    derived = (listed.select("row", "id", "namespace", "created_at", pl.col("source_resource_ids").alias("target"))
+               .explode("target").with_row_index("_n").drop_nulls("target"))
+    contradicts = (listed.select("row", "id", "namespace", "created_at", "confidence",
+                                 pl.col("contradicts").alias("target"))
+                   .explode("target").with_row_index("_n").drop_nulls("target"))
+    supersedes = rows.filter(pl.col("supersedes").is_not_null() & (pl.col("supersedes") != "")).with_columns(_n=pl.lit(0))
+    parts = [
+        edges(mentioned, "mentions", 0, "entity", pl.col("confidence"), "pos"),
+        edges(derived, "derived_from", 1, "target", pl.lit(1.0), "_n"),
+        edges(supersedes, "supersedes", 2, "supersedes", pl.lit(1.0), "_n"),
+        edges(contradicts, "contradicts", 3, "target", pl.col("confidence"), "_n"),
+    ]
+    frame = pl.concat([p.cast({"_order": pl.Int64}) for p in parts])
+    return frame.sort("row", "_rank", "_order").select(list(EDGE_SCHEMA)).cast(EDGE_SCHEMA)
+
+
+def _relations(rows: pl.DataFrame, mentions: pl.DataFrame, config: MemoryConfig, now: datetime) -> pl.DataFrame:
+    """subject → value: "Nate has a pet turtle" joins Nate and turtle; reinforced each
+    time an active item states it again, decayed since, pruned below the floor."""
+    stating = rows.filter((pl.col("status") == "active") & pl.col("relation").is_not_null()
+                          & (pl.col("relation") != "")).select("row", "namespace", "created_at", "confidence",
+                                                               "subject", "relation", "value")
+    named = (mentions.filter(pl.col("row").is_in(stating["row"].implode()))
+             .unique(["row", "entity"], keep="first", maintain_order=True)
+             .group_by("row", maintain_order=True).agg("entity", "name").filter(pl.col("entity").list.len() > 1))
+    stating = stating.join(named, on="row", how="inner", maintain_order="left")
     relations: dict[tuple[str, str, str, str], list[tuple[datetime, float]]] = defaultdict(list)
-    for row in rows:
-        if row["status"] not in IN_GRAPH:
-            continue
-        ns, item, when, confidence = row["namespace"], row["id"], row["created_at"], float(row["confidence"])
-        mentioned = {}
-        for name in row.get("entities") or []:
-            eid = node(ns, name)
-            if eid and eid not in mentioned:
-                mentioned[eid] = name
-                edges.append(_edge(item, eid, "mentions", None, ns, 1.0, confidence, when, when))
-        for resource in row.get("source_resource_ids") or []:
-            edges.append(_edge(item, resource, "derived_from", None, ns, 1.0, 1.0, when, when))
-        if row.get("supersedes"):
-            edges.append(_edge(item, row["supersedes"], "supersedes", None, ns, 1.0, 1.0, when, when))
-        for other in row.get("contradicts") or []:
-            edges.append(_edge(item, other, "contradicts", None, ns, 1.0, confidence, when, when))
-        # subject → value: "Nate has a pet turtle" joins Nate and turtle.
-        if row["status"] == "active" and row.get("relation") and len(mentioned) > 1:
-            subject, value = (row.get("subject") or "").lower(), (row.get("value") or "").lower()
-            sources = [e for e, n in mentioned.items() if n.lower() in subject] if subject else []
-            targets = [e for e, n in mentioned.items() if n.lower() in value and e not in sources] if value else []
-            for s in sources[:1]:
-                for t in targets:
-                    relations[(s, t, row["relation"], ns)].append((when, confidence))
+    for _row, ns, when, confidence, subject, relation, value, eids, written in stating.iter_rows():
+        subject, value = (subject or "").lower(), (value or "").lower()
+        mentioned = list(zip(eids, written))
+        sources = [e for e, n in mentioned if n.lower() in subject] if subject else []
+        targets = [e for e, n in mentioned if n.lower() in value and e not in sources] if value else []
+        for s in sources[:1]:
+            for t in targets:
+                relations[(s, t, relation, ns)].append((when, float(confidence)))
+    out = []
     for (s, t, relation, ns), seen in relations.items():
         confidence, first, last = _decayed(seen, config, now)
         if confidence >= config.graph.edge_floor:
-            edges.append(_edge(s, t, "relation", relation, ns, float(len(seen)), confidence, first, last))
-    edges.extend(_co_recall(events, {r["id"]: r["namespace"] for r in rows if r["status"] in IN_GRAPH}, config, now))
-    frame = pl.DataFrame(edges, schema=EDGE_SCHEMA) if edges else pl.DataFrame(schema=EDGE_SCHEMA)
-    entity_frame = (pl.DataFrame(list(entities.values()), schema=ENTITY_SCHEMA) if entities
-                    else pl.DataFrame(schema=ENTITY_SCHEMA))
-    return Graph(entity_frame.sort("namespace", "name"), frame, merges)
+            out.append(_edge(s, t, "relation", relation, ns, float(len(seen)), confidence, first, last))
+    return pl.DataFrame(out, schema=EDGE_SCHEMA)
 
 
 def _edge(source: str, target: str, kind: str, relation: str | None, namespace: str, weight: float,
@@ -266,12 +359,15 @@ def _edge(source: str, target: str, kind: str, relation: str | None, namespace: 
             "weight": weight, "confidence": confidence, "created_at": created_at, "last_reinforced_at": reinforced_at}
 
 
-def _co_recall(events: pl.DataFrame | None, live: dict[str, str], config: MemoryConfig, now: datetime) -> list[dict]:
+def _co_recall(events: pl.DataFrame | None, rows: pl.DataFrame, config: MemoryConfig, now: datetime) -> pl.DataFrame:
     """relates_to edges: items used together in one reply (a ``referenced`` event naming
-    two or more items), reinforced each time, decayed since, pruned below the floor."""
+    two or more items of ``rows``), reinforced each time, decayed since, pruned below the
+    floor."""
     if events is None or events.is_empty():
-        return []
+        return pl.DataFrame(schema=EDGE_SCHEMA)
     used = events.filter((pl.col("type") == "referenced") & (pl.col("item_ids").list.len() > 1))
+    named = used.select(pl.col("item_ids").explode().unique())["item_ids"]
+    live = dict(rows.filter(pl.col("id").is_in(named.implode())).select("id", "namespace").iter_rows())
     seen: dict[tuple[str, str], list[tuple[datetime, float]]] = defaultdict(list)
     for ids, ts in used.select("item_ids", "ts").iter_rows():
         present = sorted({i for i in ids if i in live})
@@ -285,4 +381,4 @@ def _co_recall(events: pl.DataFrame | None, live: dict[str, str], config: Memory
         confidence, first, last = _decayed(observations, config, now)
         if confidence >= config.graph.edge_floor:
             out.append(_edge(a, b, "relates_to", None, live[a], float(len(observations)), confidence, first, last))
-    return out
+    return pl.DataFrame(out, schema=EDGE_SCHEMA)
