@@ -89,12 +89,12 @@ def write_items(paths: DataRoot, items: pl.DataFrame, vectors: np.ndarray, now: 
     # ``_apply_changes`` compares. (polars' row hash is stable within a polars version; a
     # new version's hashes all differ, and the table is written whole once.)
     frame = frame.with_columns(frame.hash_rows().alias(ROW_HASH))
-    table_data = frame.to_arrow()
     db = lancedb.connect(str(paths.lancedb))
     table = None if rewrite or not items.height else _open_items(db)
-    if table is None or table.schema != table_data.schema or not _apply_changes(table, frame):
+    # Arrow's copy of the whole frame (its strings are converted) only when it is written whole.
+    if table is None or table.schema != frame.head(0).to_arrow().schema or not _apply_changes(table, frame):
         with timed("lancedb: write table"):
-            table = db.create_table(ITEMS_TABLE, data=table_data, mode="overwrite")
+            table = db.create_table(ITEMS_TABLE, data=frame.to_arrow(), mode="overwrite")
     _index(table)
     return ItemsVersion(version=table.version, parquet=parquet, rows=items.height, written_at=now.isoformat())
 
