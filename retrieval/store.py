@@ -8,6 +8,7 @@ after a run's checks passed.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,12 +69,20 @@ class ItemStore:
         return None if table is None else int(table.version)
 
     @spanned("read published items")
-    def items(self) -> pl.DataFrame:
-        """Every published item (all statuses), from the published version's Parquet file."""
+    def items(self, columns: Sequence[str] | None = None) -> pl.DataFrame:
+        """Every published item (all statuses), from the published version's Parquet file;
+        only ``columns`` when given (those the file has: a version written before a
+        column existed lacks it)."""
         pointer = published.read(self.paths)
         if pointer is None:
-            return pl.DataFrame(schema=ITEM_SCHEMA)
-        return pl.read_parquet(str(pointer.items_path(self.paths)))
+            schema = ITEM_SCHEMA if columns is None else {c: ITEM_SCHEMA[c] for c in columns if c in ITEM_SCHEMA}
+            return pl.DataFrame(schema=schema)
+        path = str(pointer.items_path(self.paths))
+        if columns is None:
+            return pl.read_parquet(path)
+        scan = pl.scan_parquet(path)
+        present = scan.collect_schema()
+        return scan.select([c for c in dict.fromkeys(columns) if c in present]).collect()
 
     def get(self, item_id: str) -> dict[str, Any]:
         rows = self.items().filter(pl.col("id") == item_id)

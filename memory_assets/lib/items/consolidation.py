@@ -28,6 +28,11 @@ CARRIED = (
 )
 
 
+# What the build reads of the last published items: their ids, hashes and merges, and
+# what the lifecycle carries over (the rest is derived again from the facts).
+PREVIOUS_COLUMNS = ("id", "namespace", "content_hash", "merged_from", *CARRIED)
+
+
 class TextEmbedder(Protocol):
     model_id: str
 
@@ -126,7 +131,8 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
     # embedding: they need no vector and no similarity search.
     previous_ids = set(previous["id"].to_list()) if previous is not None and not previous.is_empty() else set()
     if previous_ids and previous is not None and "merged_from" in previous.columns:
-        merged_into = {m: r["id"] for r in previous.select("id", "merged_from").to_dicts() for m in (r["merged_from"] or [])}
+        merged = previous.filter(pl.col("merged_from").list.len() > 0).select("id", "merged_from")
+        merged_into = {m: survivor for survivor, absorbed in merged.iter_rows() for m in absorbed}
         items, refolded = dedup.fold_known(items, merged_into, bonus=config.confidence.merge_bonus)
         previous_ids.update(refolded)
 

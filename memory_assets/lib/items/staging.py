@@ -21,7 +21,7 @@ from memory_assets.lib.lifecycle import sweeps
 from memory_assets.lib.quality import ScanLedger, audit, embeddings_report, graph_report, items_report, schema_report
 from memory_assets.lib.quality.suite_report import QualityReport
 from retrieval.config import MemoryConfig
-from memory_assets.lib.items.consolidation import TextEmbedder
+from memory_assets.lib.items.consolidation import PREVIOUS_COLUMNS, TextEmbedder
 from retrieval.paths import DataRoot
 from retrieval.schema import ITEM_SCHEMA
 from retrieval.store import ItemStore
@@ -76,7 +76,7 @@ def stage_items(paths: DataRoot, model: TextEmbedder, config: MemoryConfig, now:
     """Rebuild the items from every fact, the imports, the agents' feedback and the pending
     sweeps as of ``now``, write them as a new Parquet and LanceDB version, and stage it."""
     store = ItemStore(paths)
-    facts, previous = warehouse.read_facts(paths), store.items()
+    facts, previous = warehouse.read_facts(paths), store.items(PREVIOUS_COLUMNS)
     files = imports.read_imports(paths)
     adoption = imports.adopt(files, facts, previous, config, model.model_id) if files else None
     if adoption is not None and adoption.facts.height:
