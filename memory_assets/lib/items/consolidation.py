@@ -144,6 +144,8 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
         vectors_by_hash.update(zip(texts["content_hash"].to_list(), fresh))
     vectors = (np.asarray(np.stack([vectors_by_hash[h] for h in items["content_hash"].to_list()]), dtype=np.float32)
                if items.height else np.zeros((0, 1), np.float32))
+    # The published vectors (1.5 GB at a million items) are not needed past this point.
+    del known_vectors, vectors_by_hash
     items = items.with_columns(embedding_model=pl.lit(embedder.model_id))
 
     known_ids = previous_ids | (set(adopted["id"].to_list()) if adopted is not None else set())
