@@ -49,7 +49,12 @@ def profile(entity: dict, rows: list[dict], config: MemoryConfig, now: datetime)
     """One entity's page from the items that mention it, written like an offline category
     summary (``writing.bulleted``); None when none may be summarized."""
     ranked = sorted((r for r in rows if _eligible(r, now)), key=lambda r: (-memory_score(config, r, now), r["id"]))
-    text, count = bulleted(entity["name"], [(_one_line(r["content"]), [r["id"]]) for r in ranked], config,
+    return _page(entity, [(r["content"], r["id"]) for r in ranked], config, now)
+
+
+def _page(entity: dict, ranked: list[tuple[str, str]], config: MemoryConfig, now: datetime) -> Summary | None:
+    """The page of ``ranked`` (content, id), best first."""
+    text, count = bulleted(entity["name"], [(_one_line(content), [item_id]) for content, item_id in ranked], config,
                            int(config.graph.profile_max_facts))
     if not count:
         return None
@@ -59,21 +64,49 @@ def profile(entity: dict, rows: list[dict], config: MemoryConfig, now: datetime)
                    updated_at=now, summarizer="offline")
 
 
+# Ranked lines a page is first written from: a page holds at most profile_max_facts, a few
+# fall out as near-duplicates or too long, and the page is written again from all of them
+# only when these run out first.
+LINES_PER_PAGE = 200
+SCORED_ROWS = 50_000  # items scored at a time (as dicts)
+
+
+def _eligible_rows(now: datetime) -> pl.Expr:
+    """``writing._eligible`` in columns: active (or no status), trusted, unexpired."""
+    return ((pl.col("status").fill_null("active") == "active")
+            & (pl.col("source_trust").fill_null("") != "untrusted")
+            & (pl.col("expires_at").is_null() | (pl.col("expires_at") > now)))
+
+
 def profiles(items: pl.DataFrame, chosen: pl.DataFrame, edges: pl.DataFrame, config: MemoryConfig,
              now: datetime) -> list[Summary]:
-    """The pages of the ``chosen`` entities (``important``, or some of them), in entity-id order."""
+    """The pages of the ``chosen`` entities (``important``, or some of them), in entity-id order.
+
+    Each mentioned item is scored once, a chunk of rows at a time, and each entity's
+    lines are ranked in polars: the important entities can be mentioned by most of a
+    million items, which as dicts would not fit in memory."""
     if chosen.is_empty() or edges.is_empty() or items.is_empty():
         return []
     ids = chosen["id"].to_list()
     mentions = edges.filter((pl.col("kind") == "mentions") & pl.col("target").is_in(ids)).select("source", "target")
-    by_id = {r["id"]: r for r in items.filter(pl.col("id").is_in(mentions["source"].unique().to_list())).to_dicts()}
-    about: dict[str, list[dict]] = {}
-    for source, target in mentions.iter_rows():
-        if source in by_id:
-            about.setdefault(target, []).append(by_id[source])
+    about = items.filter(pl.col("id").is_in(mentions["source"].unique().implode()) & _eligible_rows(now))
+    scores = []
+    for start in range(0, about.height, SCORED_ROWS):
+        scores.extend(memory_score(config, row, now) for row in about.slice(start, SCORED_ROWS).to_dicts())
+    scored = about.select("id", "content").with_columns(score=pl.Series(scores, dtype=pl.Float64))
+    ranked = (mentions.join(scored, left_on="source", right_on="id", how="inner")
+              .sort(["target", "score", "source"], descending=[False, True, False]))
+    lines = {target: list(zip(content, source)) for target, content, source in
+             ranked.group_by("target", maintain_order=True).head(LINES_PER_PAGE)
+             .group_by("target", maintain_order=True).agg("content", "source").iter_rows()}
+    counts = dict(ranked.group_by("target").len().iter_rows())
     out = []
     for entity in chosen.sort("id").to_dicts():
-        page = profile(entity, about.get(entity["id"], []), config, now)
+        eid = entity["id"]
+        page = _page(entity, lines.get(eid, []), config, now)
+        if counts.get(eid, 0) > LINES_PER_PAGE and (page is None or len(page.item_ids) < int(config.graph.profile_max_facts)):
+            every = ranked.filter(pl.col("target") == eid).select("content", "source").rows()
+            page = _page(entity, every, config, now)
         if page is not None:
             out.append(page)
     return out

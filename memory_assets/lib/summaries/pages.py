@@ -38,6 +38,15 @@ class SummariesRefused(RuntimeError):
         self.missing = missing
 
 
+# What pages read of an item (what is ranked, cited, retired and quoted): not its
+# sources, entities or parse, which at a million items are most of the bytes.
+SUMMARY_COLUMNS = (
+    "id", "content", "category", "status", "source_trust", "expires_at", "supersedes", "contradicts", "confidence",
+    "created_at", "first_seen_at", "updated_at", "last_referenced_at", "importance", "tier", "kind", "strength",
+    "reinforcement", "retrieval_priority", "reference_count", "echo_count", "fizzle_count", "namespace", "project",
+)
+
+
 @dataclass
 class SummariesUpdate:
     fresh: list[Summary]
@@ -58,7 +67,7 @@ def update_summaries(paths: DataRoot, embed: Callable[[Sequence[str]], np.ndarra
     ``rebuild_all``; audit their citations, archive the versions they replace, and publish
     the table with ``embed``'s vectors (with ``model_id``, a page whose text the table
     already holds from that model keeps its vector: most pages do not change in a night)."""
-    items = ItemStore(paths).items()
+    items = ItemStore(paths).items(SUMMARY_COLUMNS)
     llm = chat_client(config)
     current = current_summaries(paths)
     known = set(items["id"].to_list())
