@@ -144,11 +144,15 @@ def whose(key: str | None, me: str | None, names: frozenset[str] | None = None) 
 @spanned("consolidate: validity")
 def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig) -> list[tuple[int, int]]:
     """(new, old) row pairs where the newer item retires the older one (see the module doc)."""
-    if items.is_empty() or "relation" not in items.columns:
+    if items.is_empty() or "relation" not in items.columns or "subject_key" not in items.columns:
         return []
-    rows = items.select([c for c in _FIELDS if c in items.columns]).to_dicts()
-    live = [i for i, r in enumerate(rows)
-            if r["status"] in ("active", "candidate") and r["relation"] and r["subject_key"]]
+    # Only the rows that can take part become dicts (position → row): a million items
+    # as dicts would be gigabytes, and most state no relation.
+    held = items.select([c for c in _FIELDS if c in items.columns]).with_row_index("_row").filter(
+        pl.col("status").is_in(["active", "candidate"]) & (pl.col("relation").fill_null("") != "")
+        & (pl.col("subject_key").fill_null("") != ""))
+    rows = dict(zip(held["_row"].to_list(), held.drop("_row").to_dicts()))
+    live = list(rows)
     # A user's facts, one project at a time: two projects' deploy windows never retire each other.
     by_user: dict[tuple[str, str | None], list[int]] = defaultdict(list)
     for i in live:

@@ -61,7 +61,8 @@ def forward_triggers(items: pl.DataFrame, now: datetime, *, overdue_days: int = 
     """
     rows = []
     oldest = now.date() - timedelta(days=overdue_days)
-    active = items.filter(pl.col("status") == "active").select("id", "content", "created_at", "remind_on")
+    active = items.filter((pl.col("status") == "active") & (pl.col("remind_on").list.len() > 0)).select(
+        "id", "content", "created_at", "remind_on")
     for item in active.iter_rows(named=True):
         for when in item["remind_on"] or []:
             if when >= oldest:
