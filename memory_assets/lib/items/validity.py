@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from datetime import datetime
 
 import numpy as np
 import polars as pl
@@ -270,16 +269,16 @@ def stamp_invalid(items: pl.DataFrame) -> pl.DataFrame:
     invalid before it was valid."""
     if items.is_empty():
         return items
-    valid_from = dict(zip(items["id"].to_list(), items["valid_from"].to_list()))
-    rows = items.select("status", "superseded_by", "invalid_at", "valid_from", "updated_at").rows()
-    stamped: list[datetime | None] = []
-    for status, successor, invalid_at, own_from, updated_at in rows:
-        if status != "superseded":
-            stamped.append(None if status == "active" else invalid_at)
-            continue
-        if invalid_at is None:
-            invalid_at = valid_from.get(successor) or updated_at
-            if own_from is not None and invalid_at is not None and invalid_at < own_from:
-                invalid_at = own_from
-        stamped.append(invalid_at)
-    return items.with_columns(pl.Series("invalid_at", stamped, dtype=items.schema["invalid_at"]))
+    successors = (items.select(pl.col("id").alias("superseded_by"), pl.col("valid_from").alias("_successor_from"))
+                  .unique("superseded_by", keep="last", maintain_order=True))
+    successor_from = (items.select("superseded_by").join(successors, on="superseded_by", how="left",
+                                                         maintain_order="left")["_successor_from"])
+    since = pl.coalesce(pl.col("_successor_from"), pl.col("updated_at"))
+    # Never before the item itself was valid.
+    since = pl.when(pl.col("valid_from").is_not_null() & since.is_not_null() & (since < pl.col("valid_from"))) \
+        .then(pl.col("valid_from")).otherwise(since)
+    stamped = (pl.when(pl.col("status") == "superseded").then(pl.coalesce(pl.col("invalid_at"), since))
+               .when(pl.col("status") == "active").then(None)
+               .otherwise(pl.col("invalid_at")))
+    return (items.with_columns(successor_from.alias("_successor_from"))
+            .with_columns(stamped.cast(items.schema["invalid_at"]).alias("invalid_at")).drop("_successor_from"))
