@@ -9,6 +9,7 @@ import json
 import polars as pl
 import pytest
 
+from evals.bench import nightly
 from evals.bench.nightly import FACTS_PER_SESSION, NIGHT, synthetic_batches, write_batch
 from evals.bench.retrieval import BENCH_NOW
 from memory_assets.cli import main as cli
@@ -28,16 +29,36 @@ NIGHTLY_STEPS = {"memory_items", "memory_items_checks", "published_items", "less
 def small_run(tmp_path_factory):
     """500 facts with random first-build vectors, through the CLI as a user runs it."""
     root = tmp_path_factory.mktemp("bench-nightly") / "data"
+    kept = tmp_path_factory.mktemp("bench-nightly-first") / "first"
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         code = cli(["bench", "nightly", "--items", "500", "--embed", "random", "--events", "40",
-                    "--root", str(root), "--json"])
+                    "--root", str(root), "--first-build", str(kept), "--json"])
     reports = json.loads(out.getvalue())
-    return code, reports, root
+    return code, reports, root, kept
+
+
+def test_a_kept_first_build_is_reused_only_with_the_same_arguments(small_run, tmp_path):
+    _code, reports, _root, kept = small_run
+    assert (kept / "first-build.json").exists() and (kept / "data").is_dir()
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = cli(["bench", "nightly", "--items", "500", "--embed", "random", "--events", "40",
+                    "--root", str(tmp_path / "again"), "--first-build", str(kept), "--json"])
+    again = json.loads(out.getvalue())[0]
+    assert code == 0 and again["first_build_reused"]
+    # The first build was copied, not run: its report is the kept one, and the night ran on it.
+    assert again["first_build"] == reports[0]["first_build"]
+    assert again["nightly"]["success"]
+    assert again["nightly"]["previous_version"] == reports[0]["first_build"]["published_version"]
+    common = {"items": 500, "embed": "random", "seed": 0, "new_share": 0.01, "events": 40}
+    assert nightly._kept_first_build(kept, common) is not None
+    assert nightly._kept_first_build(kept, {**common, "events": 41}) is None
+    assert nightly._kept_first_build(kept, {**common, "seed": 1}) is None
 
 
 def test_report_has_first_build_and_nightly_with_steps(small_run):
-    code, reports, _ = small_run
+    code, reports, _, _ = small_run
     assert code == 0 and len(reports) == 1
     report = reports[0]
     assert {"items", "embedding", "first_build", "nightly", "nightly_input", "first_facts", "setup_seconds",
@@ -62,7 +83,7 @@ def test_report_has_first_build_and_nightly_with_steps(small_run):
 
 
 def test_nightly_publishes_a_new_version_and_reuses_vectors(small_run):
-    _, reports, root = small_run
+    _, reports, root, _ = small_run
     report = reports[0]
     nightly, first = report["nightly"], report["first_build"]
     assert nightly["published_new_version"]
