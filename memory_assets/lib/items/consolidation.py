@@ -166,11 +166,12 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
     items = items.select(list(ITEM_SCHEMA))
     changed = None
     if known_ids:
-        before = dict(zip(adopted["id"].to_list(), adopted["content_hash"].to_list())) if adopted is not None else {}
-        if previous is not None and previous_ids:
-            before.update(zip(previous["id"].to_list(), previous["content_hash"].to_list()))
-        changed = [i for i, (item_id, digest) in enumerate(zip(items["id"].to_list(), items["content_hash"].to_list()))
-                   if before.get(item_id) != digest]
+        # Each id's text before: the previous version's, else as adopted.
+        earlier = [f.select("id", pl.col("content_hash").alias("_before"))
+                   for f in (previous if previous is not None and previous_ids else None, adopted) if f is not None]
+        before = pl.concat(earlier).unique("id", keep="first", maintain_order=True)
+        compared = items.select("id", "content_hash").join(before, on="id", how="left", maintain_order="left")
+        changed = np.flatnonzero(compared["content_hash"].ne_missing(compared["_before"]).to_numpy()).tolist()
     return Consolidated(items, vectors, merges, superseded, embedded=len(missing),
                         reused_vectors=len(set(items["content_hash"].to_list()) - set(missing)),
                         events_folded=folded, changed=changed)
