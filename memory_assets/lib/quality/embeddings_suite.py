@@ -105,12 +105,22 @@ def vectors_report(table: pa.Table, config: MemoryConfig, *, subject: str = "ite
         subject: what is checked, for the summary line.
         expected: (model id, dimension) to expect instead of the configured model's.
     """
-    model_id, dimension = expected or expected_model(config)
-    frame = pl.DataFrame({
-        "id": table.column("id").to_numpy(zero_copy_only=False) if table.num_rows else [],
-        "embedding_model": table.column("embedding_model").to_pylist() if table.num_rows else [],
+    return _vectors_checked(_stats(table), config, subject=subject, expected=expected)
+
+
+def _stats(batch: pa.Table | pa.RecordBatch) -> pl.DataFrame:
+    """id, embedding_model and ``vector_stats`` of some rows."""
+    names = pl.DataFrame({
+        "id": pl.Series("id", batch.column("id"), dtype=pl.String) if batch.num_rows else [],
+        "embedding_model": pl.Series("embedding_model", batch.column("embedding_model"), dtype=pl.String)
+        if batch.num_rows else [],
     }, schema={"id": pl.String, "embedding_model": pl.String})
-    frame = pl.concat([frame, vector_stats(table.column("vector"))], how="horizontal")
+    return pl.concat([names, vector_stats(batch.column("vector"))], how="horizontal")
+
+
+def _vectors_checked(frame: pl.DataFrame, config: MemoryConfig, *, subject: str,
+                     expected: tuple[str, int] | None) -> QualityReport:
+    model_id, dimension = expected or expected_model(config)
     return validate(frame, vector_rules(model_id, dimension), subject=subject, id_column="id",
                     context_columns=("dimension", "norm"))
 
@@ -134,9 +144,17 @@ def index_report(indices: list[Any], *, rows: int, subject: str = "items full-te
 def embeddings_report(table: Any, config: MemoryConfig, *, subject: str,
                       expected: tuple[str, int] | None = None) -> QualityReport:
     """Vectors and full-text index of a LanceDB items table, at whatever version it is checked out."""
-    arrow = table.search().select(["id", "embedding_model", "vector"]).limit(None).to_arrow()
+    # A batch of rows at a time: a million vectors read whole are 1.5 GB, and again as numpy.
+    reader = table.search().select(["id", "embedding_model", "vector"]).limit(None).to_batches(STATS_BATCH)
+    parts = [_stats(batch) for batch in reader]
+    frame = pl.concat(parts) if parts else _stats(pa.table({"id": pa.array([], pa.string()),
+                                                            "embedding_model": pa.array([], pa.string()),
+                                                            "vector": pa.array([], pa.list_(pa.float32()))}))
     return QualityReport.combine(
-        vectors_report(arrow, config, subject=f"{subject} vectors", expected=expected),
-        index_report(table.list_indices(), rows=arrow.num_rows, subject=f"{subject} full-text index"),
+        _vectors_checked(frame, config, subject=f"{subject} vectors", expected=expected),
+        index_report(table.list_indices(), rows=frame.height, subject=f"{subject} full-text index"),
         subject=subject,
     )
+
+
+STATS_BATCH = 65_536  # rows read at a time for the vector statistics
