@@ -52,3 +52,26 @@ def test_one_file_name_stamp_in_utc():
     moment = datetime(2026, 9, 1, 11, 30, 0, 123456, tzinfo=timezone.utc)
     assert warehouse.stamp(moment) == "20260901T113000123456Z"
     assert warehouse.stamp(moment.astimezone()) == "20260901T113000123456Z"
+
+
+@pytest.mark.parametrize("root", ["local", "memory://warehouse-frames"])
+def test_many_files_read_as_one_frame_in_order_contiguous_by_group(tmp_path, root, monkeypatch):
+    monkeypatch.setattr(warehouse, "READ_GROUP", 2)
+    base = str(tmp_path) if root == "local" else f"{root}/{tmp_path.name}"
+    paths = []
+    for i in range(5):
+        path = f"{base}/t/part-{i}.parquet"
+        frame = pl.DataFrame({"id": [f"a{i}", f"b{i}"], "n": [i, i]})
+        # an older file without the column the first one has: read with nulls there
+        warehouse.write_frame(path, frame if i != 3 else frame.drop("n"))
+        paths.append(path)
+    read = warehouse.read_frames(paths, how="diagonal_relaxed")
+    assert read["id"].to_list() == [f"{x}{i}" for i in range(5) for x in "ab"]
+    assert read["n"].to_list() == [0, 0, 1, 1, 2, 2, None, None, 4, 4]
+    # Each group of files is one chunk: not one chunk per file.
+    assert read.n_chunks() <= 3
+    assert warehouse.read_frames(paths, columns=["id"], how="diagonal_relaxed").columns == ["id"]
+    # A file with a column the first file lacks: read file by file, every column kept.
+    warehouse.write_frame(f"{base}/t/part-9.parquet", pl.DataFrame({"id": ["z"], "n": [9], "extra": ["x"]}))
+    wider = warehouse.read_frames([*paths, f"{base}/t/part-9.parquet"], how="diagonal_relaxed")
+    assert wider.height == 11 and wider["extra"].to_list()[-1] == "x" and wider["n"].to_list()[-1] == 9

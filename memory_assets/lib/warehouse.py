@@ -263,8 +263,13 @@ def read_frames(paths: Sequence[PathLike], *, how: str = "vertical_relaxed",
     local = all(_is_local(p) for p in found)
     if len(found) > 1 and local:
         try:
-            scan = pl.scan_parquet([str(_local(p)) for p in found], missing_columns="insert")
-            return (scan.select(list(columns)) if columns is not None else scan).collect()
+            names = [str(_local(p)) for p in found]
+            schema = pl.read_parquet_schema(names[0])  # the first file's columns, as one scan takes them
+            parts = []
+            for start in range(0, len(names), READ_GROUP):
+                scan = pl.scan_parquet(names[start:start + READ_GROUP], schema=schema, missing_columns="insert")
+                parts.append((scan.select(list(columns)) if columns is not None else scan).collect().rechunk())
+            return pl.concat(parts, how="vertical")
         except (pl.exceptions.PolarsError, OSError):
             pass  # another schema among them (or a file gone): file by file below
 
@@ -277,11 +282,19 @@ def read_frames(paths: Sequence[PathLike], *, how: str = "vertical_relaxed",
         with ThreadPoolExecutor(max_workers=REMOTE_READERS) as pool:
             read = list(pool.map(one, found))
     frames = [frame for frame in read if frame is not None]
-    return pl.concat(frames, how=how) if frames else None  # type: ignore[arg-type]
+    if not frames:
+        return None
+    groups = [pl.concat(frames[start:start + READ_GROUP], how=how, rechunk=True)  # type: ignore[arg-type]
+              for start in range(0, len(frames), READ_GROUP)]
+    return pl.concat(groups, how=how) if len(groups) > 1 else groups[0]  # type: ignore[arg-type]
 
 
 # Object-store reads in flight at once (``read_frames``).
 REMOTE_READERS = 16
+# Files whose rows are made contiguous together (``read_frames``): a frame of 50,000 files
+# read as one is 50,000 chunks per column, and at a million facts the chunks' own overhead
+# was 2 GB beside 0.4 GB of data.
+READ_GROUP = 2_000
 
 
 # --- the tables -------------------------------------------------------------------------
