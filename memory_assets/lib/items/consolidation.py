@@ -153,7 +153,7 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
     if new_rows.size:
         items, vectors, semantic = dedup.semantic_dedup(
             items, vectors, threshold=config.dedup.semantic_threshold,
-            bonus=config.confidence.merge_bonus, candidates=None if not known_ids else new_rows,
+            bonus=config.confidence.merge_bonus, candidates=None if not known_ids else new_rows, in_place=True,
         )
         merges.extend(semantic)
 

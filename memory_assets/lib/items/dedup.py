@@ -29,10 +29,23 @@ def content_hash(content: str) -> str:
     return hashlib.sha256(normalize(content).encode("utf-8")).hexdigest()
 
 
-def partitions(items: pl.DataFrame) -> list[tuple[str | None, str | None]]:
-    """Per row, the (namespace, project) it is compared within."""
-    projects = items["project"].to_list() if "project" in items.columns else [None] * items.height
-    return list(zip(items["namespace"].to_list(), projects))
+def partitions(items: pl.DataFrame) -> np.ndarray:
+    """Per row, the (namespace, project) it is compared within, as an integer: two rows
+    are compared only when theirs are equal (a missing namespace or project is its own
+    value, never the empty one)."""
+    if items.is_empty():
+        return np.zeros(0, dtype=np.int64)
+
+    def column(name: str) -> pl.Expr:
+        value = pl.col(name) if name in items.columns else pl.lit(None, dtype=pl.String)
+        return value.cast(pl.String).fill_null("\0")  # no name is a NUL
+
+    return items.select(pl.struct(column("namespace"), column("project")).rank("dense").cast(pl.Int64)).to_series().to_numpy()
+
+
+def _epoch_us(column: pl.Series) -> np.ndarray:
+    """Timestamps as integers (microseconds); a missing one sorts after every other."""
+    return column.dt.epoch("us").fill_null(np.iinfo(np.int64).max).to_numpy()
 
 
 @dataclass(frozen=True)
@@ -191,7 +204,8 @@ def similarity_blocks(vectors: np.ndarray, rows: Sequence[int], *, block: int | 
 
 @spanned("consolidate: semantic dedup")
 def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float, bonus: float,
-                   candidates: np.ndarray | None = None, block: int | None = None) -> tuple[pl.DataFrame, np.ndarray, list[Merge]]:
+                   candidates: np.ndarray | None = None, block: int | None = None,
+                   in_place: bool = False) -> tuple[pl.DataFrame, np.ndarray, list[Merge]]:
     """Merge rows whose vectors have cosine above ``threshold`` within one partition.
 
     Args:
@@ -202,17 +216,27 @@ def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float
             when None. Rows outside ``candidates`` are never compared with each other,
             so an incremental run costs new × all, not all × all.
         block: rows per matrix block (default: ``similarity_blocks``').
+        in_place: the surviving vectors are moved up within ``vectors`` (which the caller
+            gives up) instead of copied.
     Returns:
         the surviving rows, their vectors, and the merges made.
     """
     n = items.height
     if n < 2:
         return items, vectors, []
-    # Columns for the comparisons; whole rows (dicts) only for the rows that merge.
+    # Columns for the comparisons, looked up only for the pairs alike enough (a million
+    # rows' texts as Python strings are most of a gigabyte); whole rows (dicts) only for
+    # the rows that merge.
     partition = partitions(items)
-    created = items["created_at"].to_list()
-    contents = items["content"].to_list()
-    hints = items["supersedes_hint"].to_list() if "supersedes_hint" in items.columns else [None] * n
+    content_column = items["content"]
+    hint_column = items["supersedes_hint"] if "supersedes_hint" in items.columns else None
+
+    def content(i: int) -> str:
+        return content_column[int(i)]
+
+    def hint(i: int) -> str | None:
+        return None if hint_column is None else hint_column[int(i)]
+
     order = np.arange(n) if candidates is None else np.asarray(sorted(set(candidates.tolist())), dtype=int)
     parent = np.arange(n)
 
@@ -231,25 +255,35 @@ def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float
                 if partition[j] == partition[i] and (candidates is None and j > i or candidates is not None):
                     # "due at 11,799" vs "due at 17,771" are alike but disagree: a
                     # contradiction for the lifecycle to resolve, never a duplicate to merge.
-                    if disagree(contents[i], contents[j]):
+                    if disagree(content(i), content(j)):
                         continue
                     # "now prefers afternoon instead of morning" replaces "prefers morning":
                     # supersession, not a duplicate — merging would lose the old item's fate.
-                    if _replaces(hints[i], contents[j]) or _replaces(hints[j], contents[i]):
+                    if _replaces(hint(i), content(j)) or _replaces(hint(j), content(i)):
                         continue
                     pairs.append((int(i), int(j), float(sims[r, j])))
     if not pairs:
         return items, vectors, []
-    ids = items["id"].to_list()
+    created = items["created_at"]
     merges: list[Merge] = []
     for i, j, sim in sorted(pairs, key=lambda p: -p[2]):
         a, b = find(i), find(j)
         if a == b:
             continue
         # The fresher wording survives (DESIGN: keep the fresher wording, confidence +0.05).
-        keep, drop = (a, b) if created[a] >= created[b] else (b, a)
-        merges.append(Merge(ids[keep], ids[drop], sim, contents[keep], contents[drop]))
+        keep, drop = (a, b) if created[int(a)] >= created[int(b)] else (b, a)
+        merges.append(Merge(items["id"][int(keep)], items["id"][int(drop)], sim, content(int(keep)), content(int(drop))))
         parent[drop] = keep
     members = {i: find(i) for i in {p for pair in pairs for p in pair[:2]} if find(i) != i}
     out, alive = _fold_clusters(items, members, bonus)
-    return out, vectors[alive], merges
+    return out, (_compacted(vectors, alive) if in_place else vectors[alive]), merges
+
+
+def _compacted(vectors: np.ndarray, alive: np.ndarray, step: int = 65_536) -> np.ndarray:
+    """``vectors[alive]`` written over ``vectors`` itself (a view of its first rows): a
+    million vectors are 1.5 GB, and a copy would hold them twice."""
+    kept = np.flatnonzero(alive)
+    # Row k moves to k' <= k, so each write lands on rows already read.
+    for start in range(0, len(kept), step):
+        vectors[start:start + step][:len(kept[start:start + step])] = vectors[kept[start:start + step]]
+    return vectors[:len(kept)]

@@ -66,9 +66,12 @@ def resolve(items: pl.DataFrame, vectors: np.ndarray, min_similarity: float) -> 
     hinted = [i for i, (_text, words) in hints.items() if words]
     if not hinted:
         return pairs
-    # The compared columns as lists (a million rows as dicts would be a gigabyte).
-    col = {c: items[c].to_list() if c in items.columns else [None] * items.height
-           for c in ("status", "namespace", "project", "created_at", "content")}
+    # The compared columns as arrays (a million rows as dicts would be a gigabyte, and
+    # their texts as Python strings most of one): texts are looked up for candidates only.
+    active = (items["status"] == "active").fill_null(False).to_numpy()
+    partition = dedup.partitions(items)
+    created = dedup._epoch_us(items["created_at"])
+    content = items["content"]
     # Every hinted row against every row, a block at a time (``dedup.similarity_blocks``);
     # only the rows at least ``min_similarity`` alike are candidates, the 100 closest of
     # them in order. (Sorting all n similarities per hinted row was quadratic in practice:
@@ -80,11 +83,12 @@ def resolve(items: pl.DataFrame, vectors: np.ndarray, min_similarity: float) -> 
             if close.size > 100:
                 close = close[np.argpartition(-row[close], 99)[:100]]
             text, words = hints[i]
-            for j in close[np.argsort(-row[close], kind="stable")]:
-                if (j == i or col["status"][j] != "active" or col["namespace"][j] != col["namespace"][i]
-                        or col["project"][j] != col["project"][i] or col["created_at"][j] >= col["created_at"][i]):
-                    continue
-                if mentions(col["content"][j], words, names=text[:1].isupper()):
+            ranked = close[np.argsort(-row[close], kind="stable")]
+            # Strictly older, active, in the same namespace and project.
+            ranked = ranked[(ranked != i) & active[ranked] & (partition[ranked] == partition[i])
+                            & (created[ranked] < created[i])]
+            for j in ranked:
+                if mentions(content[int(j)], words, names=text[:1].isupper()):
                     pairs.append((i, int(j), float(row[j])))
                     break
     return pairs
