@@ -53,7 +53,7 @@ def preload_due_triggers(items: pl.DataFrame, config: MemoryConfig, now: datetim
 
 def rebuild_items(facts: pl.DataFrame, previous: pl.DataFrame | None, events: pl.DataFrame | None,
                   pending: Sequence[sweeping.Sweep], known_vectors: Callable[[], dict[str, np.ndarray]],
-                  embedder: TextEmbedder, resources: pl.DataFrame, config: MemoryConfig,
+                  embedder: TextEmbedder, resources: pl.DataFrame | Callable[[], pl.DataFrame], config: MemoryConfig,
                   now: datetime, adopted: pl.DataFrame | None = None) -> Rebuilt:
     """The items as of ``now``.
 
@@ -65,7 +65,8 @@ def rebuild_items(facts: pl.DataFrame, previous: pl.DataFrame | None, events: pl
             (every item embedded again, every pair checked for contradictions).
         known_vectors: content hash → stored vector, read only when no refresh is asked.
         embedder: turns new text into unit vectors.
-        resources: the turns the facts came from (their text is searched too).
+        resources: the turns the facts came from (their text is searched too), or what
+            reads them: then they are read only for the search text, after the rest.
         adopted: items adopted from imports as they were (``imports.adopt``).
     """
     refresh = any(s.refresh for s in pending)
@@ -77,5 +78,5 @@ def rebuild_items(facts: pl.DataFrame, previous: pl.DataFrame | None, events: pl
     items, swept = sweeping.apply(items, pending, config, now)
     report.add(swept)
     items = validity.stamp_invalid(repair_links(preload_due_triggers(items, config, now)))
-    search = source_text.search_texts(items, source_text.turn_texts(resources))
+    search = source_text.search_texts(items, source_text.turn_texts(resources() if callable(resources) else resources))
     return Rebuilt(items, result.vectors, result, report, search)

@@ -87,9 +87,11 @@ def stage_items(paths: DataRoot, model: TextEmbedder, config: MemoryConfig, now:
     def known_vectors() -> dict:
         return {**(adoption.vectors if adoption else {}), **store.vectors_by_hash()}
 
+    facts_in = facts.height
     built = rebuild_items(facts, previous, batch.events, pending, known_vectors, model,
-                          warehouse.read_resources(paths, conform=False), config, now,
+                          lambda: warehouse.read_resources(paths, conform=False), config, now,
                           adopted=adoption.items if adoption else None)
+    del facts, previous  # the build holds what it needs of them (a million facts are gigabytes as read)
     # An erasure under way (its step 1 wrote the manifest): the table is written whole, so
     # the erased rows leave LanceDB's live files instead of being marked deleted in them.
     erasing = warehouse.exists(erasure_manifest(paths))
@@ -110,7 +112,7 @@ def stage_items(paths: DataRoot, model: TextEmbedder, config: MemoryConfig, now:
     publish.write_report(paths, built.report.metadata())
     if adoption is not None:
         imports.write_ledger(paths, adoption, written.version, now)
-    return StagedItems(built, written, graph, facts.height, list(batch.errors), [s.file for s in pending],
+    return StagedItems(built, written, graph, facts_in, list(batch.errors), [s.file for s in pending],
                        adoption.total if adoption else None)
 
 
