@@ -91,6 +91,35 @@ class ItemStore:
         return rows.row(0, named=True)
 
     @spanned("read vectors by hash")
+    def vectors_for(self, hashes: pl.Series) -> tuple[np.ndarray | None, np.ndarray]:
+        """The published vector of each of ``hashes`` (content hashes, in their order): a
+        matrix with a row per hash (zeros where none is stored; None when nothing is) and
+        which rows were found. The table is read a batch at a time straight into the
+        matrix, so a million vectors are held once, not also as a dict of a million."""
+        found = np.zeros(len(hashes), dtype=bool)
+        table = self.table()
+        if table is None or not len(hashes):
+            return None, found
+        wanted = pl.DataFrame({"content_hash": hashes.cast(pl.String)}).with_row_index("_at")
+        matrix: np.ndarray | None = None
+        for batch in table.search().select(["content_hash", "vector"]).limit(None).to_batches(VECTOR_BATCH):
+            if not batch.num_rows:
+                continue
+            held = pl.DataFrame({"content_hash": pl.Series("content_hash", batch.column("content_hash"),
+                                                           dtype=pl.String)}).with_row_index("_in")
+            pairs = wanted.join(held, on="content_hash", how="inner")
+            if not pairs.height:
+                continue
+            values = np.asarray(batch.column("vector").flatten().to_numpy(zero_copy_only=False), dtype=np.float32)
+            values = values.reshape(batch.num_rows, -1)
+            if matrix is None:
+                matrix = np.zeros((len(hashes), values.shape[1]), dtype=np.float32)
+            at = pairs["_at"].to_numpy()
+            matrix[at] = values[pairs["_in"].to_numpy()]
+            found[at] = True
+        return matrix, found
+
+    @spanned("read vectors by hash")
     def vectors_by_hash(self) -> dict[str, np.ndarray]:
         """content hash → vector of the published table, so unchanged text is never re-embedded."""
         table = self.table()

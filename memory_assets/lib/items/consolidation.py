@@ -7,6 +7,7 @@ agent's feedback already changed on items that existed before.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
@@ -31,6 +32,11 @@ CARRIED = (
 # What the build reads of the last published items: their ids, hashes and merges, and
 # what the lifecycle carries over (the rest is derived again from the facts).
 PREVIOUS_COLUMNS = ("id", "namespace", "content_hash", "merged_from", *CARRIED)
+
+
+# content hashes (a column) → (a matrix with a row per hash, or None when none is known;
+# which rows were found): the vectors a build reuses (``ItemStore.vectors_for``).
+VectorLookup = Callable[[pl.Series], tuple["np.ndarray | None", np.ndarray]]
 
 
 class TextEmbedder(Protocol):
@@ -81,7 +87,8 @@ def facts_to_items(facts: pl.DataFrame, now: datetime) -> pl.DataFrame:
 
 
 @spanned("consolidate")
-def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vectors: dict[str, np.ndarray],
+def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None,
+                known_vectors: Mapping[str, np.ndarray] | VectorLookup,
                 embedder: TextEmbedder, config: MemoryConfig, now: datetime,
                 events: pl.DataFrame | None = None, adopted: pl.DataFrame | None = None) -> Consolidated:
     """Build the item set from every extracted fact, and the items adopted from imports.
@@ -89,8 +96,9 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
     Args:
         facts: all extracted facts (FACT_SCHEMA).
         previous: the last published items, whose feedback state is carried over.
-        known_vectors: content hash → vector from the last published table; only
-            hashes missing here are embedded.
+        known_vectors: content hash → vector from the last published table (a dict, or
+            a ``VectorLookup`` such as ``ItemStore.vectors_for``); only hashes missing
+            here are embedded.
         embedder: turns text into unit vectors.
         now: the run's clock.
         events: the feedback event log, replayed onto the items (``feedback.fold``).
@@ -136,16 +144,8 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
         items, refolded = dedup.fold_known(items, merged_into, bonus=config.confidence.merge_bonus)
         previous_ids.update(refolded)
 
-    missing = [h for h in dict.fromkeys(items["content_hash"].to_list()) if h not in known_vectors]
-    vectors_by_hash = dict(known_vectors)
-    if missing:
-        texts = items.filter(pl.col("content_hash").is_in(missing)).unique("content_hash", keep="first", maintain_order=True)
-        fresh = embedder.embed(texts["content"].to_list())
-        vectors_by_hash.update(zip(texts["content_hash"].to_list(), fresh))
-    vectors = (np.asarray(np.stack([vectors_by_hash[h] for h in items["content_hash"].to_list()]), dtype=np.float32)
-               if items.height else np.zeros((0, 1), np.float32))
-    # The published vectors (1.5 GB at a million items) are not needed past this point.
-    del known_vectors, vectors_by_hash
+    vectors, missing = _vectors(items, known_vectors, embedder)
+    del known_vectors
     items = items.with_columns(embedding_model=pl.lit(embedder.model_id))
 
     known_ids = previous_ids | (set(adopted["id"].to_list()) if adopted is not None else set())
@@ -173,8 +173,44 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None, known_vector
         compared = items.select("id", "content_hash").join(before, on="id", how="left", maintain_order="left")
         changed = np.flatnonzero(compared["content_hash"].ne_missing(compared["_before"]).to_numpy()).tolist()
     return Consolidated(items, vectors, merges, superseded, embedded=len(missing),
-                        reused_vectors=len(set(items["content_hash"].to_list()) - set(missing)),
+                        reused_vectors=items["content_hash"].filter(~items["content_hash"].is_in(missing)).n_unique(),
                         events_folded=folded, changed=changed)
+
+
+def lookup_in(vectors: Mapping[str, np.ndarray]) -> VectorLookup:
+    """A ``VectorLookup`` over a dict of content hash → vector."""
+    def lookup(hashes: pl.Series) -> tuple[np.ndarray | None, np.ndarray]:
+        rows = [vectors.get(h) for h in hashes.to_list()]
+        found = np.asarray([row is not None for row in rows], dtype=bool)
+        if not found.any():
+            return None, found
+        matrix = np.zeros((len(rows), len(next(r for r in rows if r is not None))), dtype=np.float32)
+        matrix[found] = np.stack([r for r in rows if r is not None])
+        return matrix, found
+    return lookup
+
+
+@spanned("consolidate: vectors")
+def _vectors(items: pl.DataFrame, known: Mapping[str, np.ndarray] | VectorLookup,
+             embedder: TextEmbedder) -> tuple[np.ndarray, list[str]]:
+    """One vector per row: the known one of its content hash, else embedded (each text
+    once); and the hashes embedded, in the order first met."""
+    hashes = items["content_hash"]
+    matrix, found = (known if callable(known) else lookup_in(known))(hashes)
+    missing = hashes.filter(pl.Series(~found)).unique(maintain_order=True).to_list()
+    if missing:
+        texts = items.filter(pl.col("content_hash").is_in(missing)).unique("content_hash", keep="first", maintain_order=True)
+        fresh = np.asarray(embedder.embed(texts["content"].to_list()), dtype=np.float32)
+        if matrix is None:
+            matrix = np.zeros((items.height, fresh.shape[1]), dtype=np.float32)
+        position = pl.DataFrame({"content_hash": texts["content_hash"]}).with_row_index("_fresh")
+        rows = np.flatnonzero(~found)
+        fill = (pl.DataFrame({"content_hash": hashes.gather(rows)})
+                .join(position, on="content_hash", how="left", maintain_order="left")["_fresh"].to_numpy())
+        matrix[rows] = fresh[fill]
+    if matrix is None:
+        matrix = np.zeros((0, 1), np.float32)
+    return matrix, missing
 
 
 def _carried_onto(adopted: pl.DataFrame, previous: pl.DataFrame | None) -> pl.DataFrame:

@@ -10,7 +10,7 @@ writes what it returns; tests and benchmarks call it directly.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -19,7 +19,7 @@ import polars as pl
 
 from memory_assets.lib import lifecycle
 from memory_assets.lib.items import source_text, validity
-from memory_assets.lib.items.consolidation import Consolidated, TextEmbedder, consolidate, repair_links
+from memory_assets.lib.items.consolidation import Consolidated, TextEmbedder, VectorLookup, consolidate, repair_links
 from memory_assets.lib.lifecycle import sweeps as sweeping
 from retrieval import scoring
 from retrieval.config import MemoryConfig
@@ -52,7 +52,8 @@ def preload_due_triggers(items: pl.DataFrame, config: MemoryConfig, now: datetim
 
 
 def rebuild_items(facts: pl.DataFrame, previous: pl.DataFrame | None, events: pl.DataFrame | None,
-                  pending: Sequence[sweeping.Sweep], known_vectors: Callable[[], dict[str, np.ndarray]],
+                  pending: Sequence[sweeping.Sweep],
+                  known_vectors: Callable[[], Mapping[str, np.ndarray] | VectorLookup],
                   embedder: TextEmbedder, resources: pl.DataFrame | Callable[[], pl.DataFrame], config: MemoryConfig,
                   now: datetime, adopted: pl.DataFrame | None = None) -> Rebuilt:
     """The items as of ``now``.
@@ -63,7 +64,8 @@ def rebuild_items(facts: pl.DataFrame, previous: pl.DataFrame | None, events: pl
         events: the feedback event log (``feedback.EVENT_SCHEMA``).
         pending: the sweeps not yet applied; a monthly one asks for the full refresh
             (every item embedded again, every pair checked for contradictions).
-        known_vectors: content hash → stored vector, read only when no refresh is asked.
+        known_vectors: gives the stored vectors (content hash → vector, or a
+            ``VectorLookup``), called only when no refresh is asked.
         embedder: turns new text into unit vectors.
         resources: the turns the facts came from (their text is searched too), or what
             reads them: then they are read only for the search text, after the rest.

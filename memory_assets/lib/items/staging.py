@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+import numpy as np
 import polars as pl
 
 from memory_assets.lib import warehouse
@@ -21,7 +22,7 @@ from memory_assets.lib.lifecycle import sweeps
 from memory_assets.lib.quality import ScanLedger, audit, embeddings_report, graph_report, items_report, schema_report
 from memory_assets.lib.quality.suite_report import QualityReport
 from retrieval.config import MemoryConfig
-from memory_assets.lib.items.consolidation import PREVIOUS_COLUMNS, TextEmbedder
+from memory_assets.lib.items.consolidation import PREVIOUS_COLUMNS, TextEmbedder, VectorLookup, lookup_in
 from retrieval.paths import DataRoot
 from retrieval.schema import ITEM_SCHEMA
 from retrieval.store import ItemStore
@@ -84,8 +85,20 @@ def stage_items(paths: DataRoot, model: TextEmbedder, config: MemoryConfig, now:
     batch = feedback.read_events(paths)
     pending = sweeps.pending(paths)
 
-    def known_vectors() -> dict:
-        return {**(adoption.vectors if adoption else {}), **store.vectors_by_hash()}
+    def known_vectors() -> VectorLookup:
+        adopted = adoption.vectors if adoption else {}
+
+        def lookup(hashes: pl.Series) -> tuple[np.ndarray | None, np.ndarray]:
+            # The published table's vector, else an imported one.
+            matrix, found = store.vectors_for(hashes)
+            if adopted and not found.all():
+                extra, more = lookup_in(adopted)(hashes)
+                more &= ~found
+                if more.any():
+                    matrix = np.zeros_like(extra) if matrix is None else matrix
+                    matrix[more], found = extra[more], found | more
+            return matrix, found
+        return lookup
 
     facts_in = facts.height
     built = rebuild_items(facts, previous, batch.events, pending, known_vectors, model,
