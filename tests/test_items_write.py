@@ -123,3 +123,12 @@ def test_an_erasure_rewrite_leaves_no_erased_bytes_in_the_live_files(paths):
         table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
     found = [p for p in paths.lancedb.rglob("*") if p.is_file() and b"Quillfeather" in p.read_bytes()]
     assert found == []
+
+
+def test_row_hashes_by_slice_are_the_whole_frames(monkeypatch):
+    # A night compares these with the table's: slicing must not change a single hash, or
+    # every row would be deleted and added again.
+    frame = pl.DataFrame({"id": [f"m{i}" for i in range(1_000)], "tags": [[str(i % 7)] for i in range(1_000)],
+                          "vector": np.arange(3_000, dtype=np.float32).reshape(1_000, 3)})
+    monkeypatch.setattr(publish, "HASH_CHUNK", 64)
+    assert publish._row_hashes(frame).equals(frame.hash_rows())
