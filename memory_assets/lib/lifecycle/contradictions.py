@@ -64,7 +64,7 @@ def _given(neighbors: Neighbors) -> Iterator[tuple[int, int]]:
 
 
 def _top_k(groups: np.ndarray, vectors: np.ndarray, threshold: float, k: int,
-           block: int, only: set[int] | None = None) -> Iterator[tuple[int, int]]:
+           block: int, only: set[int] | None = None, lengths: np.ndarray | None = None) -> Iterator[tuple[int, int]]:
     active = np.flatnonzero(groups >= 0)
     order = active[np.argsort(groups[active], kind="stable")]
     bounds = np.flatnonzero(np.diff(groups[order])) + 1
@@ -72,7 +72,7 @@ def _top_k(groups: np.ndarray, vectors: np.ndarray, threshold: float, k: int,
         if len(members) < 2:
             continue
         idx = np.asarray(members)
-        group = vectors[idx]
+        group = vectors[idx] if lengths is None else vectors[idx] / lengths[idx]
         kk = min(k, len(idx) - 1)
         # Rows whose neighbours are looked up: all, or only those in ``only``.
         queries = np.arange(len(idx)) if only is None else np.flatnonzero(np.isin(idx, list(only)))
@@ -97,7 +97,7 @@ def _top_k(groups: np.ndarray, vectors: np.ndarray, threshold: float, k: int,
 @spanned("lifecycle.apply: contradiction neighbours")
 def candidate_pairs(groups: np.ndarray, vectors: np.ndarray, threshold: float, *,
                     neighbors: Neighbors | None = None, only: Sequence[int] | None = None,
-                    k: int = TOP_K, block: int = BLOCK) -> list[tuple[float, int, int]]:
+                    k: int = TOP_K, block: int = BLOCK, lengths: np.ndarray | None = None) -> list[tuple[float, int, int]]:
     """Pairs of active rows alike enough to be about the same subject.
 
     Args:
@@ -106,6 +106,8 @@ def candidate_pairs(groups: np.ndarray, vectors: np.ndarray, threshold: float, *
         threshold: the cosine at or above which two items share a subject.
         neighbors: for each row index, candidate neighbour row indices; when None, the
             top ``k`` by cosine within the row's (namespace, category) group.
+        lengths: what each row of ``vectors`` is divided by to be a unit vector (shape
+            (n, 1)), when they are not unit vectors already: divided as they are used.
         only: with the numpy top-k, look up the neighbours of these rows only (the new
             and changed ones: pairs of unchanged rows were looked at when the newer of
             the two arrived), so a night costs changed × group, not group².
@@ -114,14 +116,16 @@ def candidate_pairs(groups: np.ndarray, vectors: np.ndarray, threshold: float, *
     """
     found: dict[tuple[int, int], float] = {}
     source = (_given(neighbors) if neighbors is not None
-              else _top_k(groups, vectors, threshold, k, block, None if only is None else set(only)))
+              else _top_k(groups, vectors, threshold, k, block, None if only is None else set(only), lengths))
     for i, j in source:
         if i == j or groups[i] < 0 or groups[i] != groups[j]:
             continue
         key = (min(i, j), max(i, j))
         if key in found:
             continue
-        sim = float(vectors[key[0]] @ vectors[key[1]])
+        a, b = ((vectors[key[0]], vectors[key[1]]) if lengths is None
+                else (vectors[key[0]] / lengths[key[0]], vectors[key[1]] / lengths[key[1]]))
+        sim = float(a @ b)
         if sim >= threshold:
             found[key] = sim
     return sorted(((s, i, j) for (i, j), s in found.items()), key=lambda p: (-p[0], p[1], p[2]))
