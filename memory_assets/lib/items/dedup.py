@@ -43,7 +43,7 @@ def partitions(items: pl.DataFrame) -> np.ndarray:
     return items.select(pl.struct(column("namespace"), column("project")).rank("dense").cast(pl.Int64)).to_series().to_numpy()
 
 
-def _epoch_us(column: pl.Series) -> np.ndarray:
+def epoch_us(column: pl.Series) -> np.ndarray:
     """Timestamps as integers (microseconds); a missing one sorts after every other."""
     return column.dt.epoch("us").fill_null(np.iinfo(np.int64).max).to_numpy()
 

@@ -70,7 +70,7 @@ def resolve(items: pl.DataFrame, vectors: np.ndarray, min_similarity: float) -> 
     # their texts as Python strings most of one): texts are looked up for candidates only.
     active = (items["status"] == "active").fill_null(False).to_numpy()
     partition = dedup.partitions(items)
-    created = dedup._epoch_us(items["created_at"])
+    created = dedup.epoch_us(items["created_at"])
     content = items["content"]
     # Every hinted row against every row, a block at a time (``dedup.similarity_blocks``);
     # only the rows at least ``min_similarity`` alike are candidates, the 100 closest of

@@ -23,7 +23,7 @@ from datetime import datetime
 
 import polars as pl
 
-from memory_assets.lib.summaries.writing import Summary, _eligible, _one_line, bulleted, version_stamp
+from memory_assets.lib.summaries.writing import Summary, _one_line, bulleted, version_stamp
 from retrieval.citations import cited_ids
 from retrieval.config import MemoryConfig
 from retrieval.profiles import profile_category
@@ -45,15 +45,10 @@ def important(entities: pl.DataFrame, config: MemoryConfig) -> pl.DataFrame:
             .sort(["facts", "id"], descending=[True, False]).head(int(g.profile_max_entities)))
 
 
-def profile(entity: dict, rows: list[dict], config: MemoryConfig, now: datetime) -> Summary | None:
-    """One entity's page from the items that mention it, written like an offline category
-    summary (``writing.bulleted``); None when none may be summarized."""
-    ranked = sorted((r for r in rows if _eligible(r, now)), key=lambda r: (-memory_score(config, r, now), r["id"]))
-    return _page(entity, [(r["content"], r["id"]) for r in ranked], config, now)
-
-
 def _page(entity: dict, ranked: list[tuple[str, str]], config: MemoryConfig, now: datetime) -> Summary | None:
-    """The page of ``ranked`` (content, id), best first."""
+    """One entity's page from the items that mention it, ranked (content, id), best first,
+    written like an offline category summary (``writing.bulleted``); None when none may
+    be summarized."""
     text, count = bulleted(entity["name"], [(_one_line(content), [item_id]) for content, item_id in ranked], config,
                            int(config.graph.profile_max_facts))
     if not count:
