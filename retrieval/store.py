@@ -119,34 +119,17 @@ class ItemStore:
             found[at] = True
         return matrix, found
 
-    @spanned("read vectors by hash")
     def vectors_by_hash(self) -> dict[str, np.ndarray]:
-        """content hash → vector of the published table, so unchanged text is never re-embedded."""
+        """content hash → vector of the published table (the rows views of one matrix)."""
         table = self.table()
         if table is None:
             return {}
-        # One matrix filled a batch at a time, the rows views of it: a million vectors are
-        # 1.5 GB, and reading them whole then copying them into numpy held twice that.
-        rows = table.count_rows()
-        hashes: list[str] = []
-        matrix: np.ndarray | None = None
-        for batch in table.search().select(["content_hash", "vector"]).limit(None).to_batches(VECTOR_BATCH):
-            if not batch.num_rows:
-                continue
-            values = np.asarray(batch.column("vector").flatten().to_numpy(zero_copy_only=False), dtype=np.float32)
-            values = values.reshape(batch.num_rows, -1)
-            if matrix is None:
-                matrix = np.empty((max(rows, batch.num_rows), values.shape[1]), dtype=np.float32)
-            if len(hashes) + batch.num_rows > len(matrix):  # rows added since the count
-                matrix = np.concatenate([matrix, np.empty((batch.num_rows, matrix.shape[1]), np.float32)])
-            matrix[len(hashes):len(hashes) + batch.num_rows] = values
-            hashes.extend(batch.column("content_hash").to_pylist())
-        if matrix is None:
-            return {}
-        return dict(zip(hashes, matrix[:len(hashes)]))
+        hashes = pl.from_arrow(table.search().select(["content_hash"]).limit(None).to_arrow())["content_hash"]
+        matrix, _found = self.vectors_for(hashes)
+        return {} if matrix is None else dict(zip(hashes.to_list(), matrix))
 
 
-VECTOR_BATCH = 65_536  # rows read at a time by ``vectors_by_hash``
+VECTOR_BATCH = 65_536  # rows of vectors read at a time (``vectors_for``, the embeddings check)
 
 
 class PublishedRows:

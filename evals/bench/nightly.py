@@ -525,8 +525,8 @@ def run_bench(n_items: int, *, embed: str = "random", seed: int = 0, new_share: 
     try:
         if kept is not None:
             say(f"first build: copied from {first_build} (made {kept['made']})")
-            _copy_tree(Path(first_build) / "data", root)
-            _copy_tree(Path(first_build) / "work", work)
+            shutil.copytree(Path(first_build) / "data", root, dirs_exist_ok=True)
+            shutil.copytree(Path(first_build) / "work", work, dirs_exist_ok=True)
             report.update(kept["report"])
             report["first_build_reused"] = kept["made"]
         else:
@@ -562,10 +562,6 @@ def run_bench(n_items: int, *, embed: str = "random", seed: int = 0, new_share: 
 _FIRST_BUILD_KEY = ("items", "embed", "seed", "new_share", "events")
 
 
-def _copy_tree(source: Path, target: Path) -> None:
-    shutil.copytree(source, target, dirs_exist_ok=True)
-
-
 def _kept_first_build(folder: Path, common: dict[str, Any]) -> dict[str, Any] | None:
     """The kept first build's record when ``folder`` holds one made with ``common``'s
     arguments, else None."""
@@ -582,8 +578,8 @@ def _keep_first_build(folder: Path, root: Path, work: Path, common: dict[str, An
     the record is written last, so a copy cut short is never reused."""
     if folder.exists():
         shutil.rmtree(folder)
-    _copy_tree(root, folder / "data")
-    _copy_tree(work, folder / "work")
+    shutil.copytree(root, folder / "data", dirs_exist_ok=True)
+    shutil.copytree(work, folder / "work", dirs_exist_ok=True)
     (folder / "first-build.json").write_text(json.dumps({
         "key": {name: common[name] for name in _FIRST_BUILD_KEY},
         "made": datetime.now().astimezone().isoformat(timespec="seconds"),

@@ -31,9 +31,8 @@ def archive_clusters(context: dg.AssetExecutionContext, memory: MemoryRoot,
     paths, settings = memory.paths, memory.config
     store = ItemStore(paths)
     items = store.items().filter(pl.col("status").is_in(["archived", "cold"]))
-    by_hash = store.vectors_by_hash()
-    vectors = (np.stack([by_hash[h] for h in items["content_hash"].to_list()]) if items.height
-               else np.zeros((0, 384), np.float32))
+    vectors, _found = store.vectors_for(items["content_hash"])
+    vectors = vectors if vectors is not None else np.zeros((0, 384), np.float32)
     tally = archive.InsightTally()
     clusters = archive.cluster(items, vectors, settings)
     clusters = archive.with_insights(clusters, items, vectors, llm=summaries.chat_client(settings),

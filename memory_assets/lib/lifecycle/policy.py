@@ -142,9 +142,8 @@ def _rows(items: pl.DataFrame, columns: tuple[str, ...]) -> list[dict]:
 
 def _chunks(items: pl.DataFrame, columns: tuple[str, ...], size: int = CHUNK_ROWS):
     """(offset, rows as dicts) for each run of ``size`` rows, only ``columns``."""
-    picked = items.select([c for c in dict.fromkeys(columns) if c in items.columns])
     for offset in range(0, items.height, size):
-        yield offset, picked.slice(offset, size).to_dicts()
+        yield offset, _rows(items.slice(offset, size), columns)
 
 
 def _written(parts: list[pl.DataFrame], items: pl.DataFrame, columns: tuple[str, ...]) -> pl.DataFrame:

@@ -19,6 +19,7 @@ from memory_assets.lib.quality.suite_report import QualityReport
 from memory_assets.lib.quality.validation import Rule, validate
 from retrieval.config import MemoryConfig
 from retrieval.spans import spanned
+from retrieval.store import VECTOR_BATCH
 
 # Output dimension of each embedding model the config may name, so a check never has to
 # load a model to know it. A model missing here is loaded once to ask it.
@@ -145,16 +146,12 @@ def embeddings_report(table: Any, config: MemoryConfig, *, subject: str,
                       expected: tuple[str, int] | None = None) -> QualityReport:
     """Vectors and full-text index of a LanceDB items table, at whatever version it is checked out."""
     # A batch of rows at a time: a million vectors read whole are 1.5 GB, and again as numpy.
-    reader = table.search().select(["id", "embedding_model", "vector"]).limit(None).to_batches(STATS_BATCH)
+    reader = table.search().select(["id", "embedding_model", "vector"]).limit(None).to_batches(VECTOR_BATCH)
     parts = [_stats(batch) for batch in reader]
-    frame = pl.concat(parts) if parts else _stats(pa.table({"id": pa.array([], pa.string()),
-                                                            "embedding_model": pa.array([], pa.string()),
-                                                            "vector": pa.array([], pa.list_(pa.float32()))}))
+    frame = pl.concat(parts) if parts else _stats(reader.schema.empty_table())
     return QualityReport.combine(
         _vectors_checked(frame, config, subject=f"{subject} vectors", expected=expected),
         index_report(table.list_indices(), rows=frame.height, subject=f"{subject} full-text index"),
         subject=subject,
     )
 
-
-STATS_BATCH = 65_536  # rows read at a time for the vector statistics

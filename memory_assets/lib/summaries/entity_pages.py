@@ -23,7 +23,7 @@ from datetime import datetime
 
 import polars as pl
 
-from memory_assets.lib.summaries.writing import Summary, _one_line, bulleted, version_stamp
+from memory_assets.lib.summaries.writing import Summary, _eligible, _one_line, bulleted, version_stamp
 from retrieval.citations import cited_ids
 from retrieval.config import MemoryConfig
 from retrieval.profiles import profile_category
@@ -66,13 +66,6 @@ LINES_PER_PAGE = 200
 SCORED_ROWS = 50_000  # items scored at a time (as dicts)
 
 
-def _eligible_rows(now: datetime) -> pl.Expr:
-    """``writing._eligible`` in columns: active (or no status), trusted, unexpired."""
-    return ((pl.col("status").fill_null("active") == "active")
-            & (pl.col("source_trust").fill_null("") != "untrusted")
-            & (pl.col("expires_at").is_null() | (pl.col("expires_at") > now)))
-
-
 def profiles(items: pl.DataFrame, chosen: pl.DataFrame, edges: pl.DataFrame, config: MemoryConfig,
              now: datetime) -> list[Summary]:
     """The pages of the ``chosen`` entities (``important``, or some of them), in entity-id order.
@@ -84,11 +77,14 @@ def profiles(items: pl.DataFrame, chosen: pl.DataFrame, edges: pl.DataFrame, con
         return []
     ids = chosen["id"].to_list()
     mentions = edges.filter((pl.col("kind") == "mentions") & pl.col("target").is_in(ids)).select("source", "target")
-    about = items.filter(pl.col("id").is_in(mentions["source"].unique().implode()) & _eligible_rows(now))
-    scores = []
+    about = items.filter(pl.col("id").is_in(mentions["source"].unique().implode()))
+    eligible, scores = [], []
     for start in range(0, about.height, SCORED_ROWS):
-        scores.extend(memory_score(config, row, now) for row in about.slice(start, SCORED_ROWS).to_dicts())
-    scored = about.select("id", "content").with_columns(score=pl.Series(scores, dtype=pl.Float64))
+        for row in about.slice(start, SCORED_ROWS).to_dicts():
+            eligible.append(_eligible(row, now))
+            scores.append(memory_score(config, row, now) if eligible[-1] else None)
+    scored = (about.select("id", "content").with_columns(score=pl.Series(scores, dtype=pl.Float64))
+              .filter(pl.Series(eligible, dtype=pl.Boolean)))
     ranked = (mentions.join(scored, left_on="source", right_on="id", how="inner")
               .sort(["target", "score", "source"], descending=[False, True, False]))
     lines = {target: list(zip(content, source)) for target, content, source in
