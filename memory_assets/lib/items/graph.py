@@ -41,7 +41,7 @@ import polars as pl
 
 from memory_assets.lib.extraction.structure import normal
 from retrieval.config import MemoryConfig
-from retrieval.schema import EDGE_SCHEMA, ENTITY_SCHEMA
+from retrieval.schema import EDGE_SCHEMA, ENTITY_SCHEMA, ITEM_SCHEMA
 from retrieval.spans import spanned
 
 # Items that still count in the graph (a purged item has left the memory).
@@ -171,19 +171,15 @@ def _decayed(observations: list[tuple[datetime, float]], config: MemoryConfig, n
     return confidence * g.edge_decay_per_night ** nights, first, last
 
 
-# What the graph reads of an item, and the type of each when a frame lacks it.
-_COLUMNS: dict[str, pl.DataType] = {
-    "id": pl.String(), "namespace": pl.String(), "content": pl.String(), "entities": pl.List(pl.String()),
-    "status": pl.String(), "confidence": pl.Float64(), "subject": pl.String(), "relation": pl.String(),
-    "value": pl.String(), "created_at": pl.Datetime("us", "UTC"), "supersedes": pl.String(),
-    "contradicts": pl.List(pl.String()), "source_resource_ids": pl.List(pl.String()),
-}
+# What the graph reads of an item (a frame without one of them reads it as nulls).
+_COLUMNS = ("id", "namespace", "content", "entities", "status", "confidence", "subject", "relation", "value",
+            "created_at", "supersedes", "contradicts", "source_resource_ids")
 
 
 def _graph_rows(items: pl.DataFrame) -> pl.DataFrame:
     """The items that count in the graph, the columns it reads, and ``row``: each one's
     position in ``items`` (its vector's)."""
-    present = [pl.col(c) if c in items.columns else pl.lit(None, dtype=t).alias(c) for c, t in _COLUMNS.items()]
+    present = [pl.col(c) if c in items.columns else pl.lit(None, dtype=ITEM_SCHEMA[c]).alias(c) for c in _COLUMNS]
     return (items.select(present).with_row_index("row")
             .filter(pl.col("status").is_in(list(IN_GRAPH))).with_columns(pl.col("confidence").cast(pl.Float64)))
 
