@@ -512,6 +512,8 @@ def run_bench(n_items: int, *, embed: str = "random", seed: int = 0, new_share: 
     root = paths.root
     if root.exists() and any(root.iterdir()):
         raise BenchError(f"{root} is not empty; the bench builds its own data root")
+    if first_build and not paths.is_local:
+        raise BenchError("--first-build keeps a local data root; it cannot be used with an object store")
     target_seconds, target_rss = targets(n_items)
     report: dict[str, Any] = {"items": n_items, "embedding": embed, "seed": seed, "root": str(root),
                               "target_seconds": target_seconds, "target_rss_mib": target_rss}
@@ -520,8 +522,6 @@ def run_bench(n_items: int, *, embed: str = "random", seed: int = 0, new_share: 
               "root": paths.uri if not paths.is_local else str(root), "work": str(work),
               "cache_dir": str(cache_dir) if cache_dir else None}
     kept = _kept_first_build(first_build, common) if first_build else None
-    if first_build and not paths.is_local:
-        raise BenchError("--first-build keeps a local data root; it cannot be used with an object store")
     try:
         if kept is not None:
             say(f"first build: copied from {first_build} (made {kept['made']})")
@@ -559,7 +559,9 @@ def run_bench(n_items: int, *, embed: str = "random", seed: int = 0, new_share: 
     return report
 
 
-_FIRST_BUILD_KEY = ("items", "embed", "seed", "new_share", "events")
+def _first_build_key(common: dict[str, Any]) -> dict[str, Any]:
+    """The arguments a first build depends on."""
+    return {name: common[name] for name in ("items", "embed", "seed", "new_share", "events")}
 
 
 def _kept_first_build(folder: Path, common: dict[str, Any]) -> dict[str, Any] | None:
@@ -569,7 +571,7 @@ def _kept_first_build(folder: Path, common: dict[str, Any]) -> dict[str, Any] | 
     if not done.exists():
         return None
     kept = json.loads(done.read_text())
-    return kept if kept.get("key") == {name: common[name] for name in _FIRST_BUILD_KEY} else None
+    return kept if kept.get("key") == _first_build_key(common) else None
 
 
 def _keep_first_build(folder: Path, root: Path, work: Path, common: dict[str, Any],
@@ -581,7 +583,7 @@ def _keep_first_build(folder: Path, root: Path, work: Path, common: dict[str, An
     shutil.copytree(root, folder / "data", dirs_exist_ok=True)
     shutil.copytree(work, folder / "work", dirs_exist_ok=True)
     (folder / "first-build.json").write_text(json.dumps({
-        "key": {name: common[name] for name in _FIRST_BUILD_KEY},
+        "key": _first_build_key(common),
         "made": datetime.now().astimezone().isoformat(timespec="seconds"),
         "report": {name: report[name] for name in
                    ("setup_seconds", "setup_peak_rss_mib", "first_facts", "nightly_input", "first_build")},
