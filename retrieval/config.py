@@ -125,6 +125,7 @@ class Embedding(_Section):
     openai_model: str
     batch_size: int = Field(gt=0)
     query_threads: int = Field(ge=0)
+    idle_query_threads: int = Field(ge=0)
     query_cache: int = Field(ge=1)
     runtime: Literal["onnx", "torch"]
     model_cache: str

@@ -51,6 +51,7 @@ class Embedder:
         self.batch_size = int(config.embedding.batch_size)
         # Threads for one short query, ONNX Runtime's or torch's (0: one per core).
         self.query_threads = int(config.embedding.query_threads)
+        self.idle_query_threads = int(config.embedding.idle_query_threads)
         self.runtime = config.embedding.runtime
         if self.provider == "openai":
             self.model_name = config.embedding.openai_model
@@ -166,7 +167,7 @@ class Embedder:
             return self.embed([text])[0]
         onnx = self._onnx()
         if onnx is not None:  # thread-safe: two queries run at once on two cores
-            return onnx.encode([text], threads=self.query_threads)[0]
+            return onnx.query(text, threads=self.query_threads, alone=self.idle_query_threads)
         if not self.query_threads:
             return self.embed([text])[0]
         import torch

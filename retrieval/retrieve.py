@@ -11,7 +11,6 @@ floor, scored, diversified, active items first (``rank``); then the trust pass
 
 from __future__ import annotations
 
-import dataclasses
 import re
 import threading
 import time
@@ -19,7 +18,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 import numpy as np
@@ -35,27 +34,17 @@ from retrieval.options import RetrievalOptions
 from retrieval.profiles import PROFILE_PREFIX, asked_about, profile_category
 from retrieval.paths import DataRoot
 from retrieval.rewrite import CONTEXT_MESSAGES, LLMRewriter, SearchQuery, keywords, rewrite
-from retrieval.schema import ITEM_SCHEMA
-from retrieval.search import Hit, fts_list, fts_query, fuse, to_hit, vector_list, vectors_for
-from retrieval.search import lance_query
-from retrieval.spans import spanned, timed
+from retrieval.candidates import candidates
+from retrieval.search import Hit, RowIds, async_table, fuse, lance_query, run, to_hit, vectors_for
+from retrieval.spans import spanned
 from retrieval.store import PUBLISHED_TAG, ItemStore, PublishedRows
 from retrieval.triggers import NegativeRules
-from retrieval.text import asks_about_before
 from retrieval.text import sentiment as sentiment_of
+from retrieval.view import RECALLABLE, View
 
 Messages = Sequence[Mapping[str, Any]]
-# What search may return: active items first; archived, then cold ones only to fill the
-# block ("forgotten by filing" is not forgetting: koshi and Engram keep the archive searchable).
-RECALLABLE = ("active", "archived", "cold")
-# What an item row holds, as in the Parquet snapshot: read from LanceDB for ids the snapshot lacks.
-_ATTRIBUTES = list(ITEM_SCHEMA)
 _POOL = threading.Lock()
 _REOPEN_SECONDS = 5.0  # how stale the cached table may get before a new publish is picked up
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 def context_text(context: str | Messages, last: int = CONTEXT_MESSAGES) -> str:
@@ -63,87 +52,6 @@ def context_text(context: str | Messages, last: int = CONTEXT_MESSAGES) -> str:
     if isinstance(context, str):
         return context
     return "\n".join(str(m.get("content", "")) for m in list(context)[-last:])
-
-
-@dataclass(frozen=True)
-class View:
-    """Whose memory a reader sees, and when: one namespace (None: every one), scopes
-    (None: all) and ``as_of`` (None: now). As of a past day, an item is seen when it was
-    true then (``valid_from`` ≤ day < ``invalid_at``), superseded since or not.
-
-    ``project``: the project the reader works on. It sees the global items and that
-    project's (``scope = "project"``), never another project's. Without a project it
-    sees every item: an agent that never names projects still finds all it wrote.
-
-    ``shared``: other namespaces this reader was granted (another agent's memory, a
-    team's), read too but ranked × ``shared_penalty``: off-domain for this reader
-    (ADR-0077, cross-agent)."""
-
-    namespace: str | None = None
-    scopes: tuple[str, ...] | None = None
-    as_of: datetime | None = None
-    shared: tuple[str, ...] = ()
-    shared_penalty: float = 1.0
-    project: str | None = None
-
-    @classmethod
-    def of(cls, config: MemoryConfig, namespace: str | None = None, scopes: Sequence[str] | None = None) -> View:
-        """An agent's view: ``namespace`` (default ``[pipeline] namespace``, where sessions
-        handed over without a user go; ``"*"`` every one) and ``scopes`` (default all)."""
-        return cls(None if namespace == "*" else (namespace or str(config.pipeline.namespace)),
-                   tuple(scopes) if scopes else None)
-
-    def at(self, as_of: datetime | None) -> View:
-        """This view as of a day (a naive time is UTC); None: as of now."""
-        return self if as_of is None else dataclasses.replace(self, as_of=_aware(as_of))
-
-    def for_project(self, project: str | None) -> View:
-        """This view for a reader working on ``project`` (None: no project, every item)."""
-        return self if project == self.project else dataclasses.replace(self, project=project)
-
-    def in_project(self, row: Mapping[str, Any]) -> bool:
-        """A global item, or one of this reader's project (any item, without a project)."""
-        return self.project is None or row.get("scope") != "project" or row.get("project") == self.project
-
-    def statuses(self, statuses: Sequence[str]) -> tuple[str, ...]:
-        """As of a past day, a superseded item may have been the one that held."""
-        return (*statuses, "superseded") if self.as_of is not None and "superseded" not in statuses else tuple(statuses)
-
-    def held(self, row: Mapping[str, Any]) -> bool:
-        """True then: valid from on or before ``as_of``, not yet replaced (always, without ``as_of``)."""
-        if self.as_of is None:
-            return True
-        start, end = row.get("valid_from") or row.get("created_at"), row.get("invalid_at")
-        return (start is None or _aware(start) <= self.as_of) and (end is None or _aware(end) > self.as_of)
-
-    def sharing(self, shared: Sequence[str], penalty: float) -> View:
-        """This view reading ``shared`` namespaces too, their items × ``penalty``."""
-        return dataclasses.replace(self, shared=tuple(n for n in shared if n != self.namespace), shared_penalty=penalty)
-
-    def owns(self, row: Mapping[str, Any]) -> bool:
-        """The row is of this reader's namespace (not one shared with it)."""
-        return not self.namespace or row.get("namespace") == self.namespace
-
-    def visible(self, row: Mapping[str, Any], statuses: Sequence[str] = ("active",)) -> bool:
-        """What ``where`` says, for a row in hand."""
-        return (row.get("status") in self.statuses(statuses)
-                and (self.owns(row) or row.get("namespace") in self.shared)
-                and (not self.scopes or row.get("scope") in self.scopes)
-                and self.in_project(row)
-                and self.held(row))
-
-    def where(self, statuses: Sequence[str] = ("active",)) -> str:
-        """The same filter as a LanceDB predicate (``as_of`` is applied to the rows after)."""
-        clauses = ["status IN (" + ", ".join(f"'{s}'" for s in self.statuses(statuses)) + ")"]
-        if self.namespace:
-            names = (self.namespace, *self.shared)
-            clauses.append("namespace IN (" + ", ".join("'" + n.replace("'", "''") + "'" for n in names) + ")")
-        if self.scopes:
-            clauses.append("scope IN (" + ", ".join(f"'{s}'" for s in self.scopes) + ")")
-        if self.project is not None:
-            project = self.project.replace("'", "''")
-            clauses.append(f"(scope IS NULL OR scope <> 'project' OR project = '{project}')")
-        return " AND ".join(clauses)
 
 
 def _published_version(table: Any) -> int | None:
@@ -177,6 +85,8 @@ class Stores:
         self.after_reload: Callable[[], None] | None = None
         self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()  # query → vector, least recent first
         self._vectors_lock = threading.Lock()
+        self._row_ids: tuple[Any, RowIds] | None = None  # (the items table it maps, the map)
+        self._row_ids_lock = threading.Lock()
 
     @property
     def embedder(self) -> Embedder:
@@ -207,6 +117,18 @@ class Stores:
                 table = self.store.summaries_table()
             self._tables[name] = (time.monotonic(), table)
         return table
+
+    def row_ids(self, table: Any) -> RowIds:
+        """The row id → item id map of ``table`` (the open items table), read once per
+        table version (0.1 s at 100k items), under a lock: one thread reads it."""
+        held = self._row_ids
+        if held is not None and held[0] is table:
+            return held[1]
+        with self._row_ids_lock:
+            held = self._row_ids
+            if held is None or held[0] is not table:
+                held = self._row_ids = (table, run(RowIds.read(async_table(table))))
+        return held[1]
 
     def embed(self, text: str) -> np.ndarray:
         """The query's vector; tier 1 and tier 2 share one embedding of the same query, and
@@ -258,80 +180,6 @@ class Retrieved:
     labels: dict[str, str] = field(default_factory=dict)
     query: SearchQuery = field(default_factory=lambda: SearchQuery("", ""))
     cap: int = 10
-
-
-@spanned("candidates")
-def candidates(stores: Stores, view: View, options: RetrievalOptions, query: str, limit: int,
-               terms: str | None = None) -> dict[str, list[dict[str, Any]]]:
-    """The vector and full-text candidate lists (at most ``limit`` each), every row
-    with all its item attributes, only rows ``view`` may see. ``query`` is embedded;
-    ``terms`` (default: ``query``) is the full-text query.
-
-    Both queries fetch ids only and run unfiltered for twice ``limit`` rows: the
-    attributes come from the in-memory published snapshot (from LanceDB for an id it
-    does not hold yet), and so does the filter (recallable status, namespace, scopes),
-    applied before anything is ranked. A list that loses so many rows to the filter that
-    it falls short is asked again with the filter inside LanceDB (exact, slower). The
-    full-text query runs on a worker thread while the query is embedded (LanceDB
-    releases the GIL).
-    """
-    table = stores.table()
-    fetch = 2 * limit
-    terms = query if terms is None else terms
-    recallable = recallable_for(f"{query} {terms}")  # the rewrite may drop "before" from the terms
-    fts = None
-    if options.fusion in ("hybrid", "fts") and fts_query(terms):
-        fts = stores.in_background(_spanned_fts, table, terms, limit=fetch, where=None)
-    lists: dict[str, list[dict[str, Any]]] = {}
-    if options.fusion in ("hybrid", "vector"):
-        with timed("embed"):
-            vector = stores.embed(query)
-        with timed("vector"):
-            lists["vector"] = vector_list(table, vector, limit=fetch, where=None)
-    if options.graph and options.fusion in ("hybrid", "graph") and stores.config.graph.weight > 0:
-        with timed("graph"):
-            lists["graph"] = stores.graph.search(terms, view.namespace, stores.config, fetch)
-    if fts is not None:
-        with timed("full-text wait"):
-            lists["fts"] = fts.result()
-    attributes = _attributes(stores, table, lists)
-    out: dict[str, list[dict[str, Any]]] = {}
-    for name, rows in lists.items():
-        visible = [{**attributes[r["id"]], **r} for r in rows
-                   if r["id"] in attributes and view.visible(attributes[r["id"]], recallable)]
-        if len(visible) < limit and len(rows) == fetch and name != "graph":
-            # The filter dropped too many: let LanceDB filter before it ranks.
-            where = view.where(recallable)
-            again = (vector_list(table, stores.embed(query), limit=limit, where=where)
-                     if name == "vector" else fts_list(table, terms, limit=limit, where=where))
-            attributes.update(_attributes(stores, table, {name: again}))
-            visible = [{**attributes[r["id"]], **r} for r in again
-                       if r["id"] in attributes and view.held(attributes[r["id"]])]
-        out[name] = visible[:limit]
-    return out
-
-
-@spanned("full-text")
-def _spanned_fts(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
-    return fts_list(*args, **kwargs)
-
-
-def recallable_for(query: str) -> tuple[str, ...]:
-    """The statuses a query may find: a question about what held before ("what did I use
-    before Neovim?") finds superseded items too, ranked below active ones."""
-    return (*RECALLABLE, "superseded") if asks_about_before(query) else RECALLABLE
-
-
-def _attributes(stores: Stores, table: Any, lists: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
-    """id → item row for every id in ``lists``: the snapshot, else LanceDB."""
-    ids = list(dict.fromkeys(r["id"] for rows in lists.values() for r in rows))
-    attributes = stores.rows.rows(ids)
-    missing = [r["_rowid"] for rows in lists.values() for r in rows if r["id"] not in attributes and "_rowid" in r]
-    if missing:
-        fetched = table.take_row_ids(list(dict.fromkeys(missing))).select(_ATTRIBUTES).to_list()
-        attributes.update({row["id"]: row for row in fetched})
-    return attributes
-
 
 def _relevant(config: MemoryConfig, options: RetrievalOptions,
               lists: dict[str, list[dict[str, Any]]]) -> Callable[[str], bool]:

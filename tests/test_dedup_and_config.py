@@ -137,15 +137,16 @@ def test_a_query_is_embedded_with_the_configured_threads_and_the_same_vector(emb
     import torch
 
     question = "When is the WRX oil change due?"
-    threads = load_config().embedding.query_threads
-    # ONNX Runtime (the default): the query runs on a session of its own with that many
-    # threads, and gives the vector a batch on every core gives.
+    threads = load_config().embedding.idle_query_threads
+    # ONNX Runtime (the default): a query alone runs on a session of its own with
+    # idle_query_threads threads, and gives the vector a batch on every core gives.
     one = embedder.embed_one(question)
     assert threads in embedder._onnx()._sessions
     batch = embedder.embed([question] + [f"filler sentence {n}" for n in range(9)])  # over a small batch
     assert 0 in embedder._onnx()._sessions
     assert np.allclose(one, batch[0], atol=1e-5)
-    # torch: the thread count is set for the query and restored after it.
+    # torch: the thread count (query_threads: torch's pool is the process's, so a query
+    # never takes the idle threads there) is set for the query and restored after it.
     config = load_config()
     on_torch = Embedder(config.model_copy(update={"embedding": config.embedding.model_copy(update={"runtime": "torch"})}))
     before = torch.get_num_threads()
@@ -156,7 +157,7 @@ def test_a_query_is_embedded_with_the_configured_threads_and_the_same_vector(emb
         alone = on_torch.embed_one(question)
     finally:
         del on_torch.embed
-    assert seen == [threads] and torch.get_num_threads() == before
+    assert seen == [load_config().embedding.query_threads] and torch.get_num_threads() == before
     assert np.allclose(alone, on_torch.embed([question])[0], atol=1e-5)
     assert float(alone @ one) >= 0.999
 
@@ -202,3 +203,32 @@ def test_fresh_items_start_active_and_unreferenced():
     items = facts_to_items(pl.DataFrame([_fact("a", "Aaron drives a WRX")], schema=FACT_SCHEMA), T0)
     row = items.row(0, named=True)
     assert row["status"] == "active" and row["reference_count"] == 0 and row["promoted"] is False
+
+
+def test_a_query_alone_takes_the_idle_threads_and_two_at_once_take_query_threads(embedder, monkeypatch):
+    """Two queries embedded at once in a process (a service's two requests) take
+    ``query_threads`` each instead of every core each: the second one starts while the
+    first is being embedded."""
+    import threading
+
+    import numpy as np
+
+    config = load_config().embedding
+    assert config.idle_query_threads != config.query_threads  # else this test shows nothing
+    encoder = embedder._onnx()
+    real, seen, second = encoder.encode, [], {}
+
+    def encode(texts, threads=1):
+        seen.append(threads)
+        if len(seen) == 1:
+            worker = threading.Thread(target=lambda: second.update(v=embedder.embed_one("Who is Arjun?")))
+            worker.start()
+            worker.join()
+        return real(texts, threads=threads)
+
+    monkeypatch.setattr(encoder, "encode", encode)
+    first = embedder.embed_one("When is the WRX oil change due?")
+    assert seen == [config.idle_query_threads, config.query_threads]
+    monkeypatch.setattr(encoder, "encode", real)
+    assert np.allclose(first, embedder.embed_one("When is the WRX oil change due?"), atol=1e-5)
+    assert np.allclose(second["v"], embedder.embed(["Who is Arjun?"])[0], atol=1e-5)

@@ -180,14 +180,19 @@ def test_items_missing_from_the_snapshot_are_read_from_lancedb(root, tmp_path, m
 def test_a_filter_that_empties_the_candidates_asks_lancedb_to_filter(root, tmp_path, monkeypatch):
     """Candidates are fetched unfiltered (2 × candidates) and filtered from the snapshot;
     when the filter leaves too few, the query runs again with the filter in LanceDB."""
-    from retrieval import retrieve as client_module
+    from retrieval import candidates as module
 
     config = tmp_path / "memory.toml"
     config.write_text("[ranking]\ncandidates = 2\n")
     calls = []
-    real = client_module.vector_list
-    monkeypatch.setattr(client_module, "vector_list",
-                        lambda *a, **kw: (calls.append(kw["where"]), real(*a, **kw))[1])
+    real, real_nearest = module.vector_list, module.nearest
+
+    async def nearest(*a, **kw):  # the first, unfiltered query (LanceDB's async API)
+        calls.append(None)
+        return await real_nearest(*a, **kw)
+
+    monkeypatch.setattr(module, "nearest", nearest)
+    monkeypatch.setattr(module, "vector_list", lambda *a, **kw: (calls.append(kw["where"]), real(*a, **kw))[1])
     client = MemoryClient(root.root, config_path=str(config), namespace="agent-b")
     hits = client.search("WRX oil change service history", k=2, now=NOW)
     assert [h.id for h in hits] == ["other-ns"]
@@ -508,3 +513,54 @@ def test_a_conflict_check_reads_only_the_vectors_of_pairs_that_disagree():
     asked.clear()
     assert trust.conflicts([hits[1], hits[3]], read, 0.8) == set() and asked == []
     assert trust.conflicts(hits, vectors, 0.8) == {("a", "c")}  # an aligned array works too
+
+
+def test_row_ids_name_the_ids_they_hold_and_none_for_others():
+    import numpy as np
+    import pyarrow as pa
+
+    from retrieval.search import RowIds
+
+    held = RowIds(np.asarray([3, 7, 4294967296], dtype=np.uint64), pa.array(["a", "b", "c"]))
+    assert held.lookup([7, 4, 4294967296, 99, 3]) == ["b", None, "c", None, "a"]
+    assert held.lookup([]) == []
+    assert RowIds(np.asarray([], dtype=np.uint64), pa.array([], pa.string())).lookup([1]) == [None]
+
+
+def test_the_async_lists_are_the_sync_apis_lists(root):
+    """The read path's vector and full-text lists (LanceDB's async API on the calling
+    thread's loop, ids from the row id map) hold what the sync API's hold: the same
+    ids, row ids and scores, in the same order."""
+    from retrieval.search import RowIds, async_table, fts_list, matching, nearest, run, vector_list
+
+    table = ItemStore(root).table()
+    inner = async_table(table)
+    assert inner is not None
+    row_ids = run(RowIds.read(inner))
+    assert len(row_ids.row_ids) == table.count_rows()
+    embedder = Embedder(load_config())
+    for query in ("When is the WRX oil change due?", "Where does Arjun work?", "parking garage"):
+        vector = embedder.embed_one(query)
+        sync = vector_list(table, vector, limit=6, where=None)
+        got = run(nearest(inner, vector, limit=6, row_ids=row_ids))
+        assert [(r["id"], r["_rowid"]) for r in got] == [(r["id"], r["_rowid"]) for r in sync]
+        assert [round(r["_distance"], 5) for r in got] == [round(r["_distance"], 5) for r in sync]
+        words = run(matching(inner, query, limit=6, row_ids=row_ids))
+        assert [(r["id"], round(r["_score"], 4)) for r in words] == \
+            [(r["id"], round(r["_score"], 4)) for r in fts_list(table, query, limit=6, where=None)]
+    assert run(matching(inner, "?!", limit=6, row_ids=row_ids)) == []
+
+
+def test_run_inside_a_running_event_loop_uses_lancedbs_loop(root):
+    """An agent calling from async code (a loop already running on its thread) is served
+    on LanceDB's background loop instead of re-entering its own."""
+    import asyncio
+
+    from retrieval.search import async_table, run
+
+    inner = async_table(ItemStore(root).table())
+
+    async def agent():
+        return run(inner.count_rows())
+
+    assert asyncio.run(agent()) == ItemStore(root).table().count_rows()

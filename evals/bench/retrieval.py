@@ -522,6 +522,7 @@ def machine() -> dict[str, Any]:
 
         info["torch_threads"] = torch.get_num_threads()
         info["query_threads"] = int(load_config().embedding.query_threads) or info["torch_threads"]
+        info["idle_query_threads"] = int(load_config().embedding.idle_query_threads)
     except ImportError:
         pass
     if hasattr(os, "getloadavg"):
@@ -604,8 +605,8 @@ def run_bench(n_items: int, *, queries: int = 200, warmup: int = 20, seed: int =
             progress(f"copying {root} to the S3-compatible server")
         root = upload_root(root, s3.bucket(f"bench-{n_items}-{int(time.time())}"))
     client = MemoryClient(root)
-    if torch_threads:
-        client.embedder.query_threads = torch_threads
+    if torch_threads:  # exactly this many threads, alone or not
+        client.embedder.query_threads, client.embedder.idle_query_threads = torch_threads, 0
     client.embedder.embed_one("load the model")  # excluded: a long-lived agent loads it once
     search = _search_call(client)
     contexts = synthetic_queries(warmup + queries, seed=seed)
