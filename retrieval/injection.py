@@ -20,7 +20,7 @@ from datetime import datetime
 from retrieval.schema import INJECTION_END, INJECTION_START
 from retrieval.scoring import age_of
 from retrieval.search import Hit
-from retrieval.tokens import count_tokens
+from retrieval.tokens import count_lines, count_tokens
 
 
 @dataclass
@@ -59,7 +59,7 @@ def build_block(hits: Sequence[Hit], *, header: str, now: datetime, max_items: i
     Returns the block text (empty when nothing fits), the items in it, and its tokens.
     """
     frame = [INJECTION_START, header, INJECTION_END]
-    used = count_tokens("\n".join(frame))
+    used = count_lines(frame)
     if not hits or used >= token_budget:
         return "", [], 0
     lines: list[str] = []
@@ -76,5 +76,5 @@ def build_block(hits: Sequence[Hit], *, header: str, now: datetime, max_items: i
         used += cost
     if not kept:
         return "", [], 0
-    text = "\n".join([INJECTION_START, header, *lines, INJECTION_END])
-    return text, kept, count_tokens(text)
+    block = [INJECTION_START, header, *lines, INJECTION_END]
+    return "\n".join(block), kept, count_lines(block)

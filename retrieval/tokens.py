@@ -6,6 +6,7 @@ without it, a conservative estimate of 4 characters per token.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -31,3 +32,14 @@ def count_tokens(text: str) -> int:
     if tok is None:
         return max(1, (len(text) + 3) // 4) if text else 0
     return len(tok.encode(text, add_special_tokens=False).ids)
+
+
+def count_lines(lines: Sequence[str]) -> int:
+    """Tokens in ``"\n".join(lines)``: the sum of each line's (cached) count. The model's
+    tokenizer normalises character by character and splits on whitespace before its
+    word pieces, so no token spans a newline; a block's total then costs no tokenizing
+    of its own (0.2–0.4 ms an inject). The estimate, without the tokenizer, counts the
+    joined text."""
+    if _tokenizer() is None:
+        return count_tokens("\n".join(lines))
+    return sum(count_tokens(line) for line in lines)

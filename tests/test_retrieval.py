@@ -564,3 +564,18 @@ def test_run_inside_a_running_event_loop_uses_lancedbs_loop(root):
         return run(inner.count_rows())
 
     assert asyncio.run(agent()) == ItemStore(root).table().count_rows()
+
+
+def test_a_blocks_token_count_is_its_lines_counts_summed():
+    """``count_lines`` adds each line's count instead of tokenizing the block again: equal
+    to tokenizing the joined text, for lines of words, punctuation, digits, accents,
+    CJK, emoji, control characters and stray whitespace."""
+    from retrieval.tokens import count_lines
+
+    lines = [INJECTION_START, "Known context from previous sessions:",
+             "~ [m:4821] Aaron's WRX oil change is due at 11,799 miles (confidence: 0.9; age: 3d; vehicle)",
+             "~ [m:17] Ünïcödé café — naïve résumé, 記憶 and 🚀 at 02:30 UTC [untrusted]",
+             "  leading and trailing spaces\t", "", "tab\tinside and a bell\x07 and a-b_c/d.e",
+             "didn't can't O'Brien's state-of-the-art x86_64 v2.3.1-rc1", INJECTION_END]
+    for n in range(1, len(lines) + 1):
+        assert count_lines(lines[:n]) == count_tokens("\n".join(lines[:n]))
