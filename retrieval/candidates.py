@@ -49,11 +49,21 @@ def candidates(stores: Stores, view: View, options: RetrievalOptions, query: str
         lists = run(_lists(stores, view, inner, stores.row_ids(table), query, terms, fetch, wanted))
     else:
         lists = _lists_sync(stores, view, table, query, terms, fetch, wanted)
-    attributes = _attributes(stores, table, lists)
+    # Rows leave the snapshot a page of ``limit`` at a time, and a list stops at ``limit``
+    # visible rows: when the filter drops none, half the rows fetched are never converted
+    # (converting a row to a dict is most of this step: 30 µs each at 1M items).
+    attributes = _attributes(stores, table, {name: rows[:limit] for name, rows in lists.items()})
     out: dict[str, list[dict[str, Any]]] = {}
     for name, rows in lists.items():
-        visible = [{**attributes[r["id"]], **r} for r in rows
-                   if r["id"] in attributes and view.visible(attributes[r["id"]], recallable)]
+        visible: list[dict[str, Any]] = []
+        for start in range(0, len(rows), limit):
+            page = rows[start:start + limit]
+            if start:
+                attributes.update(_attributes(stores, table, {name: [r for r in page if r["id"] not in attributes]}))
+            visible += [{**attributes[r["id"]], **r} for r in page
+                        if r["id"] in attributes and view.visible(attributes[r["id"]], recallable)]
+            if len(visible) >= limit:
+                break
         if len(visible) < limit and len(rows) == fetch and name != "graph":
             # The filter dropped too many: let LanceDB filter before it ranks.
             where = view.where(recallable)

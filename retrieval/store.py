@@ -172,7 +172,9 @@ class PublishedRows:
         with self._loading:  # one thread loads; the others wait for it and find it loaded
             if key == self._snapshot.key:
                 return
-            frame = pl.read_parquet(str(pointer.items_path(self.paths)))
+            # One chunk per column: gathering 150 rows from the 8 chunks a 1M-row file reads
+            # into took 20 ms, from one 1.2 ms (rechunking: 0.3 s once per version).
+            frame = pl.read_parquet(str(pointer.items_path(self.paths)), rechunk=True)
             self._snapshot = _Snapshot(key, frame, {item_id: i for i, item_id in enumerate(frame["id"].to_list())})
 
     @property
