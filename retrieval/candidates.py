@@ -49,21 +49,24 @@ def candidates(stores: Stores, view: View, options: RetrievalOptions, query: str
         lists = run(_lists(stores, view, inner, stores.row_ids(table), query, terms, fetch, wanted))
     else:
         lists = _lists_sync(stores, view, table, query, terms, fetch, wanted)
-    # Rows leave the snapshot a page of ``limit`` at a time, and a list stops at ``limit``
-    # visible rows: when the filter drops none, half the rows fetched are never converted
-    # (converting a row to a dict is most of this step: 30 µs each at 1M items).
-    attributes = _attributes(stores, table, {name: rows[:limit] for name, rows in lists.items()})
+    # A list's rows leave the snapshot only until it has ``limit`` visible ones: first its
+    # ``limit`` best, then as many more as the filter dropped, each round one conversion
+    # for every list (converting a row to a dict is most of this step: 10–30 µs a row).
+    visible_rows: dict[str, list[dict[str, Any]]] = {name: [] for name in lists}
+    taken = dict.fromkeys(lists, 0)
+    attributes: dict[str, dict[str, Any]] = {}
+    while pages := {name: rows[taken[name]:taken[name] + limit - len(visible_rows[name])]
+                    for name, rows in lists.items() if len(visible_rows[name]) < limit and taken[name] < len(rows)}:
+        new = {name: [r for r in page if r["id"] not in attributes] for name, page in pages.items()}
+        if any(new.values()):
+            attributes.update(_attributes(stores, table, new))
+        for name, page in pages.items():
+            taken[name] += len(page)
+            visible_rows[name] += [{**attributes[r["id"]], **r} for r in page
+                                   if r["id"] in attributes and view.visible(attributes[r["id"]], recallable)]
     out: dict[str, list[dict[str, Any]]] = {}
     for name, rows in lists.items():
-        visible: list[dict[str, Any]] = []
-        for start in range(0, len(rows), limit):
-            page = rows[start:start + limit]
-            if start:
-                attributes.update(_attributes(stores, table, {name: [r for r in page if r["id"] not in attributes]}))
-            visible += [{**attributes[r["id"]], **r} for r in page
-                        if r["id"] in attributes and view.visible(attributes[r["id"]], recallable)]
-            if len(visible) >= limit:
-                break
+        visible = visible_rows[name]
         if len(visible) < limit and len(rows) == fetch and name != "graph":
             # The filter dropped too many: let LanceDB filter before it ranks.
             where = view.where(recallable)

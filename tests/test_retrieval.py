@@ -579,3 +579,39 @@ def test_a_blocks_token_count_is_its_lines_counts_summed():
              "didn't can't O'Brien's state-of-the-art x86_64 v2.3.1-rc1", INJECTION_END]
     for n in range(1, len(lines) + 1):
         assert count_lines(lines[:n]) == count_tokens("\n".join(lines[:n]))
+
+
+def test_candidate_rows_leave_the_snapshot_only_until_a_list_is_full(root, tmp_path, monkeypatch):
+    """Each list keeps its ``limit`` best visible rows in their order, as filtering every
+    fetched row would; the rows converted are the first ``limit`` of each list and then
+    only as many more as the filter dropped (agent-b's item and the superseded one)."""
+    from retrieval import candidates as module
+    from retrieval.store import PublishedRows
+
+    config = tmp_path / "memory.toml"
+    config.write_text("[ranking]\ncandidates = 3\n")
+    client = MemoryClient(root.root, config_path=str(config), namespace="default")
+    converted = []
+    real_rows = PublishedRows.rows
+    monkeypatch.setattr(PublishedRows, "rows", lambda self, ids: (converted.append(list(ids)), real_rows(self, ids))[1])
+    seen = {}
+    real_lists = module._lists
+
+    async def lists(*a, **kw):
+        seen.update(await real_lists(*a, **kw))
+        return seen
+
+    monkeypatch.setattr(module, "_lists", lists)
+    query = "WRX oil change was due at 6,000 miles, Aaron's WRX is blue"
+    out = module.candidates(client.stores, client.view, client.options, query, 3)
+    snapshot = {r["id"]: r for r in ItemStore(root).items().to_dicts()}
+    for name in ("vector", "fts"):
+        expected = [r["id"] for r in seen[name] if client.view.visible(snapshot[r["id"]], module.recallable_for(query))]
+        assert [r["id"] for r in out[name]] == expected[:3]
+        assert all(r["status"] == "active" and r["namespace"] == "default" for r in out[name])
+    dropped = {"wrx-old", "other-ns"} & {r["id"] for name in ("vector", "fts") for r in seen[name][:3]}
+    assert dropped  # the query reaches a row the filter drops, so a second round runs
+    assert len(converted) >= 2 and all(converted)
+    assert len({i for ids in converted for i in ids}) == sum(len(ids) for ids in converted)  # each row once
+    fetched = {r["id"] for name in ("vector", "fts") for r in seen[name]}
+    assert len({i for ids in converted for i in ids}) < len(fetched)
