@@ -43,7 +43,8 @@ def test_report_has_latencies_for_inject_search_and_query_embedding(small_run):
 
 def test_inject_is_broken_down_by_stage_from_the_read_paths_spans(small_run):
     """The stages come from spans the read path marks itself; all but the full-text query's
-    own time (on a worker thread) add up to about one inject."""
+    own time (inside "vector", where both LanceDB queries run together) add up to about one
+    inject."""
     from evals.bench.retrieval import STAGES
 
     _, report, _ = small_run

@@ -544,9 +544,11 @@ def _search_call(client: Any) -> Callable[[str], Any]:
 
 
 # What an inject spends its time on, from the read path's own spans (``retrieval.spans``):
-# the query embedding, the vector query, the full-text query (on a worker thread, beside
-# the embedding and the vector query: "full-text" is its own time, "full-text wait" what
-# the caller still waited for it), the graph walk, the candidates' rows from the in-memory
+# the query embedding, the vector query ("vector": with LanceDB's async table, the vector
+# and full-text queries run together after the embedding and this is both; "full-text" is
+# the full-text query's own time inside it; "full-text wait" what the caller still waited
+# for it on LanceDB's sync API, where it runs on a worker thread beside the embedding and
+# the vector query), the graph walk, the candidates' rows from the in-memory
 # snapshot and the visibility filter ("rows"), ranking (tier 2 less its candidate lists)
 # and the rest: tier 1, the pending overlay, the trust pass and the block ("block"). The
 # stages but "full-text" add up to the inject.
