@@ -120,3 +120,16 @@ def test_cli_takes_a_comma_list_of_sizes_and_prints_json(tmp_path, capsys):
                  "--cache-dir", str(tmp_path), "--json"]) == 0
     reports = json.loads(capsys.readouterr().out)
     assert [r["items"] for r in reports] == [120, 150]
+
+
+def test_an_embedding_outside_the_candidate_lists_counts_in_the_block():
+    """The trust pass embedding a disagreeing pair (an object-store root) is not the
+    query's embedding: the stages stay non-negative and it lands in "block"."""
+    from evals.bench.retrieval import _stages
+
+    calls = [("inject", 0.0, 0.050, 0.0), ("tier 2", 0.001, 0.030, 0.0), ("candidates", 0.002, 0.025, 0.0),
+             ("embed", 0.002, 0.005, 0.0), ("vector", 0.008, 0.006, 0.0), ("full-text", 0.008, 0.004, 0.0),
+             ("embed", 0.035, 0.010, 0.0)]
+    stages = _stages(calls)
+    assert abs(stages["embed"] - 0.005) < 1e-9 and abs(stages["rows"] - 0.014) < 1e-9
+    assert abs(stages["block"] - 0.020) < 1e-9 and all(v >= 0 for v in stages.values())

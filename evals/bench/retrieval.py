@@ -557,9 +557,14 @@ STAGES = ("embed", "vector", "full-text", "full-text wait", "graph", "rows", "ra
 
 def _stages(calls: list[tuple[str, float, float, float]]) -> dict[str, float]:
     """One inject's seconds by stage, from its spans."""
+    # The search stages count only inside the candidate lists: the trust pass may embed
+    # too (a disagreeing pair's contents, on an object-store root), and that is "block".
+    lists = [(start, start + seconds) for label, start, seconds, _cpu in calls if label == "candidates"]
+    searching = {"embed", "vector", "full-text", "full-text wait", "graph"}
     wall: dict[str, float] = {}
-    for label, _start, seconds, _cpu in calls:
-        wall[label] = wall.get(label, 0.0) + seconds
+    for label, start, seconds, _cpu in calls:
+        if label not in searching or any(a <= start <= b for a, b in lists):
+            wall[label] = wall.get(label, 0.0) + seconds
     parts = {name: wall.get(name, 0.0) for name in ("embed", "vector", "full-text", "full-text wait", "graph")}
     parts["rows"] = wall.get("candidates", 0.0) - sum(v for k, v in parts.items() if k != "full-text")
     parts["rank"] = wall.get("tier 2", 0.0) - wall.get("candidates", 0.0)
