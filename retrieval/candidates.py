@@ -44,11 +44,7 @@ def candidates(stores: Stores, view: View, options: RetrievalOptions, query: str
     wanted = _Wanted(vector=options.fusion in ("hybrid", "vector"),
                      graph=options.graph and options.fusion in ("hybrid", "graph") and stores.config.graph.weight > 0,
                      fts=options.fusion in ("hybrid", "fts") and bool(fts_query(terms)))
-    inner = async_table(table)
-    if inner is not None:
-        lists = run(_lists(stores, view, inner, stores.row_ids(table), query, terms, fetch, wanted))
-    else:
-        lists = _lists_sync(stores, view, table, query, terms, fetch, wanted)
+    lists = run(_lists(stores, view, async_table(table), stores.row_ids(table), query, terms, fetch, wanted))
     # A list's rows leave the snapshot only until it has ``limit`` visible ones: first its
     # ``limit`` best, then as many more as the filter dropped, each round one conversion
     # for every list (converting a row to a dict is most of this step: 10–30 µs a row).
@@ -121,31 +117,6 @@ async def _none() -> list[dict[str, Any]]:
 async def _spanned_matching(table: Any, terms: str, *, limit: int, row_ids: RowIds) -> list[dict[str, Any]]:
     with timed("full-text"):
         return await matching(table, terms, limit=limit, row_ids=row_ids)
-
-
-def _lists_sync(stores: Stores, view: View, table: Any, query: str, terms: str, fetch: int,
-                wanted: _Wanted) -> dict[str, list[dict[str, Any]]]:
-    """``_lists`` through LanceDB's sync API (a LanceDB without an async table to share),
-    the full-text query on a worker thread."""
-    fts = stores.in_background(_spanned_fts, table, terms, limit=fetch, where=None) if wanted.fts else None
-    lists: dict[str, list[dict[str, Any]]] = {}
-    if wanted.vector:
-        with timed("embed"):
-            vector = stores.embed(query)
-        with timed("vector"):
-            lists["vector"] = vector_list(table, vector, limit=fetch, where=None)
-    if wanted.graph:
-        with timed("graph"):
-            lists["graph"] = stores.graph.search(terms, view.namespace, stores.config, fetch)
-    if fts is not None:
-        with timed("full-text wait"):
-            lists["fts"] = fts.result()
-    return lists
-
-
-@spanned("full-text")
-def _spanned_fts(*args: Any, **kwargs: Any) -> list[dict[str, Any]]:
-    return fts_list(*args, **kwargs)
 
 
 def _attributes(stores: Stores, table: Any, lists: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:

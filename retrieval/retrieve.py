@@ -16,7 +16,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -43,7 +42,6 @@ from retrieval.text import sentiment as sentiment_of
 from retrieval.view import RECALLABLE, View
 
 Messages = Sequence[Mapping[str, Any]]
-_POOL = threading.Lock()
 _REOPEN_SECONDS = 5.0  # how stale the cached table may get before a new publish is picked up
 
 
@@ -67,8 +65,8 @@ def _published_version(table: Any) -> int | None:
 class Stores:
     """The published memory under a data root, opened once and kept warm: the LanceDB
     tables (looked up again after ``_REOPEN_SECONDS``, so a new publish shows), the
-    Parquet snapshot, the embedding model, the last query's vector and a worker thread
-    for the full-text query. Reading only."""
+    Parquet snapshot, its row id → item id map, the embedding model and the last queries'
+    vectors. Reading only."""
 
     def __init__(self, paths: DataRoot, config: MemoryConfig):
         self.paths, self.config = paths, config
@@ -79,7 +77,6 @@ class Stores:
         self.rewriter: LLMRewriter | None = None
         self._embedder: Embedder | None = None
         self._tables: dict[str, tuple[float, Any]] = {}
-        self._pool: ThreadPoolExecutor | None = None
         # Called after a new published snapshot was loaded (the service freezes the garbage
         # collector's view of it: a full collection over 600k objects stalls for 0.3–1 s).
         self.after_reload: Callable[[], None] | None = None
@@ -150,14 +147,6 @@ class Stores:
         """Drop the cached query vectors (a benchmark times a query as asked the first time)."""
         with self._vectors_lock:
             self._vectors.clear()
-
-    def in_background(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Future:
-        if self._pool is None:
-            with _POOL:
-                if self._pool is None:
-                    # Two: a service answers two searches at once on this machine's two cores.
-                    self._pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="memory-fts")
-        return self._pool.submit(fn, *args, **kwargs)
 
     def query(self, context: str | Messages, options: RetrievalOptions, budget_aware: bool) -> SearchQuery:
         """The search query for ``context`` (the LLM rewrite when configured and affordable)."""

@@ -93,13 +93,9 @@ def vectors_for(table: Any, row_ids: Sequence[int | None], ids: Sequence[str]) -
     without a row id (the graph list names items by id only) is read by its id."""
     found: dict[str, Any] = {}
     known = [r for r in row_ids if r is not None]
-    inner = async_table(table) if known else None
-    if inner is not None:
-        by_row = run(taken_vectors(inner, known))
+    if known:
+        by_row = run(taken_vectors(async_table(table), known))
         found.update((i, by_row[r]) for r, i in zip(row_ids, ids) if r is not None and r in by_row)
-    elif known:
-        arrow = table.take_row_ids(list(known)).select(["id", "vector"]).to_arrow()
-        found.update(zip(arrow.column("id").to_pylist(), arrow.column("vector").to_pylist()))
     unknown = [i for r, i in zip(row_ids, ids) if r is None and i not in found]
     if unknown:
         quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in dict.fromkeys(unknown))
@@ -137,13 +133,15 @@ def run(coro: Awaitable[T]) -> T:
     return LOOP.run(coro)
 
 
-def async_table(table: Any) -> Any | None:
-    """The ``AsyncTable`` a sync LanceDB table wraps (the same open table: one index cache),
-    or None when this LanceDB has none to give."""
+def async_table(table: Any) -> Any:
+    """The ``AsyncTable`` a sync LanceDB table wraps: the same open table at the same
+    version, so one index cache (LanceDB 0.40, as pinned, keeps it as ``_table``)."""
     from lancedb.table import AsyncTable
 
     inner = getattr(table, "_table", None)
-    return inner if isinstance(inner, AsyncTable) else None
+    if not isinstance(inner, AsyncTable):
+        raise TypeError(f"{type(table).__name__} wraps no lancedb AsyncTable: another LanceDB than the pinned one?")
+    return inner
 
 
 class RowIds:

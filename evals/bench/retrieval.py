@@ -544,15 +544,13 @@ def _search_call(client: Any) -> Callable[[str], Any]:
 
 
 # What an inject spends its time on, from the read path's own spans (``retrieval.spans``):
-# the query embedding, the vector query ("vector": with LanceDB's async table, the vector
-# and full-text queries run together after the embedding and this is both; "full-text" is
-# the full-text query's own time inside it; "full-text wait" what the caller still waited
-# for it on LanceDB's sync API, where it runs on a worker thread beside the embedding and
-# the vector query), the graph walk, the candidates' rows from the in-memory
+# the query embedding, the vector query ("vector": the vector and full-text queries run
+# together after the embedding, and this is both; "full-text" is the full-text query's own
+# time inside it), the graph walk, the candidates' rows from the in-memory
 # snapshot and the visibility filter ("rows"), ranking (tier 2 less its candidate lists)
 # and the rest: tier 1, the pending overlay, the trust pass and the block ("block"). The
 # stages but "full-text" add up to the inject.
-STAGES = ("embed", "vector", "full-text", "full-text wait", "graph", "rows", "rank", "block")
+STAGES = ("embed", "vector", "full-text", "graph", "rows", "rank", "block")
 
 
 def _stages(calls: list[tuple[str, float, float, float]]) -> dict[str, float]:
@@ -560,12 +558,12 @@ def _stages(calls: list[tuple[str, float, float, float]]) -> dict[str, float]:
     # The search stages count only inside the candidate lists: the trust pass may embed
     # too (a disagreeing pair's contents, on an object-store root), and that is "block".
     lists = [(start, start + seconds) for label, start, seconds, _cpu in calls if label == "candidates"]
-    searching = {"embed", "vector", "full-text", "full-text wait", "graph"}
+    searching = {"embed", "vector", "full-text", "graph"}
     wall: dict[str, float] = {}
     for label, start, seconds, _cpu in calls:
         if label not in searching or any(a <= start <= b for a, b in lists):
             wall[label] = wall.get(label, 0.0) + seconds
-    parts = {name: wall.get(name, 0.0) for name in ("embed", "vector", "full-text", "full-text wait", "graph")}
+    parts = {name: wall.get(name, 0.0) for name in ("embed", "vector", "full-text", "graph")}
     parts["rows"] = wall.get("candidates", 0.0) - sum(v for k, v in parts.items() if k != "full-text")
     parts["rank"] = wall.get("tier 2", 0.0) - wall.get("candidates", 0.0)
     parts["block"] = wall.get("inject", 0.0) - wall.get("tier 2", 0.0)
