@@ -8,7 +8,7 @@ after a run's checks passed.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,16 +102,10 @@ class ItemStore:
             return None, found
         wanted = pl.DataFrame({"content_hash": hashes.cast(pl.String)}).with_row_index("_at")
         matrix: np.ndarray | None = None
-        for batch in table.search().select(["content_hash", "vector"]).limit(None).to_batches(VECTOR_BATCH):
-            if not batch.num_rows:
-                continue
-            held = pl.DataFrame({"content_hash": pl.Series("content_hash", batch.column("content_hash"),
-                                                           dtype=pl.String)}).with_row_index("_in")
-            pairs = wanted.join(held, on="content_hash", how="inner")
+        for held, values in _vector_batches(table):
+            pairs = wanted.join(pl.DataFrame({"content_hash": held}).with_row_index("_in"), on="content_hash", how="inner")
             if not pairs.height:
                 continue
-            values = np.asarray(batch.column("vector").flatten().to_numpy(zero_copy_only=False), dtype=np.float32)
-            values = values.reshape(batch.num_rows, -1)
             if matrix is None:
                 matrix = np.zeros((len(hashes), values.shape[1]), dtype=np.float32)
             at = pairs["_at"].to_numpy()
@@ -120,13 +114,22 @@ class ItemStore:
         return matrix, found
 
     def vectors_by_hash(self) -> dict[str, np.ndarray]:
-        """content hash → vector of the published table (the rows views of one matrix)."""
+        """content hash → vector of the published table (each a row of its batch's matrix)."""
         table = self.table()
-        if table is None:
-            return {}
-        hashes = pl.from_arrow(table.search().select(["content_hash"]).limit(None).to_arrow())["content_hash"]
-        matrix, _found = self.vectors_for(hashes)
-        return {} if matrix is None else dict(zip(hashes.to_list(), matrix))
+        out: dict[str, np.ndarray] = {}
+        for held, values in _vector_batches(table) if table is not None else ():
+            out.update(zip(held.to_list(), values))
+        return out
+
+
+def _vector_batches(table: Any) -> Iterator[tuple[pl.Series, np.ndarray]]:
+    """The table's content hashes and vectors (one float32 matrix), ``VECTOR_BATCH`` rows
+    at a time: a million vectors are never held twice."""
+    for batch in table.search().select(["content_hash", "vector"]).limit(None).to_batches(VECTOR_BATCH):
+        if batch.num_rows:
+            values = np.asarray(batch.column("vector").flatten().to_numpy(zero_copy_only=False), dtype=np.float32)
+            yield (pl.Series("content_hash", batch.column("content_hash"), dtype=pl.String),
+                   values.reshape(batch.num_rows, -1))
 
 
 VECTOR_BATCH = 65_536  # rows of vectors read at a time (``vectors_for``, the embeddings check)
