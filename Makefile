@@ -11,7 +11,7 @@ export MEMORY_DATA_ROOT ?= data
 export DAGSTER_HOME ?= $(abspath $(MEMORY_DATA_ROOT))/dagster
 UI_PORT ?= 3000
 
-.PHONY: install demo test ui check clean deploy-local debian-packages
+.PHONY: install demo test test-all docs ui check clean deploy-local debian-packages
 
 install: $(STAMP)
 
@@ -35,8 +35,21 @@ demo: install
 	$(BIN)/memory inject --context "How should I format and commit code in the billing service?" && \
 	echo && echo "demo finished in $$(( $$(date +%s) - start )) s"
 
+# The fast loop: every test but the slow ones (real servers and subprocesses, kill -9, the
+# deployment, object storage, benches), on both cores; one test file per worker, so a
+# module's fixtures are built once.
+PYTEST := $(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15
+
 test: install
-	$(BIN)/python -m pytest -q --durations=15
+	$(PYTEST) -m "not slow"
+
+# Everything, the slow tests included: what CI runs. PostgreSQL and Redis first (as root).
+test-all: install debian-packages
+	$(PYTEST)
+
+# The docs site (docs/, mkdocs.yml): --strict, so a broken link or a page missing from the nav fails.
+docs: install
+	$(BIN)/mkdocs build --strict --site-dir site
 
 check: install
 	$(BIN)/dg check defs

@@ -48,3 +48,48 @@ def samples(tmp_path) -> Path:
     target = tmp_path / "samples"
     shutil.copytree(SAMPLES, target)
     return target
+
+
+def _build_once(tmp_path_factory, name: str, samples: list[Path]) -> Path:
+    """``samples`` ingested and materialized (offline extractor, a test instance) once per
+    test session, shared by the xdist workers through a lock: a template, never written
+    after it is built; a test that writes works on a copy (``copy_root``)."""
+    from filelock import FileLock
+
+    from memory_assets.cli.runner import materialize_pending
+    from memory_assets.lib.ingest.intake import ingest_paths
+    from retrieval.paths import DataRoot
+
+    shared = tmp_path_factory.getbasetemp().parent  # one folder for every worker of the session
+    root = shared / f"built-{name}" / "data"
+    with FileLock(str(shared / f"built-{name}.lock")):
+        if not (root.parent / "done").exists():
+            shutil.rmtree(root.parent, ignore_errors=True)
+            with pytest.MonkeyPatch.context() as env:
+                for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "MEMORY_CONFIG", "MEMORY_EXTRACTOR"):
+                    env.delenv(variable, raising=False)
+                ingest_paths(samples, root)
+                with dg.instance_for_test() as instance:
+                    summary = materialize_pending(DataRoot.resolve(root), extractor="offline", instance=instance)
+                assert summary.items_materialized and not summary.failed, summary
+            (root.parent / "done").touch()
+    return root
+
+
+@pytest.fixture(scope="session")
+def samples_root(tmp_path_factory) -> Path:
+    """Every committed sample, published: read it, or ``copy_root`` it to write."""
+    return _build_once(tmp_path_factory, "samples", sorted(SAMPLES.iterdir()))
+
+
+@pytest.fixture(scope="session")
+def personal_root(tmp_path_factory) -> Path:
+    """The personal-assistant sample, published: read it, or ``copy_root`` it to write."""
+    return _build_once(tmp_path_factory, "personal", [SAMPLES / "personal-assistant.jsonl"])
+
+
+def copy_root(template: Path, folder: Path) -> Path:
+    """``folder/data``: a copy of a built data root that a test may write to."""
+    target = folder / "data"
+    shutil.copytree(template, target)
+    return target

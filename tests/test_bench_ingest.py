@@ -6,9 +6,12 @@ import contextlib
 import io
 import json
 
+import pytest
+
 from memory_assets.cli import main as cli
 
 
+@pytest.mark.slow
 def test_a_small_ingest_bench_extracts_every_session_and_publishes():
     out = io.StringIO()
     with contextlib.redirect_stdout(out):

@@ -38,6 +38,7 @@ def small_run(tmp_path_factory):
     return code, reports, root, kept
 
 
+@pytest.mark.slow
 def test_a_kept_first_build_is_reused_only_with_the_same_arguments(small_run, tmp_path):
     _code, reports, _root, kept = small_run
     assert (kept / "first-build.json").exists() and (kept / "data").is_dir()
@@ -57,6 +58,7 @@ def test_a_kept_first_build_is_reused_only_with_the_same_arguments(small_run, tm
     assert nightly._kept_first_build(kept, {**common, "seed": 1}) is None
 
 
+@pytest.mark.slow
 def test_report_has_first_build_and_nightly_with_steps(small_run):
     code, reports, _, _ = small_run
     assert code == 0 and len(reports) == 1
@@ -82,6 +84,7 @@ def test_report_has_first_build_and_nightly_with_steps(small_run):
     assert report["first_build"]["vectors"]["random"] >= report["first_build"]["embedded"] > 0
 
 
+@pytest.mark.slow
 def test_nightly_publishes_a_new_version_and_reuses_vectors(small_run):
     _, reports, root, _ = small_run
     report = reports[0]

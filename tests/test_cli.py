@@ -14,20 +14,13 @@ from memory_assets.cli.runner import items_stale, materialize_pending
 from retrieval import MemoryClient, jobs
 from retrieval.paths import DataRoot
 from retrieval.store import ItemStore
+from tests.factories import write_transcript
 
 T0 = datetime(2026, 9, 1, 9, tzinfo=timezone.utc)
 
 
-def _session(path, session_id="s1", *lines):
-    lines = lines or ("I drive a 2019 Subaru WRX.", "My WRX oil change is due at 11,799 miles.")
-    path.write_text("".join(json.dumps({"session_id": session_id, "turn": i, "role": "user", "content": text,
-                                        "ts": (T0 + timedelta(minutes=i)).isoformat()}) + "\n"
-                            for i, text in enumerate(lines, start=1)))
-    return path
-
-
 def test_a_partial_ingest_failure_exits_non_zero_and_names_the_line(tmp_path, capsys):
-    good = _session(tmp_path / "good.jsonl")
+    good = write_transcript(tmp_path / "good.jsonl", "s1")
     bad = tmp_path / "bad.jsonl"
     bad.write_text(good.read_text() + '{"session_id": "s1", "turn": 9, "content": "no role"}\n')
     assert memory(["--data-root", str(tmp_path / "data"), "ingest", str(bad)]) == 1
@@ -43,7 +36,7 @@ def test_a_forced_wrong_format_is_an_error_not_zero_messages(tmp_path, capsys):
 
 
 def test_a_file_with_a_byte_order_mark_is_read(tmp_path):
-    plain = _session(tmp_path / "plain.jsonl")
+    plain = write_transcript(tmp_path / "plain.jsonl", "s1")
     bom = tmp_path / "bom.jsonl"
     bom.write_bytes(b"\xef\xbb\xbf" + plain.read_bytes())
     assert memory(["ingest", "--data-root", str(tmp_path / "data"), str(bom)]) == 0  # --data-root after too
@@ -52,7 +45,7 @@ def test_a_file_with_a_byte_order_mark_is_read(tmp_path):
 
 def test_runs_are_named_after_what_they_do_and_memory_run_prints_counts(tmp_path, capsys, monkeypatch):
     root = tmp_path / "data"
-    memory(["--data-root", str(root), "ingest", str(_session(tmp_path / "s.jsonl"))])
+    memory(["--data-root", str(root), "ingest", str(write_transcript(tmp_path / "s.jsonl", "s1"))])
     home = root / "dagster"
     home.mkdir(parents=True)
     monkeypatch.setenv("DAGSTER_HOME", str(home))
@@ -69,7 +62,7 @@ def test_runs_are_named_after_what_they_do_and_memory_run_prints_counts(tmp_path
 
 def test_memory_run_date_replays_that_days_scheduled_run_with_its_clock(tmp_path, monkeypatch):
     root = tmp_path / "data"
-    memory(["--data-root", str(root), "ingest", str(_session(tmp_path / "s.jsonl"))])
+    memory(["--data-root", str(root), "ingest", str(write_transcript(tmp_path / "s.jsonl", "s1"))])
     with dg.instance_for_test() as instance:
         monkeypatch.setattr("memory_assets.cli.runner.local_instance", lambda paths: instance)
         assert memory(["--data-root", str(root), "run", "weekly", "--date", "2026-09-13"]) == 0

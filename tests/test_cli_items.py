@@ -12,19 +12,14 @@ import pytest
 
 from memory_assets.cli import main as memory
 from memory_assets.cli.runner import materialize_pending
-from memory_assets.lib.ingest.intake import ingest_paths
 from retrieval import MemoryClient
 from retrieval.paths import DataRoot
-from tests.conftest import SAMPLES
+from tests.conftest import copy_root
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    root = tmp_path_factory.mktemp("cli_items") / "data"
-    ingest_paths(sorted(SAMPLES.iterdir()), root)
-    with dg.instance_for_test() as instance:
-        assert not materialize_pending(DataRoot.resolve(root), extractor="offline", instance=instance).failed
-    return root
+def built(samples_root, tmp_path_factory):
+    return copy_root(samples_root, tmp_path_factory.mktemp("cli_items"))
 
 
 def _listed(root, capsys, *options: str) -> list[dict]:

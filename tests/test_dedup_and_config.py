@@ -14,22 +14,14 @@ from retrieval import scoring
 from retrieval.config import ConfigError, load_config
 from retrieval.embeddings import Embedder
 from retrieval.schema import FACT_SCHEMA
+from tests.factories import fact
 
 T0 = datetime(2026, 9, 1, tzinfo=timezone.utc)
 
 
-def _fact(fid: str, content: str, *, at: datetime = T0, confidence: float = 0.9, namespace: str = "default",
-          turns: list[str] | None = None, hint: str | None = None, category: str = "vehicle") -> dict:
-    return {
-        "id": fid, "content": content, "category": category, "kind": "fact", "memory_kind": "note",
-        "tags": [], "entities": [], "importance": 0.8, "confidence": confidence, "strength": "explicit",
-        "sentiment": "neutral", "tier": "standard", "scope": "global", "namespace": namespace,
-        "source_trust": "trusted", "provenance": "user_stated", "source_session": "s",
-        "source_resource_ids": [f"r-{fid}"], "source_turn_ids": turns or [f"t-{fid}"],
-        "supersedes_hint": hint, "content_hash": dedup.content_hash(content), "created_at": at,
-        "prompt_version": "v", "extractor": "offline",
-    }
-
+def _fact(fid: str, content: str, *, hint: str | None = None, turns: list[str] | None = None, **overrides) -> dict:
+    return fact(fid, content, at=overrides.pop("at", T0), session="s", turns=turns or [f"t-{fid}"],
+                supersedes_hint=hint, **overrides)
 
 @pytest.fixture(scope="module")
 def embedder():

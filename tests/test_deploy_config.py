@@ -109,6 +109,7 @@ def test_celery_workers_read_the_executors_broker(tmp_path, monkeypatch):
     assert (worker["broker"], worker["backend"]) == ("redis://127.0.0.1:6390/0", "redis://127.0.0.1:6390/1")
 
 
+@pytest.mark.slow  # `dg check defs` in a fresh process, once per executor (the fast loop runs it once)
 @pytest.mark.parametrize("choice", ["celery", "k8s"])
 def test_dg_check_defs_passes_with_each_distributed_executor(choice):
     dg_bin = Path(sys.executable).with_name("dg")

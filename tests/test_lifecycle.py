@@ -21,12 +21,12 @@ from memory_assets.lib.items import feedback
 from memory_assets.lib import lifecycle
 from retrieval.text import future_dates
 from memory_assets.lib.extraction.fields import with_fields
-from memory_assets.lib.items.dedup import content_hash
 from memory_assets.lib.items.consolidation import consolidate, facts_to_items
 from retrieval import scoring
 from retrieval.config import load_config
 from retrieval.embeddings import Embedder
 from retrieval.schema import FACT_SCHEMA, ITEM_SCHEMA
+from tests.factories import fact
 
 UTC = timezone.utc
 T0 = datetime(2026, 9, 1, 10, 0, tzinfo=UTC)  # a Tuesday
@@ -39,20 +39,10 @@ def _night(day: int) -> datetime:
 
 
 def _fact(fid: str, content: str, *, at: datetime = T0, category: str = "vehicle", kind: str = "fact",
-          tier: str | None = None, importance: float | None = None, confidence: float = 0.9,
-          trust: str = "trusted", session: str = "s1", turns: list[str] | None = None) -> dict:
-    return {
-        "id": fid, "content": content, "category": category, "kind": kind, "memory_kind": "note",
-        "tags": [], "entities": [],
-        "importance": importance if importance is not None else scoring.base_importance(CONFIG, category, source_trust=trust),
-        "confidence": confidence, "strength": "explicit", "sentiment": "neutral",
-        "tier": tier or CONFIG.tier_for(kind), "scope": "global", "namespace": "default",
-        "source_trust": trust, "provenance": "user_stated", "source_session": session,
-        "source_resource_ids": [f"r-{fid}"], "source_turn_ids": turns or [f"{session}:1"],
-        "supersedes_hint": None, "content_hash": content_hash(content), "created_at": at,
-        "prompt_version": "test", "extractor": "offline",
-    }
-
+          tier: str | None = None, importance: float | None = None, trust: str = "trusted", **overrides) -> dict:
+    return fact(fid, content, at=at, category=category, kind=kind, tier=tier or CONFIG.tier_for(kind), source_trust=trust,
+                importance=importance if importance is not None else scoring.base_importance(CONFIG, category, source_trust=trust),
+                **overrides)
 
 def _items(*facts: dict, events: list[dict] | None = None) -> pl.DataFrame:
     """Items as consolidate leaves them (base scores), with ``events`` folded in."""

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.factories import write_transcript
 from tests.s3_server import s3_server  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.slow
@@ -47,13 +48,6 @@ def _memory(env: dict[str, str], *args: str, cwd: Path, timeout: float = 600) ->
 def _python(env: dict[str, str], code: str, cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=env, cwd=cwd,
                           capture_output=True, text=True, timeout=timeout)
-
-
-def _transcript(path: Path, session_id: str, lines: list[str], day: int) -> Path:
-    path.write_text("".join(json.dumps({"session_id": session_id, "turn": i, "role": "user", "content": text,
-                                        "ts": (T0 + timedelta(days=day, minutes=i)).isoformat()}) + "\n"
-                            for i, text in enumerate(lines, start=1)))
-    return path
 
 
 INJECT = """
@@ -90,7 +84,7 @@ def published_root(s3_server, tmp_path_factory):  # noqa: F811
     base = tmp_path_factory.mktemp("s3root")
     root = f"s3://{bucket}/agents"
     env = _env(s3_server, base / "state", root)
-    ingest = _memory(env, "ingest", str(_transcript(base / "s1.jsonl", "s1", FIRST, 0)), cwd=base)
+    ingest = _memory(env, "ingest", str(write_transcript(base / "s1.jsonl", "s1", FIRST, day=0)), cwd=base)
     assert ingest.returncode == 0, ingest.stderr[-3000:]
     done = _memory(env, "materialize", "--quiet", cwd=base)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
@@ -121,7 +115,7 @@ def test_the_pipeline_publishes_to_s3_and_a_second_process_reads_it(published_ro
 
 def test_nightly_then_rollback_on_s3(published_root):
     s3, bucket, base, env = published_root
-    assert _memory(env, "ingest", str(_transcript(base / "s2.jsonl", "s2", SECOND, 1)), cwd=base).returncode == 0
+    assert _memory(env, "ingest", str(write_transcript(base / "s2.jsonl", "s2", SECOND, day=1)), cwd=base).returncode == 0
     done = _memory(env, "materialize", "--quiet", cwd=base)
     assert done.returncode == 0, done.stderr[-3000:]
     second = _pointer(s3, bucket, "agents")
@@ -156,10 +150,10 @@ def test_kill_9_while_publishing_on_s3_leaves_the_previous_version(s3_server, tm
     bucket = s3_server.bucket("memory-crash")
     root = f"s3://{bucket}/m"
     env = _env(s3_server, tmp_path / "state", root)
-    assert _memory(env, "ingest", str(_transcript(tmp_path / "s1.jsonl", "s1", FIRST, 0)), cwd=tmp_path).returncode == 0
+    assert _memory(env, "ingest", str(write_transcript(tmp_path / "s1.jsonl", "s1", FIRST, day=0)), cwd=tmp_path).returncode == 0
     assert _memory(env, "materialize", "--quiet", cwd=tmp_path).returncode == 0
     before = _pointer(s3_server, bucket, "m")
-    assert _memory(env, "ingest", str(_transcript(tmp_path / "s2.jsonl", "s2", SECOND, 1)), cwd=tmp_path).returncode == 0
+    assert _memory(env, "ingest", str(write_transcript(tmp_path / "s2.jsonl", "s2", SECOND, day=1)), cwd=tmp_path).returncode == 0
 
     crashed = _memory({**env, "MEMORY_CRASH_AT": "publish"}, "materialize", "--quiet", cwd=tmp_path)
     assert crashed.returncode == -signal.SIGKILL

@@ -9,13 +9,10 @@ import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-import dagster as dg
 import polars as pl
 import pytest
 
-from memory_assets.cli.runner import materialize_pending
 from memory_assets.lib import interchange
-from memory_assets.lib.ingest.intake import ingest_paths
 from memory_assets.lib.items import imports
 from memory_assets.lib.migration import read_markdown
 from retrieval import scoring
@@ -24,7 +21,7 @@ from retrieval.config import load_config
 from retrieval.paths import DataRoot
 from retrieval.schema import FACT_SCHEMA, PROVENANCE
 from retrieval.store import ItemStore
-from tests.conftest import SAMPLES
+from tests.conftest import copy_root
 from tests.test_secrets_scan import _r, _texts_under
 
 cli = importlib.import_module("memory_assets.cli.main")  # the module (the package exports its main())
@@ -40,15 +37,9 @@ def memory(argv: list[str]) -> int:
 
 
 @pytest.fixture(scope="module")
-def source(tmp_path_factory) -> DataRoot:
-    """The committed samples ingested and published once for this module."""
-    root = tmp_path_factory.mktemp("source") / "data"
-    paths = DataRoot.resolve(root)
-    with dg.instance_for_test() as instance:
-        ingest_paths(sorted(SAMPLES.iterdir()), root)
-        summary = materialize_pending(paths, extractor="offline", instance=instance)
-    assert summary.items_materialized and not summary.failed
-    return paths
+def source(samples_root, tmp_path_factory) -> DataRoot:
+    """The committed samples, published (a copy for this module)."""
+    return DataRoot.resolve(copy_root(samples_root, tmp_path_factory.mktemp("source")))
 
 
 @pytest.fixture(scope="module")

@@ -21,8 +21,6 @@ import pytest
 from memory_assets.defs.runtime import default_resources
 from memory_assets.definitions import defs
 from memory_assets.lib.items import publish
-from memory_assets.lib.items.dedup import content_hash
-from memory_assets.lib.ingest.intake import ingest_paths
 from memory_assets.lib.items.consolidation import facts_to_items
 from memory_assets.lib.quality import (
     ScanLedger, audit, citations_report, facts_report, index_report, items_report, resources_report, schema_report,
@@ -30,14 +28,16 @@ from memory_assets.lib.quality import (
 )
 from memory_assets.lib.quality.suite_report import QualityReport
 from memory_assets.lib.quality.validation import runtime
-from memory_assets.cli.runner import materialize_pending
 from retrieval import MemoryClient
 from retrieval import published
 from retrieval.config import load_config
 from retrieval.paths import DataRoot
 from retrieval.schema import FACT_SCHEMA, ITEM_SCHEMA, RESOURCE_SCHEMA
 from retrieval.store import ItemStore
+from memory_assets.cli.runner import materialize_pending
+from memory_assets.lib.ingest.intake import ingest_paths
 from tests.conftest import SAMPLES
+from tests.factories import fact
 
 SECRET = "sk-proj-AbC123dEf456GhI789jKl012MnO345pQr678"
 NOW = datetime(2026, 10, 1, tzinfo=timezone.utc)
@@ -55,17 +55,7 @@ def gx_loaded():
 # --- hand-made frames -------------------------------------------------------------------
 
 def _fact(fid: str, content: str, **overrides) -> dict:
-    row = {
-        "id": fid, "content": content, "category": "vehicle", "kind": "fact", "memory_kind": "note",
-        "tags": [], "entities": [], "importance": 0.8, "confidence": 0.9, "strength": "explicit",
-        "sentiment": "neutral", "tier": "standard", "scope": "global", "namespace": "default",
-        "source_trust": "trusted", "provenance": "user_stated", "source_session": "s1",
-        "source_resource_ids": [f"r-{fid}"], "source_turn_ids": [f"s1:{fid}"], "supersedes_hint": None,
-        "content_hash": content_hash(content), "created_at": NOW - timedelta(days=3),
-        "prompt_version": "test", "extractor": "offline",
-    }
-    return {**row, **overrides}
-
+    return fact(fid, content, at=NOW - timedelta(days=3), turns=[f"s1:{fid}"], **overrides)
 
 FACT_ROWS = [
     _fact("wrx", "Aaron's WRX oil change is due at 11,799 miles"),
@@ -392,7 +382,8 @@ def test_gx_runs_ephemeral_without_progress_bars_or_analytics():
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory):
-    """The personal-assistant sample through the real pipeline (checks included), published once."""
+    """The personal-assistant sample through the real pipeline (checks included), published
+    once; the instance keeps the checks' history."""
     root = tmp_path_factory.mktemp("quality") / "data"
     paths = DataRoot.resolve(root)
     with dg.instance_for_test() as instance:

@@ -1,10 +1,17 @@
-"""The service against a real server: ``memory serve`` (uvicorn on a free 127.0.0.1 port,
-its own process), real keys from ``memory keys create``, the real pipeline between a
-write and a read, and real MCP clients from the ``mcp`` SDK over streamable HTTP and stdio.
+"""The service: keys from ``memory keys create``, the real pipeline between a write and a read.
+
+The fast loop sends every route its refusals and its writes through the app ``memory
+serve`` builds (``retrieval.service.app.build``: the same FastAPI app, middleware and MCP
+mount), in this process, with Starlette's test client. The slow loop starts a real
+``memory serve`` (uvicorn on a free 127.0.0.1 port, two worker processes) and checks it
+refuses the same way, survives kill -9, and answers schemathesis and real MCP clients from
+the ``mcp`` SDK over streamable HTTP and stdio.
 """
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 import sys
@@ -18,6 +25,7 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamablehttp_client
 
+from memory_assets import cli
 from memory_assets.cli.runner import materialize_pending
 from retrieval.paths import DataRoot
 from evals.bench.serving import create_key, service_env, start
@@ -66,37 +74,139 @@ def _until(check, timeout: float = 20.0):
         time.sleep(0.5)
 
 
-class Served:
+AGENTS = {"alice": ("--grant", "team"), "bob": (), "team": (), "limited": ("--writes-per-minute", "3"),
+          "fuzz": (), "quiet": ()}
+
+
+def memory(root: Path, *args: str) -> str:
+    """A ``memory`` command, in this process; its stdout."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main(["--data-root", str(root), *args]) == 0
+    return out.getvalue()
+
+
+class InProcess:
+    """The app ``memory serve`` serves, in this process: requests go through Starlette's
+    test client to the same ASGI app (auth, limits, routes, the MCP mount)."""
+
+    def __init__(self, root: Path, config: Path):
+        from fastapi.testclient import TestClient
+
+        from retrieval.service.app import build
+
+        self.root, self.config = root, config
+        self.env = pytest.MonkeyPatch()
+        self.env.setenv("MEMORY_CONFIG", str(config))
+        self.keys = {agent: self.create_key(agent, *extra) for agent, extra in AGENTS.items()}
+        self.app = TestClient(build(root)[1], raise_server_exceptions=False).__enter__()
+
+    def create_key(self, agent: str, *extra: str) -> str:
+        return memory(self.root, "keys", "create", agent, *extra).strip()
+
+    def revoke(self, key_id: str) -> None:
+        memory(self.root, "keys", "revoke", key_id)
+
+    def cli(self, *args: str) -> None:
+        memory(self.root, *args)
+
+    def http(self, who: str | None) -> "_As":
+        key = self.keys.get(who, who) if who else None
+        return _As(self.app, {"Authorization": f"Bearer {key}"} if key else {})
+
+    def logged(self) -> bytes:
+        return b""  # in process, the app logs through pytest's capture
+
+    def stop(self) -> None:
+        self.app.__exit__(None, None, None)
+        self.env.undo()
+
+
+class _As:
+    """The test client, sending one key's header with every request (as an ``httpx.Client`` does)."""
+
+    def __init__(self, app, headers: dict[str, str]):
+        self.app, self.headers = app, headers
+
+    def request(self, method: str, url: str, *, headers: dict[str, str] | None = None, **kwargs):
+        return self.app.request(method, url, headers={**self.headers, **(headers or {})}, **kwargs)
+
+    def get(self, url: str, **kwargs):
+        return self.request("GET", url, **kwargs)
+
+    def post(self, url: str, **kwargs):
+        return self.request("POST", url, **kwargs)
+
+
+class Served(InProcess):
+    """A real ``memory serve`` with two worker processes: keys, write counts and pending
+    writes must be shared by both."""
+
     def __init__(self, root: Path, config: Path):
         self.root, self.config = root, config
-        env = service_env(config)
-        self.keys = {
-            "alice": create_key(root, "alice", "--grant", "team", env=env),
-            "bob": create_key(root, "bob", env=env),
-            "team": create_key(root, "team", env=env),
-            "limited": create_key(root, "limited", "--writes-per-minute", "3", env=env),
-            "fuzz": create_key(root, "fuzz", env=env),
-            "quiet": create_key(root, "quiet", env=env),
-        }
-        # Two worker processes: keys, write counts and pending writes must be shared by both.
+        self.keys = {agent: self.create_key(agent, *extra) for agent, extra in AGENTS.items()}
         self.server = start(root, self.keys["alice"], config=config, workers=2)
+
+    def create_key(self, agent: str, *extra: str) -> str:
+        return create_key(self.root, agent, *extra, env=service_env(self.config))
+
+    def revoke(self, key_id: str) -> None:
+        import subprocess
+
+        subprocess.run([sys.executable, "-m", "memory_assets.cli", "--data-root", str(self.root), "keys", "revoke",
+                        key_id], check=True, capture_output=True, env=service_env(self.config))
 
     def http(self, who: str | None) -> httpx.Client:
         return self.server.client(self.keys.get(who, who) if who else None)
 
+    def logged(self) -> bytes:
+        return self.server.log.read_bytes()
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+def _root(tmp_path_factory, name: str) -> tuple[Path, Path]:
+    folder = tmp_path_factory.mktemp(name)
+    (folder / "data").mkdir()
+    return folder / "data", _config(folder)
+
 
 @pytest.fixture(scope="module")
 def served(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("service")
-    root = folder / "data"
-    root.mkdir()
-    served = Served(root, _config(folder))
+    served = InProcess(*_root(tmp_path_factory, "service"))
     yield served
-    served.server.stop()
+    served.stop()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """A real ``memory serve`` (the slow tests')."""
+    served = Served(*_root(tmp_path_factory, "server"))
+    yield served
+    served.stop()
+
+
+# The refusals hold in the app and in a real server alike (the slow loop checks the latter).
+DOORS = ["served", pytest.param("server", marks=pytest.mark.slow)]
+
+
+@pytest.fixture(params=DOORS)
+def door(request):
+    return request.getfixturevalue(request.param)
 
 
 @pytest.fixture(scope="module")
 def published(served):
+    return _published(served)
+
+
+@pytest.fixture(scope="module")
+def server_published(server):
+    return _published(server)
+
+
+def _published(served):
     """Writes through the API, what the writer read back at once, then one pipeline run."""
     alice, team, bob = served.http("alice"), served.http("team"), served.http("bob")
     said = {
@@ -141,7 +251,8 @@ BODIES = {
 RAW = {"/v1/import": '{"format": "agent-memory-export", "version": 1}'}
 
 
-def test_every_route_and_the_schema_refuse_a_missing_or_bad_key_with_401(served):
+def test_every_route_and_the_schema_refuse_a_missing_or_bad_key_with_401(door):
+    served = door
     routes = _routes(served)
     assert len(routes) >= 15
     for who in (None, BAD_KEY):
@@ -154,7 +265,8 @@ def test_every_route_and_the_schema_refuse_a_missing_or_bad_key_with_401(served)
         assert client.post("/mcp/", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).status_code == 401
 
 
-def test_a_namespace_the_key_was_not_granted_is_403_and_says_nothing_about_it(served):
+def test_a_namespace_the_key_was_not_granted_is_403_and_says_nothing_about_it(door):
+    served = door
     alice = served.http("alice")
     served.http("bob").post("/v1/remember", json={"content": "Bob's bakery opens at 7."})  # bob's namespace exists
     for method, path in _routes(served):
@@ -169,7 +281,8 @@ def test_a_namespace_the_key_was_not_granted_is_403_and_says_nothing_about_it(se
     assert alice.post("/v1/remember", params={"namespace": "team"}, json={"content": "x y z"}).status_code == 403
 
 
-def test_writes_over_the_key_rate_get_429_with_retry_after(served):
+def test_writes_over_the_key_rate_get_429_with_retry_after(door):
+    served = door
     limited = served.http("limited")
     codes = [limited.post("/v1/remember", json={"content": f"Limited agent note number {n}."}).status_code
              for n in range(3)]
@@ -179,7 +292,8 @@ def test_writes_over_the_key_rate_get_429_with_retry_after(served):
     assert limited.post("/v1/search", json={"query": "note"}).status_code == 200  # reads are not limited
 
 
-def test_a_request_body_over_the_limit_is_413(served):
+def test_a_request_body_over_the_limit_is_413(door):
+    served = door
     big = {"content": "word " * LIMIT}
     assert served.http("alice").post("/v1/remember", json=big).status_code == 413
     assert served.http(None).post("/v1/remember", json=big).status_code == 413  # refused before it is read
@@ -190,14 +304,10 @@ def test_a_request_body_over_the_limit_is_413(served):
 
 
 def test_a_revoked_key_is_refused_within_seconds(served):
-    key = create_key(served.root, "short-lived", env=service_env(served.config))
-    client = served.server.client(key)
+    key = served.create_key("short-lived")
+    client = served.http(key)
     assert client.get("/v1/whoami").status_code == 200
-    key_id = key.split("_")[1]
-    import subprocess
-
-    subprocess.run([sys.executable, "-m", "memory_assets.cli", "--data-root", str(served.root), "keys", "revoke",
-                    key_id], check=True, capture_output=True, env=service_env(served.config))
+    served.revoke(key.split("_")[1])
     assert _until(lambda: client.get("/v1/whoami").status_code == 401, timeout=10)
 
 
@@ -242,7 +352,7 @@ def test_a_credential_sent_to_remember_or_append_turn_is_nowhere_under_the_data_
     assert [t.status_code for t in published["turns"]] == [201, 201]
     # The credential turn is high-signal: the session was handed over at once.
     assert published["turns"][1].json()["signals"] and published["turns"][1].json()["flushed"]
-    stored = _bytes_under(served.root) + served.server.log.read_bytes()
+    stored = _bytes_under(served.root) + served.logged()
     for secret in (AWS_ID, GITHUB):
         assert secret.encode() not in stored
 
@@ -262,17 +372,18 @@ def test_a_list_filters_by_status_text_and_kind(served, published):
     assert alice.get("/v1/items", params={"status": "bogus"}).status_code == 422
 
 
-def test_schemathesis_finds_no_server_error_on_any_route(served, published):
+@pytest.mark.slow
+def test_schemathesis_finds_no_server_error_on_any_route(server, server_published):
     """Generated requests for every operation of the published schema (its examples,
     boundary values, fuzzing and stateful sequences), with a key whose namespace holds an
     item: no answer is a 5xx."""
     import subprocess
 
     tool = Path(sys.executable).with_name("schemathesis")
-    done = subprocess.run([str(tool), "run", f"{served.server.url}/openapi.json", "-H",
-                           f"Authorization: Bearer {served.keys['fuzz']}", "--checks", "not_a_server_error",
+    done = subprocess.run([str(tool), "run", f"{server.server.url}/openapi.json", "-H",
+                           f"Authorization: Bearer {server.keys['fuzz']}", "--checks", "not_a_server_error",
                            "--max-examples", "20", "--seed", "1"], capture_output=True, text=True, timeout=600,
-                          cwd=served.root.parent)
+                          cwd=server.root.parent)
     assert done.returncode == 0, done.stdout[-4000:]
     assert re.search(r"Tested: 1[5-9]|Tested: [2-9]\d", done.stdout), done.stdout[-2000:]
 
@@ -295,27 +406,22 @@ def test_export_and_import_over_http_stay_in_the_keys_namespace(served, publishe
 
 
 def test_a_disabled_namespace_stores_nothing_and_injects_nothing(served, published):
-    import subprocess
-
     quiet = served.http("quiet")
-    def memory(*args: str) -> None:
-        subprocess.run([sys.executable, "-m", "memory_assets.cli", "--data-root", str(served.root), *args],
-                       check=True, capture_output=True, env=service_env(served.config))
-
-    memory("disable", "--namespace", "quiet")
+    served.cli("disable", "--namespace", "quiet")
     try:
         refused = quiet.post("/v1/remember", json={"content": "Quiet's locker code is on the fridge note."})
         assert refused.status_code == 423 and "disabled" in refused.json()["error"]
         assert quiet.post("/v1/sessions/q-1/turns", json={"turn": 0, "user_input": "hello"}).status_code == 423
         assert quiet.post("/v1/inject", json={"context": "locker"}).json()["tier"] == "disabled"
     finally:
-        memory("enable", "--namespace", "quiet")
+        served.cli("enable", "--namespace", "quiet")
     assert quiet.post("/v1/remember", json={"content": "Quiet prefers standing desks."}).status_code == 202
     assert b"locker code" not in _bytes_under(served.root)
 
 
 # -- crash: kill -9 mid-session ------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_every_acknowledged_turn_survives_kill_9_and_reaches_resources_after_the_next_flush(tmp_path):
     root = tmp_path / "data"
     root.mkdir()
@@ -371,7 +477,9 @@ TOOL_ARGS = {
 }
 
 
-def test_mcp_over_streamable_http_with_the_sdk_client(served, published):
+@pytest.mark.slow
+def test_mcp_over_streamable_http_with_the_sdk_client(server, server_published):
+    served = server
     async def session_of(key: str, work):
         async with streamablehttp_client(f"{served.server.url}/mcp/",
                                          headers={"Authorization": f"Bearer {key}"}) as (read, write, _):
@@ -434,6 +542,7 @@ def test_mcp_over_streamable_http_with_the_sdk_client(served, published):
                                      ).status_code == 413
 
 
+@pytest.mark.slow
 def test_mcp_over_stdio_remember_materialize_inject(tmp_path):
     root = tmp_path / "data"
     root.mkdir()
@@ -461,6 +570,7 @@ def test_mcp_over_stdio_remember_materialize_inject(tmp_path):
     anyio.run(main)
 
 
+@pytest.mark.slow
 def test_mcp_stdio_refuses_to_start_without_a_live_key(tmp_path):
     import subprocess
 

@@ -21,6 +21,9 @@ from retrieval.scoring import base_importance
 from retrieval.paths import DataRoot
 from retrieval.store import ItemStore
 
+# 30 Dagster runs of the scheduled jobs, in process: the slow loop.
+pytestmark = pytest.mark.slow
+
 START = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)  # a Monday
 DAYS = 120
 

@@ -8,7 +8,6 @@ import polars as pl
 import pytest
 
 from memory_assets.lib.items import publish, source_text
-from memory_assets.lib.items.dedup import content_hash
 from memory_assets.lib.items.consolidation import facts_to_items
 from retrieval import MemoryClient
 from retrieval.config import load_config
@@ -16,6 +15,7 @@ from retrieval.embeddings import Embedder
 from retrieval.options import RetrievalOptions
 from retrieval.paths import DataRoot
 from retrieval.schema import FACT_SCHEMA, ITEM_SCHEMA
+from tests.factories import fact
 
 NOW = datetime(2023, 5, 9, 12, 0, tzinfo=timezone.utc)
 SAID = datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
@@ -34,15 +34,8 @@ RESOURCES = pl.DataFrame({
 
 
 def _fact(fid: str, content: str, resource_ids: list[str], turn_ids: list[str]) -> dict:
-    return {
-        "id": fid, "content": content, "category": "personal", "kind": "fact", "memory_kind": "note",
-        "tags": [], "entities": [], "importance": 0.5, "confidence": 0.9, "strength": "explicit",
-        "sentiment": "neutral", "tier": "standard", "scope": "global", "namespace": "default",
-        "source_trust": "trusted", "provenance": "user_stated", "source_session": "s1",
-        "source_resource_ids": resource_ids, "source_turn_ids": turn_ids, "supersedes_hint": None,
-        "content_hash": content_hash(content), "created_at": SAID, "prompt_version": "test", "extractor": "offline",
-    }
-
+    return fact(fid, content, at=SAID, turns=turn_ids, category="personal", importance=0.5,
+                source_resource_ids=resource_ids)
 
 FACTS = [
     # The fact paraphrases its turn: "me-time" and "violin" are only in the turn.

@@ -17,7 +17,6 @@ import pytest
 
 from memory_assets.lib.items import feedback, publish
 from memory_assets.lib import lifecycle, summaries
-from memory_assets.lib.items.dedup import content_hash
 from memory_assets.lib.items.consolidation import consolidate
 from retrieval import MemoryClient, ids
 from retrieval.config import load_config
@@ -26,6 +25,7 @@ from retrieval.paths import DataRoot
 from retrieval.privacy import WITHHELD
 from retrieval.schema import FACT_SCHEMA
 from retrieval.store import ItemStore
+from tests.factories import fact
 
 NOW = datetime(2026, 10, 1, 12, tzinfo=timezone.utc)
 CONFIG = load_config()
@@ -37,20 +37,12 @@ def embedder():
 
 
 def _fact(fid: str, content: str, *, strength: str = "explicit", category: str = "vehicle", kind: str = "fact",
-          session: str = "s1", namespace: str = "default", days_old: int = 1, tier: str | None = None) -> dict:
+          days_old: int = 1, tier: str | None = None, **overrides) -> dict:
     from retrieval import scoring
 
-    return {
-        "id": fid, "content": content, "category": category, "kind": kind, "memory_kind": "note", "tags": [],
-        "entities": [], "importance": scoring.base_importance(CONFIG, category),
-        "confidence": CONFIG.confidence_for(strength), "strength": strength, "sentiment": "neutral",
-        "tier": tier or CONFIG.tier_for(kind, category), "scope": "global", "namespace": namespace,
-        "source_trust": "trusted", "provenance": "user_stated", "source_session": session,
-        "source_resource_ids": [f"r-{fid}"], "source_turn_ids": [f"{session}:1"], "supersedes_hint": None,
-        "content_hash": content_hash(content), "created_at": NOW - timedelta(days=days_old),
-        "prompt_version": "t", "extractor": "offline",
-    }
-
+    return fact(fid, content, at=NOW - timedelta(days=days_old), category=category, kind=kind, strength=strength,
+                importance=scoring.base_importance(CONFIG, category), confidence=CONFIG.confidence_for(strength),
+                tier=tier or CONFIG.tier_for(kind, category), **overrides)
 
 def _build(root, facts: list[dict], embedder, *, now: datetime = NOW, events_frame: pl.DataFrame | None = None,
            weekly: bool = False) -> DataRoot:

@@ -34,6 +34,7 @@ def cmd_ingest(args: argparse.Namespace) -> int:
 def cmd_materialize(args: argparse.Namespace) -> int:
     from tqdm import tqdm
 
+    from memory_assets.cli import interrupts
     from memory_assets.cli.runner import materialize_pending, pending_sessions
     from retrieval.paths import DataRoot
 
@@ -45,8 +46,12 @@ def cmd_materialize(args: argparse.Namespace) -> int:
         bar.set_postfix_str(session_id)
         bar.update(1)
 
-    summary = materialize_pending(paths, extractor=args.extractor, progress=step, force_items=args.items)
-    bar.close()
+    # Ctrl-C stops after the step under way (exit 130, `main`); the next run carries on.
+    try:
+        with interrupts.deferred("materialize"):
+            summary = materialize_pending(paths, extractor=args.extractor, progress=step, force_items=args.items)
+    finally:
+        bar.close()
     _report(summary)
     return 1 if summary.failed or summary.quarantined else 0
 
@@ -322,6 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args = build_parser().parse_args(argv)
+    from memory_assets.cli import root_access
+    from memory_assets.cli.interrupts import EXIT_CODE, Stopped
     from memory_assets.lib.ingest.transcripts import TranscriptError
     from retrieval.config import ConfigError, load_config
     from retrieval.disabled import MemoryDisabled
@@ -331,7 +338,21 @@ def main(argv: list[str] | None = None) -> int:
             # Through the environment, so the Dagster runs this command starts read it too.
             os.environ["MEMORY_CONFIG"] = str(Path(args.config).resolve())
         load_config()  # a bad file fails here, before any work, naming the key
+        root_access.check(args)  # a missing or unwritable data root, before any work
         return int(args.func(args) or 0)
+    except root_access.DataRootError as exc:
+        print(f"memory: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # the data root's, worded once here; anything else is not ours to word
+        message = root_access.explain(args, exc)
+        if message is None:
+            raise
+        print(f"memory: {message}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as exc:  # Ctrl-C: a line, not a traceback (interrupts.Stopped says after what)
+        print(str(exc) if isinstance(exc, Stopped) else f"memory {args.command}: interrupted (Ctrl-C)",
+              file=sys.stderr)
+        return EXIT_CODE
     except ConfigError as exc:
         print(f"ConfigError: {exc}", file=sys.stderr)
         return 2

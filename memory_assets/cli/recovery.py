@@ -24,6 +24,8 @@ import time
 
 import dagster as dg
 
+from memory_assets.cli import interrupts
+
 PID_TAG = "memory/pid"
 HOST_TAG = "memory/host"
 POOL = "duckdb"
@@ -84,6 +86,7 @@ def wait_for_pool(instance: dg.DagsterInstance, seconds: float, pool: str = POOL
     naming the run that holds it and how to free it."""
     deadline = time.monotonic() + seconds
     while True:
+        interrupts.check()  # Ctrl-C while waiting: stop now, not once the slot is free
         held = holders(instance, pool)
         if not held:
             return

@@ -18,7 +18,7 @@ from memory_assets.lib import erasure
 from memory_assets.lib.ingest import intake
 from memory_assets.lib.items import publish
 from memory_assets.lib.extraction import quarantine
-from memory_assets.cli import recovery
+from memory_assets.cli import interrupts, recovery
 from memory_assets.defs.scheduled_jobs import COVERS, JOBS, record_success, run_config, tick
 from memory_assets.cli.instance import local_instance
 from memory_assets.defs.partitions import (NIGHTS_START, batch_tags, nights, session_batches, sessions,
@@ -114,10 +114,31 @@ def _run_sessions(job: dg.JobDefinition, instance: dg.DagsterInstance, batch: li
 
 def _run(job: dg.JobDefinition, instance: dg.DagsterInstance, *, tags: dict[str, str], run_config: dict | None = None,
          partition_key: str | None = None) -> bool:
-    result = job.execute_in_process(instance=instance, partition_key=partition_key, raise_on_error=False,
-                                    run_config={**QUIET, **(run_config or {})},
-                                    tags={"memory/trigger": "cli", **recovery.launcher_tags(), **tags})
+    """One run, to its end even through a Ctrl-C when the command defers it (``interrupts``);
+    otherwise Dagster stops the op under way and fails the run, and the interrupt it swallows
+    is raised here again: Ctrl-C stops the command, it does not go on to the next run."""
+    result = interrupts.shielded(lambda: job.execute_in_process(
+        instance=instance, partition_key=partition_key, raise_on_error=False, run_config={**QUIET, **(run_config or {})},
+        tags={"memory/trigger": "cli", **recovery.launcher_tags(), **tags}))
+    if not result.success and _interrupted(result):
+        raise KeyboardInterrupt(f"run {result.run_id} of {job.name} was interrupted")
     return result.success
+
+
+# What Dagster records as the error of a step a SIGINT stopped.
+_INTERRUPTS = {"KeyboardInterrupt", "DagsterExecutionInterruptedError"}
+
+
+def _interrupted(result: dg.ExecuteInProcessResult) -> bool:
+    return any(event.is_step_failure and event.step_failure_data.error is not None
+               and event.step_failure_data.error.cls_name in _INTERRUPTS for event in result.all_events)
+
+
+def _step_name(job: str, batch: list[str]) -> str:
+    """A step as ``memory materialize`` names it when Ctrl-C stops it."""
+    if len(batch) <= 2:
+        return f"{job} for {', '.join(batch)}"
+    return f"{job} for {len(batch)} sessions ({batch[0]} … {batch[-1]})"
 
 
 def _slot_wait() -> float:
@@ -160,34 +181,39 @@ def materialize_pending(paths: DataRoot, *, extractor: str | None = None, instan
             continue
         job = _job(str(paths.root), extractor, name)
         for batch in session_batches(known, waiting, sessions_per_run()):
-            if progress:
-                for session_id in batch:
-                    progress(session_id)
-            failed = _run_sessions(job, instance, batch)
-            summary.sessions.extend(s for s in batch if s not in failed)
-            summary.failed.extend(failed)
+            with interrupts.step(_step_name(name, batch)):
+                if progress:
+                    for session_id in batch:
+                        progress(session_id)
+                failed = _run_sessions(job, instance, batch)
+                summary.sessions.extend(s for s in batch if s not in failed)
+                summary.failed.extend(failed)
     summary.quarantined = quarantine.quarantined_sessions(paths)
     requests = jobs.pending_requests(paths) if run_requested else []
     # An agent's MemoryClient.erase is carried out now, by the erase job (which builds the items).
     erasing = run_requested and bool(erasure.pending(paths))
     due = summary.sessions or force_items or items_stale(paths) or any(r["job"] == "materialize" for r in requests)
     if build_items and due and not erasing:
-        recovery.wait_for_pool(instance, _slot_wait())
-        clock = {"ops": {"memory_items": {"config": {"now": now.isoformat() if now else ""}}}}
-        summary.items_materialized = _run(_job(str(paths.root), extractor, "materialize_items"), instance,
-                                          run_config=clock, tags={})
-        if not summary.items_materialized:
-            summary.failed.append("memory_items")
+        with interrupts.step("materialize_items (the items built and published)"):
+            recovery.wait_for_pool(instance, _slot_wait())
+            clock = {"ops": {"memory_items": {"config": {"now": now.isoformat() if now else ""}}}}
+            summary.items_materialized = _run(_job(str(paths.root), extractor, "materialize_items"), instance,
+                                              run_config=clock, tags={})
+            if not summary.items_materialized:
+                summary.failed.append("memory_items")
     if erasing:
-        summary.items_materialized = run_erase(paths, now=now, extractor=extractor, instance=instance, pending=False)
-        (summary.jobs if summary.items_materialized else summary.failed).append("erase")
+        with interrupts.step("erase"):
+            summary.items_materialized = run_erase(paths, now=now, extractor=extractor, instance=instance,
+                                                   pending=False)
+            (summary.jobs if summary.items_materialized else summary.failed).append("erase")
     for request in requests:
-        if request["job"] in JOBS and request["job"] not in summary.jobs:
-            if run_job(paths, request["job"], now=now, extractor=extractor, instance=instance, pending=False):
-                summary.jobs.append(request["job"])
-            else:
-                summary.failed.append(request["job"])
-        jobs.mark_done(paths, request)
+        with interrupts.step(f"{request['job']} (an agent's request)"):
+            if request["job"] in JOBS and request["job"] not in summary.jobs:
+                if run_job(paths, request["job"], now=now, extractor=extractor, instance=instance, pending=False):
+                    summary.jobs.append(request["job"])
+                else:
+                    summary.failed.append(request["job"])
+            jobs.mark_done(paths, request)
     summary.held = publish.held(paths)
     return summary
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import os
+import socket
 import sys
 from collections.abc import Callable
 
@@ -17,6 +19,29 @@ def _keys(data_root: str):
     from retrieval.service.keys import KeyStore
 
     return KeyStore(engine_for(DataRoot.resolve(data_root), load_config()))
+
+
+class PortRefused(Exception):
+    """``memory serve`` cannot listen where it was asked to; the message says what to pass."""
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port``, as uvicorn binds one (SO_REUSEADDR, IPv6 for a host
+    with a colon), handed to uvicorn as it is: a busy port fails here, at once, before the
+    model loads, and nothing can take the port between this check and the server starting."""
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise PortRefused(f"{host}:{port} is already in use; stop what listens there or pick another "
+                              "port with --port N") from None
+        raise PortRefused(f"cannot listen on {host}:{port} ({exc.strerror or exc}); pick another with --host "
+                          "or --port") from None
+    sock.set_inheritable(True)  # the worker processes serve it too
+    return sock
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -40,17 +65,32 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     config = load_config()
     host = args.host or config.service.host
-    port = config.service.port if args.port is None else args.port
     workers = config.service.workers if args.workers is None else args.workers
+    try:
+        sock = listen(host, config.service.port if args.port is None else args.port)
+    except PortRefused as exc:
+        print(f"memory serve: {exc}", file=sys.stderr)
+        return 2
+    port = sock.getsockname()[1]  # the one chosen for --port 0
     root = DataRoot.resolve(args.data_root).root
     print(f"memory serve: http://{host}:{port}/v1 and MCP at http://{host}:{port}/mcp/ "
           f"({workers} worker{'s' if workers > 1 else ''}, data root {root})", file=sys.stderr, flush=True)
     options = {"host": host, "port": port, "log_level": args.log_level, "access_log": args.log_level == "debug"}
-    if workers > 1:
-        os.environ["MEMORY_DATA_ROOT"] = str(root)  # each worker builds its app from the environment
-        uvicorn.run("retrieval.service.app:app_from_env", factory=True, workers=workers, **options)
-    else:
-        uvicorn.run(build(root)[1], **options)
+    with sock:
+        if workers > 1:
+            from uvicorn.supervisors import Multiprocess
+
+            os.environ["MEMORY_DATA_ROOT"] = str(root)  # each worker builds its app from the environment
+            Multiprocess(uvicorn.Config("retrieval.service.app:app_from_env", factory=True, workers=workers, **options),
+                         sockets=[sock]).run()
+        else:
+            server = uvicorn.Server(uvicorn.Config(build(root)[1], **options))
+            try:
+                server.run(sockets=[sock])
+            except KeyboardInterrupt:  # Ctrl-C is how a server is stopped: not an error
+                pass
+            if not server.started:
+                return 1  # the app failed to start (uvicorn logged why)
     return 0
 
 
