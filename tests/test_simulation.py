@@ -2,6 +2,11 @@
 
 The machine is "on" only some days (session days, Sundays, the 1st): the jobs take
 ``now``, so the same rules apply whenever they run, and nothing assumes cron ran daily.
+
+The 120 days run the scheduled jobs' steps in process, as the assets call them (``STEPS``:
+each asset of a job's selection, in its order, without a Dagster run); the slow loop
+runs three of those nights as real Dagster runs of the jobs (``memory run``) and checks
+they publish the same memory.
 """
 
 from __future__ import annotations
@@ -13,16 +18,24 @@ import dagster as dg
 import polars as pl
 import pytest
 
-from memory_assets.cli.runner import run_job
+from memory_assets.cli.runner import pending_sessions, run_job
+from memory_assets.defs.scheduled_jobs import COVERS, SELECTIONS, record_success
+from memory_assets.lib import archive, health
+from memory_assets.lib.extraction.session import choose_extractor, extract_session
+from memory_assets.lib.ingest.intake import store_session
+from memory_assets.lib.items import index
+from memory_assets.lib.items.staging import audit_staged, publish_staged, stage_items
+from memory_assets.lib.lifecycle import sweeps
+from memory_assets.lib.lifecycle.housekeeping import publish_housekeeping
+from memory_assets.lib.summaries import update_summaries
 from retrieval import MemoryClient
 from retrieval import published
-from retrieval.config import load_config
+from retrieval.config import MemoryConfig, load_config
+from retrieval.embeddings import Embedder
 from retrieval.scoring import base_importance
 from retrieval.paths import DataRoot
 from retrieval.store import ItemStore
-
-# 30 Dagster runs of the scheduled jobs, in process: the slow loop.
-pytestmark = pytest.mark.slow
+from tests.factories import item_rows
 
 START = datetime(2026, 1, 5, 9, 0, tzinfo=timezone.utc)  # a Monday
 DAYS = 120
@@ -65,44 +78,123 @@ def _find(paths: DataRoot, text: str) -> dict:
     return rows[0]
 
 
+def _sweep(kind: str):
+    def step(paths: DataRoot, config: MemoryConfig, model: Embedder, now: datetime, job: str) -> None:
+        sweeps.write(paths, kind, sweeps.decide(kind, ItemStore(paths).items(), config, now), now)
+    return step
+
+
+def _items(paths: DataRoot, config: MemoryConfig, model: Embedder, now: datetime, job: str) -> None:
+    stage_items(paths, model, config, now)
+    audit_staged(paths, config)  # the blocking checks
+
+
+# Each asset the scheduled jobs select, as its asset calls its stage's step.
+STEPS = {
+    "archive_sweep": _sweep("archive"),
+    "cold_sweep": _sweep("cold"),
+    "memory_items": _items,
+    "entities": None,  # staged with the items
+    "edges": None,
+    "published_items": lambda paths, config, model, now, job: publish_staged(paths, now),
+    "items_index": lambda paths, config, model, now, job: index.optimize(paths),
+    "lessons_and_triggers": lambda paths, config, model, now, job: publish_housekeeping(paths, config, now),
+    "category_summaries": lambda paths, config, model, now, job: update_summaries(
+        paths, model.embed, config, now, rebuild_all=job in ("weekly", "monthly"), model_id=model.model_id),
+    "archive_clusters": lambda paths, config, model, now, job: archive.write_clusters(paths, model.embed, config),
+    "health_report": lambda paths, config, model, now, job: health.write_report(paths, config, now),
+}
+
+
+def test_every_asset_a_scheduled_job_selects_has_its_step():
+    assert {asset for selection in SELECTIONS.values() for asset in selection} == set(STEPS)
+
+
+def run_steps(paths: DataRoot, job: str, now: datetime, config: MemoryConfig, model: Embedder) -> None:
+    """``memory run <job> --now NOW`` without Dagster: the pending sessions stored and
+    extracted, then each asset of the job's selection in order, then its success recorded."""
+    unread, retry = pending_sessions(paths)
+    extractor = choose_extractor("offline", config)
+    for session_id in unread + retry:
+        store_session(paths, session_id, config, now)
+        assert extract_session(paths, session_id, extractor, config, now).failed is None
+    for asset in SELECTIONS[job]:
+        if STEPS[asset] is not None:
+            STEPS[asset](paths, config, model, now, job)
+    for covered in COVERS[job]:
+        record_success(paths, covered, now)
+
+
+def simulate(root, days: range, run) -> tuple[DataRoot, MemoryClient, dict]:
+    """The days of ``SESSIONS``, ``CONFIRMED`` and ``DEMOTED``, with the jobs due each day
+    run by ``run(paths, job, day)``, and what the agent saw on the days it asked."""
+    paths = DataRoot.resolve(root)
+    client = MemoryClient(paths.root)
+    seen: dict[str, object] = {}
+    for n in days:
+        day = _day(n)
+        jobs = []
+        if n in SESSIONS:
+            client.flush_session(f"day-{n:03d}", [
+                {"role": "user", "speaker": "Dana", "content": text, "ts": (day + timedelta(minutes=i)).isoformat()}
+                for i, text in enumerate(SESSIONS[n])])
+            jobs.append("nightly")
+        for text, confirmed in CONFIRMED.items():
+            if n in confirmed:
+                client.reinforce(_find(paths, text)["id"], now=day)
+        for text, demoted in DEMOTED.items():
+            if n in demoted:
+                client.demote(_find(paths, text)["id"], now=day)
+        if day.weekday() == 6:
+            jobs = ["weekly"]  # the weekly job does the nightly work too
+        if day.day == 1:
+            jobs.append("monthly")
+        for job in jobs:
+            run(paths, job, day)
+        if published.read(paths) is not None:
+            permanent = ItemStore(paths).items().filter(pl.col("tier") == "permanent")
+            lost = permanent.filter(pl.col("status").is_in(["purged", "archived", "cold"]))
+            seen.setdefault("permanent_lost", []).extend((n, c) for c in lost["content"].to_list())
+            seen.setdefault("permanent_seen", set()).update(permanent["id"].to_list())
+        if n == 45:
+            seen["meetings"] = client.inject("what time does Dana like meetings", now=day, record=False)
+        if n == 25:  # Friday 30 January, and the day before
+            seen["due"] = client.due_triggers(day)
+            seen["not_due"] = client.due_triggers(day - timedelta(days=1))
+    return paths, client, seen
+
+
 @pytest.fixture(scope="module")
 def simulated(tmp_path_factory):
     keep = os.environ.get("MEMORY_SIM_DIR")  # keep the simulated data root to look at
-    paths = DataRoot.resolve(keep or tmp_path_factory.mktemp("sim") / "data")
-    client = MemoryClient(paths.root)
-    seen: dict[str, object] = {}
+    config = load_config()
+    model = Embedder(config)
+    return simulate(keep or tmp_path_factory.mktemp("sim") / "data", range(DAYS + 1),
+                    lambda paths, job, day: run_steps(paths, job, day, config, model))
+
+
+# The first night (day 0's sessions), the first Sunday and the first 1st of a month.
+DAGSTER_DAYS = range(0, 27 + 1)
+
+
+@pytest.mark.slow
+def test_the_jobs_as_dagster_runs_publish_what_their_steps_publish(tmp_path):
+    config = load_config()
+    model = Embedder(config)
+    by_steps, *_ = simulate(tmp_path / "steps", DAGSTER_DAYS,
+                            lambda paths, job, day: run_steps(paths, job, day, config, model))
     with dg.instance_for_test() as instance:
-        for n in range(DAYS + 1):
-            day = _day(n)
-            jobs = []
-            if n in SESSIONS:
-                client.flush_session(f"day-{n:03d}", [
-                    {"role": "user", "speaker": "Dana", "content": text, "ts": (day + timedelta(minutes=i)).isoformat()}
-                    for i, text in enumerate(SESSIONS[n])])
-                jobs.append("nightly")
-            for text, days in CONFIRMED.items():
-                if n in days:
-                    client.reinforce(_find(paths, text)["id"], now=day)
-            for text, days in DEMOTED.items():
-                if n in days:
-                    client.demote(_find(paths, text)["id"], now=day)
-            if day.weekday() == 6:
-                jobs = ["weekly"]  # the weekly job does the nightly work too
-            if day.day == 1:
-                jobs.append("monthly")
-            for job in jobs:
-                assert run_job(paths, job, now=day, extractor="offline", instance=instance), f"{job} failed on day {n}"
-            if published.read(paths) is not None:
-                permanent = ItemStore(paths).items().filter(pl.col("tier") == "permanent")
-                lost = permanent.filter(pl.col("status").is_in(["purged", "archived", "cold"]))
-                seen.setdefault("permanent_lost", []).extend((n, c) for c in lost["content"].to_list())
-                seen.setdefault("permanent_seen", set()).update(permanent["id"].to_list())
-            if n == 45:
-                seen["meetings"] = client.inject("what time does Dana like meetings", now=day, record=False)
-            if n == 25:  # Friday 30 January, and the day before
-                seen["due"] = client.due_triggers(day)
-                seen["not_due"] = client.due_triggers(day - timedelta(days=1))
-        yield paths, client, seen
+        ran: list[str] = []
+
+        def run(paths, job, day):
+            assert run_job(paths, job, now=day, extractor="offline", instance=instance), f"{job} failed on {day}"
+            ran.append(job)
+
+        by_dagster, *_ = simulate(tmp_path / "dagster", DAGSTER_DAYS, run)
+    assert {"nightly", "weekly", "monthly"} <= set(ran)
+    assert item_rows(by_dagster) == item_rows(by_steps)
+    assert sorted(p.name for p in by_dagster.summaries.glob("*.md")) == sorted(p.name for p in by_steps.summaries.glob("*.md"))
+    assert MemoryClient(by_dagster.root).lessons() == MemoryClient(by_steps.root).lessons()
 
 
 def test_a_fact_referenced_weekly_survives(simulated):

@@ -21,8 +21,14 @@ import numpy as np
 import polars as pl
 from sklearn.cluster import HDBSCAN
 
+from collections.abc import Callable
+
+from memory_assets.lib import summaries, warehouse
+from memory_assets.lib.items import publish
 from retrieval.config import MemoryConfig, load_config
 from retrieval.llm import InvalidReply, LLMOutputFailed, Usage, complete_validated, load_prompt
+from retrieval.paths import DataRoot
+from retrieval.store import INSIGHTS_TABLE, ItemStore
 from retrieval.text import QUERY_STOPWORDS as STOPWORDS
 
 PROMPT_NAME = "cluster_insight"
@@ -331,3 +337,31 @@ def clusters_frame(clusters: list[Cluster]) -> pl.DataFrame:
           "keywords": list(c.keywords), "insight": c.insight, "size": c.size} for c in clusters],
         schema=CLUSTER_SCHEMA,
     )
+
+
+@dataclass
+class ClustersWritten:
+    """What one weekly clustering wrote: the clusters, over how many archived items, and
+    what their insight sentences cost."""
+    archived_items: int
+    clusters: list[Cluster]
+    frame: pl.DataFrame
+    tally: InsightTally
+
+
+def write_clusters(paths: DataRoot, embed: Callable[[list[str]], np.ndarray], config: MemoryConfig) -> ClustersWritten:
+    """The weekly step (``archive_clusters``): the published archived and cold items
+    clustered by their vectors, each cluster with its insight (the LLM's when configured),
+    written to Parquet and, embedded, to the LanceDB ``insights`` table."""
+    store = ItemStore(paths)
+    items = store.items().filter(pl.col("status").is_in(["archived", "cold"]))
+    vectors, _found = store.vectors_for(items["content_hash"])
+    vectors = vectors if vectors is not None else np.zeros((0, 384), np.float32)
+    tally = InsightTally()
+    clusters = with_insights(cluster(items, vectors, config), items, vectors, llm=summaries.chat_client(config),
+                             config=config, tally=tally)
+    frame = clusters_frame(clusters)
+    warehouse.write_frame(paths.clusters, frame)
+    if frame.height:
+        publish.publish_table(paths, INSIGHTS_TABLE, frame, embed(frame["insight"].to_list()))
+    return ClustersWritten(archived_items=items.height, clusters=clusters, frame=frame, tally=tally)

@@ -25,7 +25,9 @@ from matplotlib.ticker import MaxNLocator
 from memory_assets.lib import warehouse
 from retrieval import scoring
 from retrieval.config import MemoryConfig, load_config
-from retrieval.schema import STATUSES, TIERS
+from retrieval.paths import DataRoot
+from retrieval.schema import REJECTION_SCHEMA, STATUSES, TIERS
+from retrieval.store import ItemStore
 
 REPORT_FILE = "health.md"
 # Bucket edges in days since the last reference or update; the config's
@@ -341,6 +343,22 @@ def report(items: pl.DataFrame, rejections: pl.DataFrame, extraction_runs: pl.Da
     markdown = _markdown(n, now)
     path = warehouse.write_text(out_dir / REPORT_FILE, markdown)
     return HealthReport(markdown=markdown, path=path, png_paths=pngs, numbers=n)
+
+
+def write_report(paths: DataRoot, config: MemoryConfig, now: datetime) -> HealthReport:
+    """The monthly step (``health_report``): the report on the published items, the write
+    gate's rejections and extraction's costs, under ``<data root>/health/<date>/``, and its
+    row appended to ``health/history.parquet`` (the growth plot's past)."""
+    rejections = warehouse.read_frames(warehouse.files(paths.rejections, "*.parquet"))
+    history_file = paths.health / "history.parquet"
+    history = warehouse.read_frame(history_file)
+    result = report(ItemStore(paths).items(),
+                    rejections if rejections is not None else pl.DataFrame(schema=REJECTION_SCHEMA),
+                    warehouse.read_frames(warehouse.files(paths.extraction_runs, "*.parquet")), history, now,
+                    paths.health / now.strftime("%Y-%m-%d"), config=config)
+    row = pl.DataFrame([history_row(result)])
+    warehouse.write_frame(history_file, pl.concat([history, row], how="diagonal_relaxed") if history is not None else row)
+    return result
 
 
 def inline_plots(markdown: str, png_paths: list[Path]) -> str:

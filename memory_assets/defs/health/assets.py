@@ -1,13 +1,11 @@
 """The monthly health report: is the memory growing, current and clean?"""
 
 import dagster as dg
-import polars as pl
 
 from memory_assets.defs import freshness
 from memory_assets.defs.runtime import MemoryRoot
-from memory_assets.lib import health, warehouse
+from memory_assets.lib import health
 from memory_assets.defs.clock import Clock
-from retrieval.store import ItemStore
 
 
 @dg.asset(
@@ -22,20 +20,7 @@ def health_report(context: dg.AssetExecutionContext, config: Clock, memory: Memo
     stale they are, how fast they grow, what the write gate rejected and why, and what
     extraction cost — markdown and plots under ``<data root>/health/<date>/``, shown here.
     """
-    paths = memory.paths
-    now = config.resolve(context)
-    from retrieval.schema import REJECTION_SCHEMA
-
-    rejections = warehouse.read_frames(warehouse.files(paths.rejections, "*.parquet"))
-    history_file = paths.health / "history.parquet"
-    history = warehouse.read_frame(history_file)
-    out = paths.health / now.strftime("%Y-%m-%d")
-    result = health.report(ItemStore(paths).items(), rejections if rejections is not None else pl.DataFrame(schema=REJECTION_SCHEMA),
-                           warehouse.read_frames(warehouse.files(paths.extraction_runs, "*.parquet")), history, now, out,
-                           config=memory.config)
-    row = pl.DataFrame([health.history_row(result)])
-    history = pl.concat([history, row], how="diagonal_relaxed") if history is not None else row
-    warehouse.write_frame(history_file, history)
+    result = health.write_report(memory.paths, memory.config, config.resolve(context))
     numbers = result.numbers
     return dg.MaterializeResult(metadata={
         # Plots inline, each where the report shows it: the UI cannot follow a relative link.

@@ -11,11 +11,9 @@ from memory_assets.defs import freshness
 from memory_assets.defs.clock import Clock, run_now
 from memory_assets.defs.runtime import EmbedderResource, MemoryRoot
 from memory_assets.lib import warehouse
-from memory_assets.lib.items import publish
+from memory_assets.lib.items import index
 from memory_assets.lib.items.staging import PublishRefused, publish_staged, stage_items
-from memory_assets.lib.quality import audit
 from retrieval import published
-from retrieval.store import ItemStore
 
 
 MEMORY_ITEMS_DOC = """Everything the agent may remember: one row per distinct memory, with importance,
@@ -171,32 +169,13 @@ def items_index(context: dg.AssetExecutionContext, memory: MemoryRoot) -> dg.Mat
     (above 20k items) the vector index rebuilt, and the LanceDB table compacted, with
     versions older than 30 days cleaned up (tagged versions are kept). Monthly.
     """
-    table = ItemStore(memory.paths).table()
-    if table is None:
+    done = index.optimize(memory.paths)
+    if done is None:
         return dg.MaterializeResult(metadata={"rows": 0})
-    import lancedb
-
-    live = lancedb.connect(str(memory.paths.lancedb)).open_table("items")
-    before = len(live.list_versions())
-    # Only when the latest version is the published one: never publish a version that
-    # failed its checks by compacting it.
-    published_is_latest = live.version == table.version
-    stats = live.optimize(cleanup_older_than=publish.VERSIONS_KEPT)
-    rows = live.count_rows()
-    # A table written before items kept their source text has only the content to index.
-    fts_column = publish.FTS_COLUMN if publish.FTS_COLUMN in live.schema.names else "content"
-    live.create_fts_index(fts_column, replace=True, with_position=False)
-    if rows >= publish.VECTOR_INDEX_MIN_ROWS:
-        live.create_index(metric="cosine", vector_column_name="vector", index_type="IVF_HNSW_SQ", replace=True)
-    # Same rows, fresh indexes: the agent moves to the compacted version.
-    current = publish.current(memory.paths)
-    if published_is_latest and current is not None and live.version != table.version:
-        audit.carry(memory.paths, table.version, live.version, "compaction")
-        publish.publish(memory.paths, publish.ItemsVersion(**{**current.__dict__, "version": live.version}))
     return dg.MaterializeResult(metadata={
-        "rows": rows,
-        "versions_before": before,
-        "versions_after": len(live.list_versions()),
-        "indexes": [i.name for i in live.list_indices()],
-        "compaction": str(getattr(stats, "compaction", stats))[:500],
+        "rows": done.rows,
+        "versions_before": done.versions_before,
+        "versions_after": done.versions_after,
+        "indexes": done.indexes,
+        "compaction": done.compaction,
     })
