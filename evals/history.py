@@ -14,6 +14,7 @@ from typing import Any
 
 import polars as pl
 
+from retrieval.files import stamp
 from retrieval.paths import DataRoot
 from memory_assets.lib import warehouse
 
@@ -38,7 +39,7 @@ def append(paths: DataRoot, kind: str, row: dict[str, Any], now: datetime) -> Pa
     flat = {k: v for k, v in row.items() if isinstance(v, (int, float, str, bool)) or v is None}
     flat["details"] = json.dumps({k: v for k, v in row.items() if k not in flat}, default=str)
     flat["run_at"] = now  # not "at": a DuckDB keyword
-    return warehouse.write_frame(folder(paths, kind) / f"{kind}-{warehouse.stamp(now)}.parquet", pl.DataFrame([flat]))
+    return warehouse.write_frame(folder(paths, kind) / f"{kind}-{stamp(now)}.parquet", pl.DataFrame([flat]))
 
 
 def glob(paths: DataRoot, kind: str) -> str:

@@ -2,7 +2,7 @@
 
 For each conversation: ingest it into its own data root and run the real pipeline
 (cached, see ``build_root``), then ask every non-adversarial question through the
-retrieval core (``retrieval.retrieve``, what ``MemoryClient.inject`` runs) with the clock
+retrieval core (``retrieval.agent.retrieve``, what ``MemoryClient.inject`` runs) with the clock
 set a day after the last session. Every injected
 item names the turns it came from (``source_turn_ids``, LoCoMo ``dia_id``s):
 
@@ -38,8 +38,8 @@ import numpy as np
 
 from evals import stderr_progress
 from evals.locomo import Conversation, LocomoError, Question, expand_datasets, load_conversation
+from retrieval.agent.options import RetrievalOptions
 from retrieval.config import load_config
-from retrieval.options import RetrievalOptions
 from retrieval.paths import DataRoot
 from evals.eval_roots import EvalError, build_root, default_cache_dir, default_extractor
 
@@ -151,8 +151,10 @@ def ask_conversation(conv: Conversation, root: Path, *, options: RetrievalOption
     """Every non-adversarial question of ``conv``, injected with at most ``k`` items:
     the retrieval core as the client runs it (``retrieve`` then ``block``), without the
     client, so an eval writes no ``injected`` event."""
+    from retrieval.agent.retrieve import block, retrieve
+    from retrieval.agent.stores import Stores
+    from retrieval.agent.view import View
     from retrieval.config import load_config
-    from retrieval.retrieve import Stores, View, block, retrieve
 
     config = load_config()
     stores = Stores(DataRoot.resolve(root), config)
@@ -254,13 +256,13 @@ def baseline_ranks(turns: list[tuple[str, str]], questions: Sequence[Question]) 
     BM25 is LanceDB's full-text search (the same engine and query cleaning the items
     search uses) over a temporary table of the raw turns; dense is exact cosine over
     MiniLM embeddings of the turns. The two are fused twice: by reciprocal rank
-    (k=60, as LoCoMo's README reports) and by ``retrieval.search.fuse``, whatever the
+    (k=60, as LoCoMo's README reports) and by ``retrieval.agent.search.fuse``, whatever the
     items search fuses with today.
     """
     import lancedb
 
+    from retrieval.agent.search import fts_query, fuse, fuse_rrf
     from retrieval.embeddings import Embedder
-    from retrieval.search import fts_query, fuse, fuse_rrf
 
     ids = [t for t, _ in turns]
     embedder = Embedder(load_config())

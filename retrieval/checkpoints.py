@@ -47,11 +47,10 @@ from sqlalchemy import (
 )
 from sqlalchemy.exc import DatabaseError, IntegrityError
 
-from retrieval import credentials
+from retrieval import credentials, database
+from retrieval.database import configured_dsn
 from retrieval.disabled import refuse_if_disabled
 from retrieval.inbox import pii_kinds, redacted
-from retrieval.service import db
-from retrieval.service.db import configured_dsn
 from retrieval.paths import DataRoot
 from retrieval.privacy import withhold_off_the_record
 
@@ -61,7 +60,7 @@ MAX_TURN = 2**31 - 1  # an INTEGER column on both backends
 KEY_CHARS = 255  # the longest namespace, session id or project name (a VARCHAR on PostgreSQL)
 
 _checkpoints = Table(
-    "checkpoints", db.metadata,
+    "checkpoints", database.metadata,
     Column("namespace", String(KEY_CHARS), primary_key=True),
     Column("session_id", String(KEY_CHARS), primary_key=True),
     Column("turn", Integer, primary_key=True, autoincrement=False),
@@ -124,8 +123,8 @@ class CheckpointStore:
     def __init__(self, paths: DataRoot, dsn: str | None = None, *, pii: Iterable[str] | None = None) -> None:
         self.paths = paths
         try:
-            self.engine = db.engine(paths, dsn)
-        except db.DatabaseRefused as exc:
+            self.engine = database.engine(paths, dsn)
+        except database.DatabaseRefused as exc:
             raise CheckpointError(str(exc)) from None
         self._pii = pii_kinds(pii)
         self._ready = False
@@ -152,7 +151,7 @@ class CheckpointStore:
         if not self._ready:
             for attempt in range(3):
                 try:
-                    db.metadata.create_all(self.engine)
+                    database.metadata.create_all(self.engine)
                     break
                 except DatabaseError as exc:
                     # Most likely another process created a table between our check and our

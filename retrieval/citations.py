@@ -6,7 +6,7 @@ Every bullet of a summary ends with the ids of the items it rests on::
 
 The offline summarizer writes one item's content per bullet, so a bullet's citation is
 exactly the item its text came from; the LLM summarizer is held to the same rule (every
-bullet cites, only known ids). Tier 1 (``MemoryClient._tier1``) serves bullets, and each
+bullet cites, only known ids). Tier 1 (``retrieval.agent.retrieve.tier1``) serves bullets, and each
 carries the cited items' ids and source turns, so a summary answer stays traceable.
 """
 

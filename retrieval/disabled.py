@@ -8,7 +8,7 @@ exporting, forgetting and erasing still work.
 
 The flag is a file under the data root, ``settings/disabled.json``, so it survives
 restarts and every agent and service process sees it: the operator's CLI writes it
-(atomically, ``retrieval.inbox.atomic_write``), agents only read it.
+(atomically, ``retrieval.files.atomic_write``), agents only read it.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from retrieval.inbox import atomic_write
+from retrieval.files import atomic_write
 from retrieval.paths import DataRoot
 
 FILE_NAME = "disabled.json"

@@ -1,7 +1,7 @@
 """The agent's only way in: append a transcript or an event as a new file.
 
-Every write goes to a temporary name in the same directory and is renamed into place,
-so the pipeline never sees half a file (DESIGN principle 1); on an object store each
+Every write goes to a temporary name in the same directory and is renamed into place
+(``retrieval.files.atomic_write``), so the pipeline never sees half a file (DESIGN principle 1); on an object store each
 write is one new object (one PUT, whole or absent), so agents on many machines append
 without coordinating. Nothing here opens a store.
 """
@@ -10,54 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from retrieval import credentials
+from retrieval.files import atomic_write
 from retrieval.privacy import withhold_off_the_record
-
-
-def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> Path:
-    """Write ``data`` to ``path`` via a temporary sibling and an atomic rename: a reader
-    sees the old file or the new one, never half of one, and a failed write leaves no
-    temporary behind. The one local atomic write (``memory_assets.lib.warehouse`` uses it too).
-
-    ``durable``: fsync before the rename, so a power cut cannot leave an empty file
-    under the final name (off only for records whose loss costs nothing but a count).
-
-    On an object store (``path`` a ``UPath``) one PUT is already all-or-nothing.
-    """
-    if not isinstance(path, Path):
-        path.write_bytes(data)
-        return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-            if durable:
-                fh.flush()
-                os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
-
-
-def move(source: Path, target: Path) -> Path | None:
-    """Move a file the agent side wrote (a run request once run), creating the target's
-    folder; None when it is already gone."""
-    if not source.exists():
-        return None
-    if not isinstance(source, Path):  # an object store: copy, then delete
-        source.fs.mv(source.path, target.path)
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
-    os.replace(source, target)
-    return target
 
 
 def encode_jsonl(messages: Iterable[Mapping[str, Any]]) -> bytes:

@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.config import MemoryConfig
-from retrieval import inbox
-from retrieval.inbox import atomic_write
+from retrieval.files import atomic_write, move
 from retrieval.paths import DataRoot, location
 
 
@@ -67,4 +66,4 @@ def pending_requests(paths: DataRoot) -> list[dict[str, Any]]:
 def mark_done(paths: DataRoot, request: dict[str, Any]) -> None:
     """Move a request that was run under ``warehouse/requests_done/`` (kept, for the audit)."""
     source = location(request["file"])
-    inbox.move(source, paths.warehouse / "requests_done" / source.name)
+    move(source, paths.warehouse / "requests_done" / source.name)

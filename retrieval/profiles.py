@@ -3,7 +3,7 @@
 from that entity's profile (``memory_assets/lib/summaries/entity_pages.py``) in tier 1.
 
 Profiles are rows of the ``summaries`` table whose ``category`` is ``entity:<entity id>``;
-the entity is found by name (or alias) in the published graph (``retrieval.dual_search``),
+the entity is found by name (or alias) in the published graph (``retrieval.agent.dual_search``),
 within the reader's namespace.
 """
 

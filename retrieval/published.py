@@ -22,6 +22,13 @@ from typing import Any
 from retrieval.paths import DataRoot
 
 POINTER = "published.json"
+# The LanceDB tables a run publishes. The items table is read at the pointer's version; a
+# side table (summaries, insights) at its ``published`` tag, as were the items of a root
+# published before the pointer.
+ITEMS_TABLE = "items"
+SUMMARIES_TABLE = "summaries"
+INSIGHTS_TABLE = "insights"  # one sentence per archive cluster (the weekly archive_clusters)
+PUBLISHED_TAG = "published"
 # Roots published before the pointer: the snapshot copied next to it and the LanceDB tag.
 LEGACY_SNAPSHOT = "items.parquet"
 
@@ -70,8 +77,6 @@ def _legacy(paths: DataRoot) -> Pointer | None:
     snapshot = paths.items_dir / LEGACY_SNAPSHOT
     if not snapshot.exists():
         return None
-    from retrieval.store import ITEMS_TABLE, PUBLISHED_TAG
-
     import lancedb
 
     try:

@@ -141,7 +141,7 @@ FACT_SCHEMA: dict[str, pl.DataType] = {
     "strength": pl.String(),
     "sentiment": pl.String(),
     "tier": pl.String(),
-    # ``scope`` "project": only readers of ``project`` see it (``retrieval.retrieve.View``);
+    # ``scope`` "project": only readers of ``project`` see it (``retrieval.agent.view.View``);
     # "global" (``project`` null): every reader of the namespace does.
     "scope": pl.String(),
     "project": pl.String(),
@@ -204,6 +204,13 @@ ITEM_SCHEMA: dict[str, pl.DataType] = {
     # new to the memory today, so its decay and TTLs count from today.
     "first_seen_at": pl.Datetime("us", "UTC"),
 }
+
+# The fields retrieval reads on every row it ranks: the blocking checks refuse a fact
+# or an item without them (``memory_assets.lib.quality.items_suite``), and an item
+# imported whole must carry them (``retrieval.interchange``).
+FACT_REQUIRED = ("id", "content", "category", "kind", "tier", "source_trust", "importance", "confidence",
+                 "content_hash", "created_at")
+ITEM_REQUIRED = (*FACT_REQUIRED, "status")
 
 # The graph published with the items (``lib/items/graph.py``): entities are the people,
 # places, things and concepts facts mention; edges join items and entities.

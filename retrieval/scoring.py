@@ -40,6 +40,11 @@ Time, defined once each::
     idle_days(row)   = days since the memory last used it (or learned it): the decays above
     preload_boost(p) = min(0.5, p + 0.1): an item created today, or on its trigger's day
                               [lifecycle.today_boost, lifecycle.priority_cap]
+
+Which side of a conflict to believe::
+
+    belief(confidence, said_at) = the higher confidence, then the later statement:
+                       the trust pass's order, tier 1 and the offline summaries
 """
 
 from __future__ import annotations
@@ -92,6 +97,12 @@ def score_decay(config: MemoryConfig, days_since_reference: float) -> float:
 
 def reinforcement(config: MemoryConfig, score: float) -> float:
     return math.exp(config.decay.reinforcement_rate * score)
+
+
+def belief(confidence: float, stated_at: datetime | None) -> tuple[float, float]:
+    """How to pick the side of a conflict to believe: the higher confidence, then the
+    later statement. Tier 2, tier 1 and the offline summaries all compare with this."""
+    return float(confidence), stated_at.timestamp() if stated_at is not None else float("-inf")
 
 
 def age_days(then: datetime | None, now: datetime) -> float:
@@ -151,7 +162,7 @@ def subject_of(content: str) -> str:
 
 
 def names_in(terms: Sequence[str]) -> frozenset[str]:
-    """The names among a query's keywords (``retrieval.rewrite.keywords``: stopwords such
+    """The names among a query's keywords (``retrieval.agent.rewrite.keywords``: stopwords such
     as a capitalised "What" are already gone), lowercased: what ``subject_of`` is matched
     against. "What did Nate share with Joanna?" names Nate and Joanna, so a fact about
     either outranks an equally relevant one about someone else."""

@@ -18,13 +18,10 @@ import polars as pl
 from retrieval import published
 from retrieval.ids import ShortIds
 from retrieval.paths import DataRoot
-from retrieval.schema import ITEM_SCHEMA
+from retrieval.published import ITEMS_TABLE, PUBLISHED_TAG, SUMMARIES_TABLE
+from retrieval.schema import EDGE_SCHEMA, ENTITY_SCHEMA, ITEM_SCHEMA
 from retrieval.spans import spanned
 
-ITEMS_TABLE = "items"
-SUMMARIES_TABLE = "summaries"
-INSIGHTS_TABLE = "insights"  # one sentence per archive cluster (the weekly archive_clusters)
-PUBLISHED_TAG = "published"
 
 
 class ItemStore:
@@ -83,6 +80,13 @@ class ItemStore:
         scan = pl.scan_parquet(path)
         present = scan.collect_schema()
         return scan.select([c for c in dict.fromkeys(columns) if c in present]).collect()
+
+    def graph(self) -> tuple[pl.DataFrame, pl.DataFrame]:
+        """The published version's entities and edges; empty frames when it has no graph."""
+        files = published.graph_files(self.paths)
+        if files is None:
+            return pl.DataFrame(schema=ENTITY_SCHEMA), pl.DataFrame(schema=EDGE_SCHEMA)
+        return pl.read_parquet(str(files[0])), pl.read_parquet(str(files[1]))
 
     def get(self, item_id: str) -> dict[str, Any]:
         rows = self.items().filter(pl.col("id") == item_id)

@@ -15,7 +15,9 @@ forgetting and the evals all read these; a second copy elsewhere is a bug
   matcher's list are kept exactly as they were measured and calibrated (see below).
 - **Negation**: ``negated(text)`` — a statement that denies what it states, with contrasts
   (", not npm", "no more than", a leading "No,") set aside; ``CESSATION`` adds the words
-  that end a state ("quit", "stopped", "no longer"), for the trust pass's disagreement test.
+  that end a state ("quit", "stopped", "no longer"); ``disagree(a, b)`` — two statements
+  of one subject that differ in a number or in polarity (the trust pass, dedup and the
+  nightly contradiction pass all ask it).
 - **Calendar words and dates**: ``MONTHS``, ``WEEKDAYS`` (from the ``calendar`` module),
   ``RELATIVE_DAYS``, the ``DATE`` mention, and ``future_dates(text, said_at)``: the days a
   statement points to, read relative to when it was said (dateutil's calendar arithmetic).
@@ -142,6 +144,17 @@ def negated(text: str) -> bool:
 def denies_or_ends(text: str) -> bool:
     """Negated, or saying a state ended: the polarity the trust pass compares."""
     return negated(text) or CESSATION.search(text) is not None
+
+
+_NUMBER = re.compile(r"\d[\d,.:]*")
+
+
+def disagree(a: str, b: str) -> bool:
+    """Two statements of one subject that differ in a number or in polarity."""
+    numbers_a, numbers_b = set(_NUMBER.findall(a)), set(_NUMBER.findall(b))
+    if numbers_a and numbers_b and numbers_a != numbers_b:
+        return True
+    return denies_or_ends(a) != denies_or_ends(b)
 
 
 # --- change ---------------------------------------------------------------------------

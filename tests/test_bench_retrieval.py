@@ -13,8 +13,9 @@ from evals.bench.retrieval import MANIFEST, main, run_bench, synthetic_items
 from retrieval.config import load_config
 from retrieval.embeddings import Embedder
 from retrieval.paths import DataRoot
+from retrieval.published import ITEMS_TABLE, PUBLISHED_TAG
 from retrieval.schema import ITEM_SCHEMA
-from retrieval.store import ITEMS_TABLE, PUBLISHED_TAG, ItemStore
+from retrieval.store import ItemStore
 
 STATS = {"p50", "p95", "mean", "max"}
 

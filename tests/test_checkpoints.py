@@ -1,4 +1,4 @@
-"""Per-turn checkpoints (``retrieval.checkpoints``) and the local signal scan (``retrieval.signals``).
+"""Per-turn checkpoints (``retrieval.checkpoints``) and the local signal scan (``retrieval.agent.signals``).
 
 Every behaviour runs on both backends, for real: SQLite in a temporary data root and a
 throwaway PostgreSQL server (``tests/postgres_server.py``). Crashes and concurrent
@@ -17,12 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from retrieval.agent.signals import high_signal, scan
 from retrieval.checkpoints import Checkpoint, CheckpointConflict, CheckpointError, CheckpointStore, to_messages
 from retrieval.config import load_config
+from retrieval.database import DSN_ENV, sqlite_path
 from retrieval.paths import DataRoot
 from retrieval.privacy import WITHHELD
-from retrieval.service.db import DSN_ENV, sqlite_path
-from retrieval.signals import high_signal, scan
 from tests.postgres_server import new_database, postgres_server  # noqa: F401  (fixture)
 from tests.test_credentials import AWS_ID, AWS_SECRET, GITHUB_PAT_CLASSIC, luhn_card
 

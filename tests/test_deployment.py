@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from memory_assets.defs.scheduled_jobs import JOBS, record_success
-from retrieval.client import MemoryClient
+from retrieval.agent.client import MemoryClient
 from retrieval.paths import DataRoot
 from tests.conftest import REPO, SAMPLES
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -35,7 +36,14 @@ def _embedder(runtime: str, cache: Path) -> Embedder:
 
 @pytest.fixture(scope="module")
 def cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("models")
+    """A model cache holding this machine's checked export (``make install`` made it), so
+    the tests that read an export do not make their own; the tests of exporting export."""
+    folder = tmp_path_factory.mktemp("models")
+    for made in onnx_model.default_cache().glob("*.onnx"):
+        if made.with_suffix(".json").exists():
+            shutil.copy2(made, folder / made.name)
+            shutil.copy2(made.with_suffix(".json"), folder / made.with_suffix(".json").name)
+    return folder
 
 
 @pytest.fixture(autouse=True)

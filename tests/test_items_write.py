@@ -15,9 +15,9 @@ import pytest
 
 from memory_assets.lib.items import publish
 from retrieval import spans
+from retrieval.agent.search import fts_list, vector_list
 from retrieval.paths import DataRoot
-from retrieval.search import fts_list, vector_list
-from retrieval.store import ITEMS_TABLE
+from retrieval.published import ITEMS_TABLE
 
 T0 = datetime(2026, 1, 5, 2, tzinfo=timezone.utc)
 WORDS = ["harbor", "ledger", "cobalt", "willow", "summit", "ember", "quartz", "meadow", "falcon", "lantern"]

@@ -275,7 +275,8 @@ def test_a_conflict_on_object_storage_is_found_without_reading_stored_vectors(s3
     from memory_assets.lib.items import publish
     from memory_assets.lib.items.consolidation import facts_to_items
     from memory_assets.lib.items.dedup import content_hash
-    from retrieval import MemoryClient, search
+    from retrieval import MemoryClient
+    from retrieval.agent import search
     from retrieval.config import load_config
     from retrieval.embeddings import Embedder
     from retrieval.paths import DataRoot
@@ -302,7 +303,7 @@ def test_a_conflict_on_object_storage_is_found_without_reading_stored_vectors(s3
             publish.publish(paths, publish.write_items(paths, items, vectors, now))
             reads = []
             real = search.vectors_for
-            monkeypatch.setattr("retrieval.retrieve.vectors_for", lambda *a: (reads.append(a), real(*a))[1])
+            monkeypatch.setattr("retrieval.agent.retrieve.vectors_for", lambda *a: (reads.append(a), real(*a))[1])
             injection = MemoryClient(paths.uri if not paths.is_local else paths.root).inject(
                 "When is Aaron's WRX oil change due?", now=now, record=False)
             flags[paths.is_local] = ({h.id: [f for f in injection.flags[h.id] if f.startswith("[conflict")]

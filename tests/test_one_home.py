@@ -181,10 +181,11 @@ def test_age_staleness_and_the_preload_boost_are_read_only_through_scoring():
 def test_one_item_has_one_age_in_the_ranking_the_flags_and_the_block():
     from datetime import datetime, timedelta, timezone
 
-    from retrieval import scoring, trust
+    from retrieval import scoring
+    from retrieval.agent import trust
+    from retrieval.agent.injection import format_line
+    from retrieval.agent.search import Hit
     from retrieval.config import load_config
-    from retrieval.injection import format_line
-    from retrieval.search import Hit
 
     config = load_config()
     now = datetime(2026, 9, 1, tzinfo=timezone.utc)
@@ -206,11 +207,32 @@ def test_one_item_has_one_age_in_the_ranking_the_flags_and_the_block():
     assert scoring.age_of(old.row, now) > config.decay.stale_after_days > scoring.age_of(fresh.row, now)
 
 
-# --- storage: memory_assets/lib/warehouse.py (pipeline), retrieval/inbox.py (agent) -----
+# --- the namespace rule: retrieval/agent/view.py -----------------------------------------
 
-# The pipeline writes through the warehouse; the agent appends through its inbox writer.
+
+def test_only_the_view_asks_whose_namespace_a_row_is_on_the_agent_side():
+    """Whose memory a reader owns, where its writes go and the default namespace are asked
+    of ``View`` (``retrieval/agent/view.py``: ``of``, ``owns``, ``own_rows``, ``writer``): no
+    other module of the agent's side compares a namespace or reads ``[pipeline] namespace``."""
+    found = []
+    for name, tree in _modules():
+        if not name.startswith("retrieval/agent/") or name == "retrieval/agent/view.py":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Compare) and "namespace" in ast.unparse(node) \
+                    and any(isinstance(op, (ast.Eq, ast.NotEq, ast.In, ast.NotIn)) for op in node.ops):
+                found.append(f"{name}:{node.lineno} {ast.unparse(node)}")
+            if isinstance(node, ast.Attribute) and _dotted(node).endswith("pipeline.namespace"):
+                found.append(f"{name}:{node.lineno} {_dotted(node)}")
+    assert found == []
+
+
+# --- storage: memory_assets/lib/warehouse.py (pipeline), retrieval/files.py (agent) -----
+
+# The pipeline writes through the warehouse; the agent appends through the inbox, whose
+# one atomic writer (``retrieval.files.atomic_write``) the warehouse uses too.
 # The model export is the machine's cache (~/.cache/agent-memory/models), in no data root.
-WRITERS = ("memory_assets/lib/warehouse.py", "retrieval/inbox.py", "retrieval/onnx_model.py")
+WRITERS = ("memory_assets/lib/warehouse.py", "retrieval/files.py", "retrieval/onnx_model.py")
 _WRITES = ("write_parquet", "write_text", "write_bytes", "write_csv", "write_ndjson", "sink_parquet",
            "touch", "unlink", "copyfile", "copy2", "rmtree")
 
@@ -233,7 +255,7 @@ def _writes(tree: ast.Module) -> Iterator[tuple[int, str]]:
 
 
 def test_only_the_warehouse_and_the_inbox_write_files():
-    """No module but ``lib/warehouse.py`` (and, for the agent's appends, ``retrieval/inbox.py``;
+    """No module but ``lib/warehouse.py`` (and, for the agent's appends, ``retrieval/files.py``;
     for the machine's model cache, ``retrieval/onnx_model.py``) calls ``os.replace``, ``open(…, "w")``, ``write_parquet`` or another file writer."""
     found = [f"{name}:{line} {call}" for name, tree in _modules()
              if name not in WRITERS and not name.startswith(("evals/", "memory_assets/cli/main.py"))

@@ -12,11 +12,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from memory_assets.lib import interchange
 from memory_assets.lib.items import imports
 from memory_assets.lib.migration import read_markdown
-from retrieval import scoring
-from retrieval import published
+from retrieval import interchange, published, scoring
 from retrieval.config import load_config
 from retrieval.paths import DataRoot
 from retrieval.schema import FACT_SCHEMA, PROVENANCE

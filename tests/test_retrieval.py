@@ -17,15 +17,15 @@ from memory_assets.lib.items.consolidation import facts_to_items
 from memory_assets.cli.runner import materialize_pending
 from retrieval import MemoryClient
 from retrieval import published
+from retrieval.agent.options import RetrievalOptions
+from retrieval.agent.retrieve import rank
+from retrieval.agent.rewrite import keyword_query, rewrite
+from retrieval.agent.tokens import count_tokens
 from retrieval.config import load_config
 from retrieval.embeddings import Embedder
-from retrieval.options import RetrievalOptions
 from retrieval.paths import DataRoot
-from retrieval.retrieve import rank
-from retrieval.rewrite import keyword_query, rewrite
 from retrieval.schema import FACT_SCHEMA, INJECTION_END, INJECTION_START
 from retrieval.store import ItemStore
-from retrieval.tokens import count_tokens
 
 NOW = datetime(2026, 10, 1, tzinfo=timezone.utc)
 
@@ -115,7 +115,7 @@ def test_conflicting_pair_is_flagged_on_both_sides_the_likelier_first(root):
 
 
 def _hit(item_id: str, confidence: float, contradicts=(), created_days_ago: int = 1):
-    from retrieval.search import Hit
+    from retrieval.agent.search import Hit
 
     return Hit(id=item_id, content=item_id, category="personal", importance=0.5, confidence=confidence,
                source_trust="trusted", session_id="s", source_resource_ids=[], source_turn_ids=[],
@@ -124,7 +124,7 @@ def _hit(item_id: str, confidence: float, contradicts=(), created_days_ago: int 
 
 
 def test_the_higher_confidence_side_of_a_conflict_ranks_first_and_the_other_is_tagged():
-    from retrieval import trust
+    from retrieval.agent import trust
 
     hits = [_hit("birthday-12", 0.6, ["birthday-14"]), _hit("filler", 0.9), _hit("birthday-14", 0.9, ["birthday-12"])]
     pairs = trust.conflicts(hits, None, 0.8)
@@ -180,7 +180,7 @@ def test_items_missing_from_the_snapshot_are_read_from_lancedb(root, tmp_path, m
 def test_a_filter_that_empties_the_candidates_asks_lancedb_to_filter(root, tmp_path, monkeypatch):
     """Candidates are fetched unfiltered (2 × candidates) and filtered from the snapshot;
     when the filter leaves too few, the query runs again with the filter in LanceDB."""
-    from retrieval import candidates as module
+    from retrieval.agent import candidates as module
 
     config = tmp_path / "memory.toml"
     config.write_text("[ranking]\ncandidates = 2\n")
@@ -400,7 +400,7 @@ def test_a_question_is_answered_by_tier_one_only_with_an_answer_of_the_kind_aske
     ("Hey. I'm taking the WRX in on Saturday.", "Aaron's WRX oil change is due at 11,799 miles", None, True),
 ])
 def test_sufficiency_wants_the_kind_of_answer_a_question_asks(message, line, kind, answered):
-    from retrieval import sufficiency
+    from retrieval.agent import sufficiency
 
     assert sufficiency.asked(message) == kind
     assert sufficiency.answers(line, kind, message) is answered
@@ -491,8 +491,8 @@ def test_an_item_about_the_person_a_query_names_ranks_first(tmp_path):
 def test_a_conflict_check_reads_only_the_vectors_of_pairs_that_disagree():
     import numpy as np
 
-    from retrieval import trust
-    from retrieval.search import to_hit
+    from retrieval.agent import trust
+    from retrieval.agent.search import to_hit
 
     def hit(fid, content):
         return to_hit({"id": fid, "content": content, "category": "vehicle", "importance": 0.8, "confidence": 0.9,
@@ -519,7 +519,7 @@ def test_row_ids_name_the_ids_they_hold_and_none_for_others():
     import numpy as np
     import pyarrow as pa
 
-    from retrieval.search import RowIds
+    from retrieval.agent.search import RowIds
 
     held = RowIds(np.asarray([3, 7, 4294967296], dtype=np.uint64), pa.array(["a", "b", "c"]))
     assert held.lookup([7, 4, 4294967296, 99, 3]) == ["b", None, "c", None, "a"]
@@ -531,7 +531,7 @@ def test_the_async_lists_are_the_sync_apis_lists(root):
     """The read path's vector and full-text lists (LanceDB's async API on the calling
     thread's loop, ids from the row id map) hold what the sync API's hold: the same
     ids, row ids and scores, in the same order."""
-    from retrieval.search import RowIds, async_table, fts_list, matching, nearest, run, vector_list
+    from retrieval.agent.search import RowIds, async_table, fts_list, matching, nearest, run, vector_list
 
     table = ItemStore(root).table()
     inner = async_table(table)
@@ -556,7 +556,7 @@ def test_run_inside_a_running_event_loop_uses_lancedbs_loop(root):
     on LanceDB's background loop instead of re-entering its own."""
     import asyncio
 
-    from retrieval.search import async_table, run
+    from retrieval.agent.search import async_table, run
 
     inner = async_table(ItemStore(root).table())
 
@@ -570,7 +570,7 @@ def test_a_blocks_token_count_is_its_lines_counts_summed():
     """``count_lines`` adds each line's count instead of tokenizing the block again: equal
     to tokenizing the joined text, for lines of words, punctuation, digits, accents,
     CJK, emoji, control characters and stray whitespace."""
-    from retrieval.tokens import count_lines
+    from retrieval.agent.tokens import count_lines
 
     lines = [INJECTION_START, "Known context from previous sessions:",
              "~ [m:4821] Aaron's WRX oil change is due at 11,799 miles (confidence: 0.9; age: 3d; vehicle)",
@@ -585,7 +585,7 @@ def test_candidate_rows_leave_the_snapshot_only_until_a_list_is_full(root, tmp_p
     """Each list keeps its ``limit`` best visible rows in their order, as filtering every
     fetched row would; the rows converted are the first ``limit`` of each list and then
     only as many more as the filter dropped (agent-b's item and the superseded one)."""
-    from retrieval import candidates as module
+    from retrieval.agent import candidates as module
     from retrieval.store import PublishedRows
 
     config = tmp_path / "memory.toml"

@@ -17,17 +17,16 @@ import polars as pl
 import pytest
 
 from memory_assets.cli.runner import materialize_pending
-from memory_assets.lib import interchange
 from memory_assets.lib.extraction.scopes import names_project, scope_of
 from memory_assets.lib.ingest.intake import ingest_paths
 from memory_assets.lib.ingest.transcripts import parse_transcript
 from memory_assets.lib.items.dedup import exact_dedup
 from memory_assets.lib.quality.items_suite import facts_report
-from retrieval import MemoryClient
+from retrieval import MemoryClient, interchange
+from retrieval.agent.view import View
 from retrieval.config import load_config
 from retrieval.paths import DataRoot
 from retrieval.projects import check_project, project_from_metadata
-from retrieval.retrieve import View
 from retrieval.schema import FACT_SCHEMA
 from retrieval.store import ItemStore
 

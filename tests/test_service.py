@@ -589,9 +589,9 @@ def test_no_more_than_concurrent_searches_run_at_once_and_the_rest_are_answered(
 
     from fastapi.testclient import TestClient
 
-    from retrieval.client import MemoryClient
+    from retrieval.agent.client import MemoryClient
+    from retrieval.database import engine_for
     from retrieval.service.core import Service
-    from retrieval.service.db import engine_for
     from retrieval.service.http import create_app
     from retrieval.service.keys import KeyStore
 

@@ -10,9 +10,9 @@ import pytest
 from memory_assets.lib.items import publish, source_text
 from memory_assets.lib.items.consolidation import facts_to_items
 from retrieval import MemoryClient
+from retrieval.agent.options import RetrievalOptions
 from retrieval.config import load_config
 from retrieval.embeddings import Embedder
-from retrieval.options import RetrievalOptions
 from retrieval.paths import DataRoot
 from retrieval.schema import FACT_SCHEMA, ITEM_SCHEMA
 from tests.factories import fact

@@ -18,11 +18,11 @@ import pytest
 from memory_assets.lib.extraction import structure
 from memory_assets.lib.extraction.kinds import memory_kinds, procedure_in, trigger_patterns
 from retrieval import MemoryClient
+from retrieval.agent.search import vectors_for
+from retrieval.agent.triggers import NegativeRules, forms
 from retrieval.config import load_config
 from retrieval.paths import DataRoot
-from retrieval.search import vectors_for
 from retrieval.store import ItemStore
-from retrieval.triggers import NegativeRules, forms
 
 DEPLOY = ("Here's how we deploy the billing service: first run make test, then tag the release with git tag, "
           "then run ./deploy.sh prod. You need VPN access and the deploy key before you start. "
@@ -246,7 +246,7 @@ def _graph_rows(facts: list[tuple[str, str, list[str]]], namespace: str = "aaron
 
 def test_a_thing_someone_has_merges_into_the_name_the_session_gives_it(tmp_path):
     from memory_assets.lib.items.graph import build_graph
-    from retrieval.dual_search import GraphIndex
+    from retrieval.agent.dual_search import GraphIndex
 
     config = load_config()
     now = datetime(2026, 3, 1, tzinfo=timezone.utc)
@@ -278,7 +278,8 @@ def test_a_thing_someone_has_merges_into_the_name_the_session_gives_it(tmp_path)
 # --- the answer's type ---------------------------------------------------------------------
 
 def test_a_when_question_ranks_a_line_holding_a_time_above_an_equal_one_without():
-    from retrieval import scoring, sufficiency
+    from retrieval import scoring
+    from retrieval.agent import sufficiency
 
     config = load_config()
     question = "When is Jon planning to open his dance studio?"

@@ -19,8 +19,8 @@ from memory_assets.lib.items.graph import build_graph
 from memory_assets.lib.quality import graph_report
 from retrieval import MemoryClient
 from retrieval import published
+from retrieval.agent.dual_search import GraphIndex
 from retrieval.config import load_config
-from retrieval.dual_search import GraphIndex
 from retrieval.paths import DataRoot
 from retrieval.schema import EDGE_SCHEMA, ENTITY_SCHEMA
 from retrieval.store import ItemStore

@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 
 from memory_assets.lib import warehouse
+from retrieval.files import stamp
 
 FRAME = pl.DataFrame({"id": ["a", "b"], "n": [1, 2]})
 
@@ -50,8 +51,8 @@ def test_a_write_that_fails_leaves_the_previous_file_whole_and_no_temporary(tmp_
 
 def test_one_file_name_stamp_in_utc():
     moment = datetime(2026, 9, 1, 11, 30, 0, 123456, tzinfo=timezone.utc)
-    assert warehouse.stamp(moment) == "20260901T113000123456Z"
-    assert warehouse.stamp(moment.astimezone()) == "20260901T113000123456Z"
+    assert stamp(moment) == "20260901T113000123456Z"
+    assert stamp(moment.astimezone()) == "20260901T113000123456Z"
 
 
 @pytest.mark.parametrize("root", ["local", "memory://warehouse-frames"])

@@ -47,8 +47,8 @@ import numpy as np
 import polars as pl
 
 from evals import stderr_progress
-from retrieval.config import MemoryConfig, load_config
 from retrieval import text
+from retrieval.config import MemoryConfig, load_config
 from retrieval.paths import DataRoot
 
 # Bump when the generator or the build changes, so cached roots are rebuilt.
@@ -723,7 +723,7 @@ def _vector_search(table: Any, vector: np.ndarray, *, limit: int = 10, where: st
 
 def _fts_search(table: Any, text: str, *, limit: int = 50, where: str | None = ACTIVE,
                 columns: Sequence[str] = ("id",)) -> list[dict[str, Any]]:
-    from retrieval.search import fts_query
+    from retrieval.agent.search import fts_query
 
     q = table.search(fts_query(text), query_type="fts").limit(limit)
     if where:
@@ -743,7 +743,8 @@ def index_study(n_items: int, *, queries: int = 100, seed: int = 0, embed: str =
     import lancedb
 
     from retrieval.embeddings import Embedder
-    from retrieval.store import PUBLISHED_TAG, ItemStore
+    from retrieval.published import PUBLISHED_TAG
+    from retrieval.store import ItemStore
 
     say = progress or (lambda _m: None)
     root, _ = cached_root(n_items, seed=seed, embed=embed, cache_dir=cache_dir, progress=progress)

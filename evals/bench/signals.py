@@ -2,7 +2,7 @@
 
 Scans every turn of the LoCoMo conversations (``../shared/datasets/locomo``, or
 ``MEMORY_LOCOMO_DIR``), and the same turns padded to ``--long-chars`` (a pasted log; default
-the most ``append_turn`` scans of a turn), with ``retrieval.signals.scan`` as ``append_turn`` calls it, and reports p50 / p95 / max per turn
+the most ``append_turn`` scans of a turn), with ``retrieval.agent.signals.scan`` as ``append_turn`` calls it, and reports p50 / p95 / max per turn
 and how many turns fired a high signal.
 """
 
@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from evals.locomo import default_dir
-from retrieval import signals
-from retrieval.client import SCANNED_CHARS
+from retrieval.agent import signals
+from retrieval.agent.sessions import SCANNED_CHARS
 from retrieval.config import load_config
 from retrieval.credentials import pii_from_config
 

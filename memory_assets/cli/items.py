@@ -5,6 +5,10 @@ The operator's view: every namespace (``MemoryClient(root, namespace="*")``). Ed
 forgets are feedback events the next ``memory materialize`` applies; an erasure runs the
 ``erase`` job at once (``lib/erasure.py``); disabling writes ``settings/disabled.json``,
 which agents read (``retrieval/disabled.py``).
+
+Edits, pins and forgets go through ``MemoryClient`` (the agent's side, ``retrieval.agent``),
+as the operator: the same events an agent appends, one code path for both
+(``tests/test_layers.py`` allows this import).
 """
 
 from __future__ import annotations

@@ -1,4 +1,10 @@
-"""``memory``: a thin command-line shell over the library (see README)."""
+"""``memory``: a thin command-line shell over the library (see README).
+
+The pipeline imports only the kernel of ``retrieval``; this module imports the agent's
+side (``MemoryClient``) where the CLI is the product's own read path: ``memory search``
+and ``memory inject`` read exactly as an agent does, and ``pin`` / ``unpin`` act as the
+operator through the same client (``tests/test_layers.py`` allows these and no others).
+"""
 
 from __future__ import annotations
 
@@ -91,7 +97,7 @@ _PROJECT_HELP = "the project worked on: its memories and the global ones, never 
 
 
 def cmd_search(args: argparse.Namespace) -> int:
-    from retrieval import MemoryClient
+    from retrieval import MemoryClient  # the read path an agent uses
 
     hits = MemoryClient(args.data_root, namespace=args.namespace).search(args.query, k=args.k, project=args.project)
     if args.json:
@@ -103,7 +109,7 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_inject(args: argparse.Namespace) -> int:
-    from retrieval import MemoryClient
+    from retrieval import MemoryClient  # the read path an agent uses
 
     injection = MemoryClient(args.data_root, namespace=args.namespace).inject(
         args.context, max_items=args.max_items, token_budget=args.token_budget, project=args.project)

@@ -1,4 +1,4 @@
-"""``memory export`` and ``memory import``: your data, portable (format: ``lib/interchange.py``).
+"""``memory export`` and ``memory import``: your data, portable (format: ``retrieval/interchange.py``).
 
 Export reads only what agents read (the published version) and writes a versioned JSONL
 file. Import is the agent side's append: it validates a file, redacts it, appends it under
@@ -16,8 +16,9 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from memory_assets.lib import interchange, warehouse
-from retrieval import published
+from memory_assets.lib import warehouse
+from retrieval import interchange, published
+from retrieval.files import atomic_write, stamp
 from retrieval.paths import DataRoot
 
 Command = Callable[..., argparse.ArgumentParser]
@@ -54,9 +55,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                                      embeddings=args.embeddings)
     header = next(lines)
     if args.output:
-        from retrieval import inbox
-
-        inbox.atomic_write(Path(args.output), "".join(f"{line}\n" for line in [header, *lines]).encode())
+        atomic_write(Path(args.output), "".join(f"{line}\n" for line in [header, *lines]).encode())
     else:
         for line in [header, *lines]:
             sys.stdout.write(f"{line}\n")
@@ -106,7 +105,7 @@ def _append(paths: DataRoot, path: Path, markdown: bool, namespace: str | None, 
     if not parsed.items:
         report.errors.append(f"{path}: no memories to import")
         return report
-    target, report.new = inbox.write_import(paths.imports, parsed.records(), stamp=warehouse.stamp(now),
+    target, report.new = inbox.write_import(paths.imports, parsed.records(), stamp=stamp(now),
                                             pii=pii_from_config(load_config()))
     report.import_file = target.name
     return report

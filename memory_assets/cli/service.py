@@ -1,4 +1,8 @@
-"""``memory serve`` and ``memory keys``: the service's shell (``retrieval.service``)."""
+"""``memory serve`` and ``memory keys``: the service's shell (``retrieval.service``).
+
+The one pipeline-side module that imports the service: it starts it and manages its keys
+(``tests/test_layers.py`` allows this import).
+"""
 
 from __future__ import annotations
 
@@ -14,8 +18,8 @@ KEY_ENV = "MEMORY_API_KEY"
 
 def _keys(data_root: str):
     from retrieval.config import load_config
+    from retrieval.database import engine_for
     from retrieval.paths import DataRoot
-    from retrieval.service.db import engine_for
     from retrieval.service.keys import KeyStore
 
     return KeyStore(engine_for(DataRoot.resolve(data_root), load_config()))

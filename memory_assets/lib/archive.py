@@ -28,7 +28,8 @@ from memory_assets.lib.items import publish
 from retrieval.config import MemoryConfig, load_config
 from retrieval.llm import InvalidReply, LLMOutputFailed, Usage, complete_validated, load_prompt
 from retrieval.paths import DataRoot
-from retrieval.store import INSIGHTS_TABLE, ItemStore
+from retrieval.published import INSIGHTS_TABLE
+from retrieval.store import ItemStore
 from retrieval.text import QUERY_STOPWORDS as STOPWORDS
 
 PROMPT_NAME = "cluster_insight"

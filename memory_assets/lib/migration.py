@@ -25,7 +25,7 @@ from typing import Any
 from markdown_it import MarkdownIt
 
 from memory_assets.lib.ingest.transcripts import safe_session_id
-from memory_assets.lib.interchange import FORMAT, VERSION
+from retrieval.interchange import FORMAT, VERSION
 
 _TASK_BOX = re.compile(r"^\[[ xX]\]\s+")
 _SLUG = re.compile(r"[^a-z0-9]+")

@@ -5,13 +5,14 @@ here too, so storage rules hold everywhere at once:
 
 - **Atomic writes.** A reader never sees half a file. On a local disk a file is written
   to a hidden temporary name in the same folder, flushed (``fsync`` when ``durable``) and
-  renamed over the target (``retrieval.inbox.atomic_write``, the agent side's writer too);
+  renamed over the target (``retrieval.files.atomic_write``, the agent side's writer too);
   on an object store one PUT is already all-or-nothing.
 - **URIs.** A path is a local path or an fsspec URI (``s3://``, ``gs://``, ``az://``,
   ``memory://``): the functions take either and go through ``fsspec``, so a store that is
   not a local disk is a matter of configuration (running the whole pipeline on one is
   the object-storage issue's work).
-- **One timestamp format** in file names: ``stamp(now)``, UTC, ``20260901T093000123456Z``.
+- **One timestamp format** in file names: ``retrieval.files.stamp(now)``, UTC,
+  ``20260901T093000123456Z`` (the agent side names its imports with it too).
 - **Crash points** for the recovery tests: ``MEMORY_CRASH_AT=<name>`` SIGKILLs the process
   at that point between writes (``crash_point``); unset, nothing happens. The pipeline's
   crash safety (nothing lost or duplicated, agents keep reading the last published
@@ -33,14 +34,13 @@ import shutil
 import signal
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import fsspec
 import polars as pl
 
-from retrieval.inbox import atomic_write
+from retrieval.files import atomic_write
 from retrieval.paths import DataRoot, location
 from retrieval.schema import FACT_SCHEMA, RESOURCE_SCHEMA
 from retrieval.spans import spanned
@@ -75,11 +75,6 @@ def crash_point(name: str) -> None:
         if os.environ.get("MEMORY_CRASH_MODE") == "raise":
             raise SimulatedCrash(name)
         os.kill(os.getpid(), signal.SIGKILL)
-
-
-def stamp(now: datetime) -> str:
-    """``now`` for a file name: UTC, sortable, to the microsecond."""
-    return now.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
 
 
 # --- writing ----------------------------------------------------------------------------

@@ -23,9 +23,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from retrieval.client import MemoryClient
+from retrieval.agent.client import MemoryClient
 from retrieval.config import MemoryConfig
-from retrieval.service.db import metadata
+from retrieval.database import metadata
 from retrieval.service.keys import ApiKey, KeyStore
 
 
@@ -125,7 +125,7 @@ class Service:
     def for_root(cls, data_root: str | os.PathLike[str] | None) -> "Service":
         """The service over a data root: an operator's client of every namespace and the
         keys in the service database."""
-        from retrieval.service.db import engine_for
+        from retrieval.database import engine_for
 
         client = MemoryClient(data_root, namespace="*")
         return cls(client, KeyStore(engine_for(client.paths, client.config)))

@@ -1,5 +1,5 @@
 """Export and import for the service: the same format as ``memory export`` / ``memory
-import`` (``memory_assets.lib.interchange``), limited to the caller's namespace.
+import`` (``retrieval.interchange``), limited to the caller's namespace.
 
 An import is appended under ``imports/`` like the CLI's, redacted; the next pipeline run
 adopts it behind the usual checks (the one-writer rule). Every item in it must be of the
@@ -12,15 +12,15 @@ import json
 from collections.abc import Iterator
 from datetime import datetime, timezone
 
-from retrieval.client import MemoryClient
+from retrieval import inbox, interchange
+from retrieval.agent.client import MemoryClient
 from retrieval.credentials import pii_from_config
+from retrieval.files import stamp
 from retrieval.service.core import FORBIDDEN, Forbidden
 
 
 def export(client: MemoryClient, namespace: str, *, embeddings: bool = False) -> Iterator[str]:
     """The published memory of ``namespace`` as export lines (JSONL), header first."""
-    from memory_assets.lib import interchange
-
     return interchange.export_lines(client.paths, client.config, datetime.now(timezone.utc), namespace=namespace,
                                     embeddings=embeddings)
 
@@ -28,9 +28,6 @@ def export(client: MemoryClient, namespace: str, *, embeddings: bool = False) ->
 def import_text(client: MemoryClient, namespace: str, text: str) -> dict:
     """Validate an export's lines and append them for the next pipeline run; bad lines are
     named and skipped, an item of another namespace refuses the whole import (403)."""
-    from memory_assets.lib import interchange, warehouse
-    from retrieval import inbox
-
     parsed = interchange.parse(text.splitlines(), "request body")
     foreign = sorted({r.namespace for r in parsed.items if getattr(r, "namespace", None) not in (None, namespace)})
     if foreign:
@@ -39,6 +36,6 @@ def import_text(client: MemoryClient, namespace: str, text: str) -> dict:
     if parsed.items:
         now = datetime.now(timezone.utc)
         records = [json.loads(json.dumps(r)) for r in parsed.records()]
-        _, out["written"] = inbox.write_import(client.paths.imports, records, stamp=warehouse.stamp(now),
+        _, out["written"] = inbox.write_import(client.paths.imports, records, stamp=stamp(now),
                                                pii=pii_from_config(client.config))
     return out

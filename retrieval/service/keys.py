@@ -8,7 +8,7 @@ The plain key is shown once, when it is created, and is not stored anywhere.
 A key belongs to an agent and reads and writes one namespace, its own; it may also read
 the shared namespaces it was granted. Keys live in the service database: SQLite in the
 data root, or the PostgreSQL the checkpoints use when a DSN is configured
-(``retrieval.service.db``).
+(``retrieval.database``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 
 import sqlalchemy as sa
 
-from retrieval.service.db import metadata
+from retrieval.database import metadata
 
 PREFIX = "mem"
 _KEY = re.compile(rf"^{PREFIX}_([0-9a-f]{{12}})_([A-Za-z0-9_-]{{20,}})$")

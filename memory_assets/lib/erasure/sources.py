@@ -252,7 +252,7 @@ def _checkpoints(paths: DataRoot, config: MemoryConfig, target: Target) -> int:
     an erased item was read from (a checkpoint becomes several messages when flushed, so
     it is found by what it says, before the stored turns lose their words)."""
     from retrieval.checkpoints import CheckpointStore
-    from retrieval.service.db import configured_dsn, sqlite_path
+    from retrieval.database import configured_dsn, sqlite_path
 
     if not configured_dsn(config) and not sqlite_path(paths).exists():
         return 0

@@ -17,8 +17,9 @@ from memory_assets.lib.items import publish
 from retrieval import published
 from retrieval.citations import cited_ids
 from retrieval.config import MemoryConfig
+from retrieval.files import stamp
 from retrieval.paths import DataRoot
-from retrieval.store import INSIGHTS_TABLE, ITEMS_TABLE, PUBLISHED_TAG, SUMMARIES_TABLE
+from retrieval.published import INSIGHTS_TABLE, ITEMS_TABLE, PUBLISHED_TAG, SUMMARIES_TABLE
 
 
 @dataclass
@@ -193,5 +194,5 @@ def _log(paths: DataRoot, target: Target, now: datetime) -> int:
         rows += [{**common, "scope": "item", "namespace": target.owners.get(i), "item_id": i}
                  for i in request["item_ids"]]
     frame = pl.DataFrame(rows, schema=LOG_SCHEMA)
-    warehouse.write_frame(paths.erasure_log / f"erasures-{warehouse.stamp(now)}.parquet", frame)
+    warehouse.write_frame(paths.erasure_log / f"erasures-{stamp(now)}.parquet", frame)
     return frame.height

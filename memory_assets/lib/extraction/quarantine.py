@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from memory_assets.lib import warehouse
+from retrieval.files import stamp
 from retrieval.paths import DataRoot
 
 
@@ -21,7 +22,7 @@ def put(paths: DataRoot, session_id: str, *, reason: str, raw_response: str | No
         "session_id": session_id, "reason": reason, "raw_response": raw_response,
         "attempts": attempts, "extractor": extractor, "quarantined_at": now.isoformat(),
     }
-    return warehouse.write_json(paths.quarantine / session_id / f"{warehouse.stamp(now)}.json", record, indent=1)
+    return warehouse.write_json(paths.quarantine / session_id / f"{stamp(now)}.json", record, indent=1)
 
 
 def open_records(paths: DataRoot, session_id: str | None = None) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ from memory_assets.lib.extraction.facts import GatedFacts, build_facts
 from memory_assets.lib.extraction.offline import OfflineExtractor
 from retrieval import events
 from retrieval.config import MemoryConfig
+from retrieval.files import stamp
 from retrieval.llm import Prompt, Usage, load_prompt
 from retrieval.paths import DataRoot
 from retrieval.schema import Turn
@@ -104,7 +105,7 @@ def extract_session(paths: DataRoot, session_id: str, extractor: Extractor, conf
     resolved = quarantine.resolve(paths, session_id) if failed is None else False
     cost = Usage(0, result.prompt_tokens, result.completion_tokens).cost_usd(config)
     # One row per run, so the health report can show extraction cost over time.
-    warehouse.write_frame(paths.extraction_runs / f"{session_id}-{warehouse.stamp(now)}.parquet", pl.DataFrame([{
+    warehouse.write_frame(paths.extraction_runs / f"{session_id}-{stamp(now)}.parquet", pl.DataFrame([{
         "session_id": session_id, "extractor": extractor.name, "model": result.model or "none",
         "facts": gated.facts.height, "rejected": gated.rejections.height,
         "prompt_tokens": result.prompt_tokens, "completion_tokens": result.completion_tokens,

@@ -19,6 +19,7 @@ from memory_assets.lib.ingest.transcripts import TranscriptError, parse_transcri
 from memory_assets.lib.ingest.turns import new_turns
 from retrieval.config import MemoryConfig, load_config
 from retrieval.credentials import pii_from_config
+from retrieval.files import stamp
 from retrieval.inbox import write_session
 from retrieval.paths import DataRoot
 
@@ -131,7 +132,7 @@ def store_session(paths: DataRoot, session_id: str, config: MemoryConfig, now: d
         warehouse.write_frame(paths.resources / session_id / found.part_name, found.frame)
         warehouse.crash_point("ingest")
     if found.errors:
-        warehouse.write_json(paths.ingest_errors / f"{session_id}-{warehouse.stamp(now)}.json", found.errors, indent=1)
+        warehouse.write_json(paths.ingest_errors / f"{session_id}-{stamp(now)}.json", found.errors, indent=1)
     for file in files:
         mark_consumed(paths, session_id, file)
     return StoredTurns(found.frame.height, len(set(stored)) + found.frame.height, len(files), found.errors,

@@ -4,7 +4,7 @@
 ``memory_items`` build is what brings it into the memory (DESIGN principle 1: one writer),
 behind the same blocking checks as everything else. Every build reads every import file
 again, as it reads every fact again, so an adopted item is rebuilt like any other and a
-re-run adopts the same items. Two kinds of record (``lib/interchange.py``):
+re-run adopts the same items. Two kinds of record (``retrieval/interchange.py``):
 
 * an **item** of another data root's export is adopted as it was: its id, status,
   validity, supersession links, provenance, sources and feedback counters. Its scores
@@ -35,12 +35,12 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from memory_assets.lib import interchange, lifecycle, warehouse
+from memory_assets.lib import lifecycle, warehouse
 from memory_assets.lib.extraction import direct
 from memory_assets.lib.extraction.facts import build_facts
 from memory_assets.lib.ingest.turns import resource_id
 from memory_assets.lib.items.dedup import content_hash
-from retrieval import scoring
+from retrieval import interchange, scoring
 from retrieval.config import MemoryConfig
 from retrieval.paths import DataRoot
 from retrieval.schema import FACT_SCHEMA, ITEM_SCHEMA, REJECTION_SCHEMA, Turn

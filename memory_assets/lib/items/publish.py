@@ -22,8 +22,9 @@ import polars as pl
 
 from memory_assets.lib import warehouse
 from retrieval import published
+from retrieval.files import stamp
 from retrieval.paths import DataRoot, location
-from retrieval.store import ITEMS_TABLE, PUBLISHED_TAG
+from retrieval.published import ITEMS_TABLE, PUBLISHED_TAG
 from retrieval.spans import spanned, timed
 
 # Above this many rows brute-force vector search gets slow (~250 ms at 100k on 2 cores):
@@ -81,7 +82,7 @@ def write_items(paths: DataRoot, items: pl.DataFrame, vectors: np.ndarray, now: 
     written whole when it is new, its columns changed, most rows changed, or ``rewrite``
     (an erasure: the erased rows' bytes must leave the live files, not only be marked).
     """
-    parquet = warehouse.write_frame(paths.items_dir / "versions" / f"items-{warehouse.stamp(now)}.parquet", items)
+    parquet = warehouse.write_frame(paths.items_dir / "versions" / f"items-{stamp(now)}.parquet", items)
 
     text = items["content"] if search_text is None else search_text
     frame = _with_vectors(items.with_columns(text.alias(FTS_COLUMN)), vectors)
@@ -164,9 +165,9 @@ def _index(table) -> None:
 @spanned("write graph")
 def write_graph(paths: DataRoot, entities: pl.DataFrame, edges: pl.DataFrame, now: datetime) -> tuple[str, str]:
     """Write (not publish) a version's entities and edges; their paths, for ``ItemsVersion``."""
-    stamp = warehouse.stamp(now)
-    written = (warehouse.write_frame(paths.graph_dir / "versions" / f"entities-{stamp}.parquet", entities),
-               warehouse.write_frame(paths.graph_dir / "versions" / f"edges-{stamp}.parquet", edges))
+    at = stamp(now)
+    written = (warehouse.write_frame(paths.graph_dir / "versions" / f"entities-{at}.parquet", entities),
+               warehouse.write_frame(paths.graph_dir / "versions" / f"edges-{at}.parquet", edges))
     return str(written[0]), str(written[1])
 
 

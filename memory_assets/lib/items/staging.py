@@ -23,6 +23,7 @@ from memory_assets.lib.quality import ScanLedger, audit, embeddings_report, grap
 from memory_assets.lib.quality.suite_report import QualityReport
 from retrieval.config import MemoryConfig
 from memory_assets.lib.items.consolidation import PREVIOUS_COLUMNS, TextEmbedder, VectorLookup, lookup_in
+from retrieval.files import stamp
 from retrieval.paths import DataRoot
 from retrieval.schema import ITEM_SCHEMA
 from retrieval.store import ItemStore
@@ -115,12 +116,12 @@ def stage_items(paths: DataRoot, model: TextEmbedder, config: MemoryConfig, now:
     written = publish.ItemsVersion(**{**written.__dict__, "event_files": [f.name for f in batch.files],
                                       "sweep_files": [s.file for s in pending], "entities": entities, "edges": edges})
     if graph.merges:  # every alias merge is logged
-        warehouse.write_frame(paths.graph_dir / "merges" / f"aliases-{warehouse.stamp(now)}.parquet",
+        warehouse.write_frame(paths.graph_dir / "merges" / f"aliases-{stamp(now)}.parquet",
                               pl.DataFrame(graph.merges).with_columns(merged_at=pl.lit(now)))
     warehouse.crash_point("items_write")
     publish.stage(paths, written)
     if built.consolidated.merges:
-        warehouse.write_frame(paths.merges / f"merges-{warehouse.stamp(now)}.parquet",
+        warehouse.write_frame(paths.merges / f"merges-{stamp(now)}.parquet",
                               _merge_log(built.consolidated.merges, now))
     publish.write_report(paths, built.report.metadata())
     if adoption is not None:
@@ -173,6 +174,6 @@ def publish_staged(paths: DataRoot, now: datetime) -> Published:
     # Only once the new version is live do the folded event files move into the event log.
     batch = feedback.read_events(paths)
     batch.files = [f for f in batch.files if f.name in set(written.event_files)]
-    compacted = feedback.compact(paths, batch, warehouse.stamp(now))
+    compacted = feedback.compact(paths, batch, stamp(now))
     settled = sweeps.settle(paths, written.sweep_files)
     return Published(written.version, before, written.rows, event_files_compacted=compacted, sweeps_settled=settled)

@@ -13,10 +13,9 @@ import re
 import numpy as np
 import polars as pl
 
-# dedup imports this module too; ``dedup.similarity_blocks`` is only looked up at call time.
-from memory_assets.lib.items import dedup
-from retrieval.text import PREFERENCE_VERBS, STOPWORDS
+from memory_assets.lib.items.similarity import epoch_us, partitions, similarity_blocks
 from retrieval.spans import spanned
+from retrieval.text import PREFERENCE_VERBS, STOPWORDS
 
 _WORD = re.compile(r"[a-z0-9][a-z0-9'+.-]*")
 # The verb of a preference is not what was replaced: "want black" replaces "black".
@@ -49,7 +48,7 @@ def mentions(content: str, words: set[str], *, names: bool = False) -> bool:
 def resolve(items: pl.DataFrame, vectors: np.ndarray, min_similarity: float) -> list[tuple[int, int, float]]:
     """Pair each hinted row of ``items`` with the older active row it supersedes.
 
-    The older row must be strictly older, in the same namespace and project (``dedup.partitions``), mention every word of
+    The older row must be strictly older, in the same namespace and project (``similarity.partitions``), mention every word of
     the hint, and be at least ``min_similarity`` alike (``[dedup] supersede_min_similarity``: the
     older item must also mention every hint word, so the bar can be low). Returns (new, old, similarity),
     as row positions.
@@ -69,14 +68,14 @@ def resolve(items: pl.DataFrame, vectors: np.ndarray, min_similarity: float) -> 
     # The compared columns as arrays (a million rows as dicts would be a gigabyte, and
     # their texts as Python strings most of one): texts are looked up for candidates only.
     active = (items["status"] == "active").fill_null(False).to_numpy()
-    partition = dedup.partitions(items)
-    created = dedup.epoch_us(items["created_at"])
+    partition = partitions(items)
+    created = epoch_us(items["created_at"])
     content = items["content"]
-    # Every hinted row against every row, a block at a time (``dedup.similarity_blocks``);
+    # Every hinted row against every row, a block at a time (``similarity.similarity_blocks``);
     # only the rows at least ``min_similarity`` alike are candidates, the 100 closest of
     # them in order. (Sorting all n similarities per hinted row was quadratic in practice:
     # 1% of a million rows hinted, a million sorted each.)
-    for chunk, sims in dedup.similarity_blocks(vectors, hinted):
+    for chunk, sims in similarity_blocks(vectors, hinted):
         for r, i in enumerate(chunk):
             row = sims[r]
             close = np.flatnonzero(row >= min_similarity)

@@ -2,7 +2,7 @@
 
 "Same subject" is a neighbour in vector space (cosine ≥ ``lifecycle.contradiction_similarity``)
 in the same namespace and category; "different value" is the trust pass's test
-(``retrieval.trust``): differing numbers or opposite polarity. Pairs are found among
+(``retrieval.text.disagree``): differing numbers or opposite polarity. Pairs are found among
 each item's nearest neighbours, never over all pairs:
 
 * ``neighbors`` given (the caller's ANN index, e.g. LanceDB, for new and changed items):
@@ -19,8 +19,8 @@ from collections.abc import Iterator, Mapping, Sequence
 import numpy as np
 import polars as pl
 
-from retrieval.trust import disagree as disagree  # one home for "these two disagree"
 from retrieval.spans import spanned
+from retrieval.text import disagree as disagree  # one home for "these two disagree"
 
 # Neighbours per item in the numpy fallback.
 TOP_K = 10

@@ -21,6 +21,7 @@ import polars as pl
 from memory_assets.lib import warehouse
 from memory_assets.lib.lifecycle.policy import LifecycleReport, archive_unaccessed, to_cold
 from retrieval.config import MemoryConfig
+from retrieval.files import stamp
 from retrieval.paths import DataRoot
 
 Rule = Callable[..., tuple[pl.DataFrame, LifecycleReport]]
@@ -50,7 +51,7 @@ def decide(kind: str, items: pl.DataFrame, config: MemoryConfig, now: datetime) 
 
 def write(paths: DataRoot, kind: str, ids: Sequence[str], now: datetime) -> Sweep:
     """Record a sweep for ``memory_items`` to apply."""
-    name = f"{kind}-{warehouse.stamp(now)}.json"
+    name = f"{kind}-{stamp(now)}.json"
     warehouse.write_json(paths.sweeps / name, {"kind": kind, "decided_at": now.isoformat(), "ids": list(ids)})
     return Sweep(kind, now.isoformat(), tuple(ids), name)
 

@@ -1,6 +1,6 @@
 """The graph suite: the entities and edges published with the items.
 
-It protects dual search (``retrieval.dual_search``), which walks the edges: an edge whose end is
+It protects dual search (``retrieval.agent.dual_search``), which walks the edges: an edge whose end is
 missing would lead the walk nowhere, and an active entity that no active fact mentions
 would start a walk to nothing. Referential rules are derived in polars as a column (the
 missing node's id) that GX expects to be null, as in ``items_suite``.

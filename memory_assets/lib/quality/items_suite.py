@@ -20,12 +20,10 @@ from memory_assets.lib.quality.suite_report import QualityReport
 from memory_assets.lib.quality.validation import Rule, validate
 from retrieval.config import MemoryConfig
 from retrieval.projects import PATTERN as PROJECT_PATTERN
-from retrieval.schema import KINDS, PROVENANCE, SCOPES, SENTIMENTS, STATUSES, STRENGTHS, TIERS, TRUST
+from retrieval.schema import (FACT_REQUIRED, ITEM_REQUIRED, KINDS, PROVENANCE, SCOPES, SENTIMENTS, STATUSES, STRENGTHS,
+                              TIERS, TRUST)
 from retrieval.spans import spanned
 
-REQUIRED = ("id", "content", "category", "kind", "tier", "source_trust", "importance", "confidence",
-            "content_hash", "created_at")
-ITEM_REQUIRED = (*REQUIRED, "status")
 NO_SOURCE = "<no source_resource_ids>"
 
 
@@ -39,7 +37,7 @@ def _in_set(name: str, column: str, values: Iterable[str], severity: str, protec
     return Rule(name, "ExpectColumnValuesToBeInSet", severity, protects, {"column": column, "value_set": list(values)})
 
 
-def shared_rules(config: MemoryConfig, required: Iterable[str] = REQUIRED) -> list[Rule]:
+def shared_rules(config: MemoryConfig, required: Iterable[str] = FACT_REQUIRED) -> list[Rule]:
     """Rules every fact and every item meets."""
     cap = float(config.importance.untrusted_cap)
     return [
@@ -167,7 +165,7 @@ def facts_report(facts: pl.DataFrame, config: MemoryConfig, *, resource_ids: Ite
         ledger: texts already scanned clean for credentials (scans everything without one).
         subject: what is checked, for the summary line.
     """
-    frame = _derived(facts, REQUIRED, _as_series(resource_ids), ledger)
+    frame = _derived(facts, FACT_REQUIRED, _as_series(resource_ids), ledger)
     return validate(frame, shared_rules(config), subject=subject, id_column="id",
                     context_columns=("content", "source_resource_ids"))
 

@@ -26,8 +26,9 @@ from retrieval import published
 from retrieval.config import MemoryConfig, load_config
 from retrieval.paths import DataRoot, location
 from retrieval.profiles import PROFILE_PREFIX, profile_category
+from retrieval.published import SUMMARIES_TABLE
 from retrieval.schema import EDGE_SCHEMA, ENTITY_SCHEMA
-from retrieval.store import SUMMARIES_TABLE, ItemStore
+from retrieval.store import ItemStore
 
 
 class SummariesRefused(RuntimeError):

@@ -15,7 +15,7 @@ Two summarizers behind one function (DESIGN principle 3):
   characters, one bullet per fact.
 
 Only active, trusted, unexpired items are summarized: retrieval serves summary lines as
-trusted context (``retrieval.client._tier1``), so an untrusted fact stays in tier 2 where
+trusted context (``retrieval.agent.retrieve.tier1``), so an untrusted fact stays in tier 2 where
 it keeps its ``[untrusted]`` tag.
 """
 
@@ -29,15 +29,14 @@ from typing import Any
 
 import polars as pl
 
-from retrieval.text import normalize
 from retrieval.citations import cited_ids, strip_citations, summary_lines
 from retrieval.config import MemoryConfig
 from retrieval.llm import InvalidReply, LLMOutputFailed, Prompt, complete_validated, load_prompt
 from retrieval.llm import chat_client as llm_client
-from retrieval.text import QUERY_STOPWORDS as STOPWORDS
-from retrieval.scoring import memory_score
-from retrieval.trust import belief
+from retrieval.scoring import belief, memory_score
 from retrieval.spans import spanned
+from retrieval.text import normalize
+from retrieval.text import QUERY_STOPWORDS as STOPWORDS
 
 PROMPT_NAME = "summarize_category"
 
@@ -163,8 +162,8 @@ def _plan(category: str, current_summary: str | None, new_items: pl.DataFrame,
 
 def _doubted(rows) -> set[str]:
     """Of two facts here that contradict each other, the one less believed (lower
-    confidence, then older: ``retrieval.trust.belief``): a summary states one side.
-    Retrieval still shows the other, flagged, next to the line (``MemoryClient._tier1``)."""
+    confidence, then older: ``retrieval.scoring.belief``): a summary states one side.
+    Retrieval still shows the other, flagged, next to the line (``retrieval.agent.retrieve.tier1``)."""
     by_id = {row["id"]: row for row in rows}
     out: set[str] = set()
     for row in by_id.values():

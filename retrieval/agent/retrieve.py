@@ -12,9 +12,6 @@ floor, scored, diversified, active items first (``rank``); then the trust pass
 from __future__ import annotations
 
 import re
-import threading
-import time
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -22,140 +19,20 @@ from typing import Any
 
 import numpy as np
 
-from retrieval import scoring, sufficiency, trust
+from retrieval import scoring
+from retrieval.agent import sufficiency, trust
+from retrieval.agent.candidates import candidates
+from retrieval.agent.injection import Injection, build_block
+from retrieval.agent.options import RetrievalOptions
+from retrieval.agent.rewrite import SearchQuery, keywords
+from retrieval.agent.search import Hit, fuse, lance_query, to_hit, vectors_for
+from retrieval.agent.stores import Messages, Stores, context_text
+from retrieval.agent.view import RECALLABLE, View
 from retrieval.citations import summary_lines
 from retrieval.config import MemoryConfig
-from retrieval.embeddings import Embedder
-from retrieval.dual_search import GraphIndex
-from retrieval.injection import Injection, build_block
-from retrieval.llm import llm_configured
-from retrieval.options import RetrievalOptions
 from retrieval.profiles import PROFILE_PREFIX, asked_about, profile_category
-from retrieval.paths import DataRoot
-from retrieval.rewrite import CONTEXT_MESSAGES, LLMRewriter, SearchQuery, keywords, rewrite
-from retrieval.candidates import candidates
-from retrieval.search import Hit, RowIds, async_table, fuse, lance_query, run, to_hit, vectors_for
 from retrieval.spans import spanned
-from retrieval.store import PUBLISHED_TAG, ItemStore, PublishedRows
-from retrieval.triggers import NegativeRules
 from retrieval.text import sentiment as sentiment_of
-from retrieval.view import RECALLABLE, View
-
-Messages = Sequence[Mapping[str, Any]]
-_REOPEN_SECONDS = 5.0  # how stale the cached table may get before a new publish is picked up
-
-
-def context_text(context: str | Messages, last: int = CONTEXT_MESSAGES) -> str:
-    """The text of the last ``last`` messages (or the plain text)."""
-    if isinstance(context, str):
-        return context
-    return "\n".join(str(m.get("content", "")) for m in list(context)[-last:])
-
-
-def _published_version(table: Any) -> int | None:
-    """The version a side table's published tag points at now (it moves when a run
-    publishes), as the storage says, not as this open table remembers; None when it
-    cannot be read."""
-    try:
-        return int(table.tags.list()[PUBLISHED_TAG]["version"])
-    except Exception:  # the table was replaced or its tags are unreadable: open it anew
-        return None
-
-
-class Stores:
-    """The published memory under a data root, opened once and kept warm: the LanceDB
-    tables (looked up again after ``_REOPEN_SECONDS``, so a new publish shows), the
-    Parquet snapshot, its row id → item id map, the embedding model and the last queries'
-    vectors. Reading only."""
-
-    def __init__(self, paths: DataRoot, config: MemoryConfig):
-        self.paths, self.config = paths, config
-        self.store = ItemStore(paths)
-        self.rows = PublishedRows(paths)
-        self.graph = GraphIndex()
-        self.negatives = NegativeRules()
-        self.rewriter: LLMRewriter | None = None
-        self._embedder: Embedder | None = None
-        self._tables: dict[str, tuple[float, Any]] = {}
-        # Called after a new published snapshot was loaded (the service freezes the garbage
-        # collector's view of it: a full collection over 600k objects stalls for 0.3–1 s).
-        self.after_reload: Callable[[], None] | None = None
-        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()  # query → vector, least recent first
-        self._vectors_lock = threading.Lock()
-        self._row_ids: tuple[Any, RowIds] | None = None  # (the items table it maps, the map)
-        self._row_ids_lock = threading.Lock()
-
-    @property
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            self._embedder = Embedder(self.config)
-        return self._embedder
-
-    def table(self, name: str = "items") -> Any | None:
-        # A missing table (no summaries yet) is remembered too, so each call does not
-        # look for it again. Every _REOPEN_SECONDS the published tag is read again, and
-        # the table is opened anew only when it moved: a freshly opened table's first
-        # vector query loads the index again (85 ms more at 100k items).
-        opened_at, table = self._tables.get(name, (-_REOPEN_SECONDS - 1.0, None))
-        if time.monotonic() - opened_at > _REOPEN_SECONDS:
-            if name == "items":
-                before = self.rows.key
-                pointer = self.rows.refresh()  # the publish pointer, read first
-                if pointer is None:
-                    table = None
-                elif table is None or pointer.version != table.version:
-                    table = self.store.table(pointer=pointer)
-                    if table is not None and table.count_rows() == 0:
-                        table = None  # a version with no rows (every fact refused) has no index to search
-                self.graph.refresh(pointer.graph_paths(self.paths) if pointer else None)
-                if self.after_reload is not None and self.rows.key != before:
-                    self.after_reload()
-            elif table is None or _published_version(table) != table.version:
-                table = self.store.summaries_table()
-            self._tables[name] = (time.monotonic(), table)
-        return table
-
-    def row_ids(self, table: Any) -> RowIds:
-        """The row id → item id map of ``table`` (the open items table), read once per
-        table version (0.1 s at 100k items), under a lock: one thread reads it."""
-        held = self._row_ids
-        if held is not None and held[0] is table:
-            return held[1]
-        with self._row_ids_lock:
-            held = self._row_ids
-            if held is None or held[0] is not table:
-                held = self._row_ids = (table, run(RowIds.read(async_table(table))))
-        return held[1]
-
-    def embed(self, text: str) -> np.ndarray:
-        """The query's vector; tier 1 and tier 2 share one embedding of the same query, and
-        a query asked again (an agent retrying, or re-injecting the same context) is not
-        embedded again while it is among the last ``[embedding] query_cache``."""
-        with self._vectors_lock:
-            vector = self._vectors.get(text)
-            if vector is not None:
-                self._vectors.move_to_end(text)
-                return vector
-        vector = self.embedder.embed_one(text)  # outside the lock: other threads go on meanwhile
-        with self._vectors_lock:
-            self._vectors[text] = vector
-            while len(self._vectors) > int(self.config.embedding.query_cache):
-                self._vectors.popitem(last=False)
-        return vector
-
-    def forget_queries(self) -> None:
-        """Drop the cached query vectors (a benchmark times a query as asked the first time)."""
-        with self._vectors_lock:
-            self._vectors.clear()
-
-    def query(self, context: str | Messages, options: RetrievalOptions, budget_aware: bool) -> SearchQuery:
-        """The search query for ``context`` (the LLM rewrite when configured and affordable)."""
-        if not options.rewrite:
-            raw = context_text(context)
-            return SearchQuery(raw, raw)
-        if self.config.llm_enabled and llm_configured() and not budget_aware and self.rewriter is None:
-            self.rewriter = LLMRewriter(self.config)
-        return rewrite(context, llm=None if budget_aware else self.rewriter)
 
 
 @dataclass
@@ -263,7 +140,7 @@ def tier1(stores: Stores, view: View, config: MemoryConfig, query: str, terms: s
 
     Sufficient means a summary is close to the query (cosine ≥ ``summary_sufficient``)
     and one of its lines answers what the latest ``message`` asks
-    (``retrieval.sufficiency``: the line alone holds ``summary_coverage`` of the
+    (``retrieval.agent.sufficiency``: the line alone holds ``summary_coverage`` of the
     query's terms and, for a question, an answer of the kind asked). Only such lines
     are served, most terms first, each with the items it cites
     (``retrieval.citations``): their ids (``row["item_ids"]``), source turns and
@@ -416,7 +293,7 @@ def retrieve(context: str | Messages, stores: Stores, config: MemoryConfig, opti
 
 def triggered(stores: Stores, view: View, options: RetrievalOptions, context: str | Messages,
               cap: int) -> list[tuple[Hit, list[str]]]:
-    """The negative rules the context's words trigger (``retrieval.triggers``), as hits
+    """The negative rules the context's words trigger (``retrieval.agent.triggers``), as hits
     to lead the block with, and the patterns each matched. None as of a past day."""
     limit = min(int(stores.config.injection.max_triggered), cap)
     if not options.triggers or view.as_of is not None or limit <= 0:

@@ -1,5 +1,9 @@
 """Whose memory a reader sees, and when: a namespace, scopes, a project, shared
-namespaces and a day (``View``), and which statuses a query may find."""
+namespaces and a day (``View``), and which statuses a query may find.
+
+The namespace rule lives here alone: the default namespace and ``"*"`` (``View.of``),
+what a reader owns (``owns``, ``own_rows``) and where its writes go (``writer``).
+``MemoryClient``, the pending overlay and the retrieval core ask a ``View``."""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
+
+import polars as pl
 
 from retrieval.config import MemoryConfig
 from retrieval.text import asks_about_before
@@ -77,8 +83,28 @@ class View:
         return dataclasses.replace(self, shared=tuple(n for n in shared if n != self.namespace), shared_penalty=penalty)
 
     def owns(self, row: Mapping[str, Any]) -> bool:
-        """The row is of this reader's namespace (not one shared with it)."""
+        """The row is of this reader's namespace (not one shared with it); a view of every
+        namespace owns every row."""
         return not self.namespace or row.get("namespace") == self.namespace
+
+    def own_rows(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """The rows of ``frame`` this reader owns (``owns``) and, for a reader of a project,
+        that are of its project or global (``in_project``; only a project's item can be
+        another project's, so it is asked of those alone)."""
+        if self.namespace:
+            frame = frame.filter(pl.col("namespace") == self.namespace)
+        if self.project is not None:
+            scoped = frame.filter(pl.col("scope") == "project").select("id", "scope", "project")
+            others = [row["id"] for row in scoped.iter_rows(named=True) if not self.in_project(row)]
+            frame = frame.filter(~pl.col("id").is_in(others))
+        return frame
+
+    def writer(self, what: str) -> str:
+        """The namespace this reader's writes go to: its own. A view of every namespace
+        (``"*"``, an operator's) has none to write to: ``ValueError`` saying ``what`` needed one."""
+        if not self.namespace:
+            raise ValueError(f"{what} needs a namespace (this client reads every namespace)")
+        return self.namespace
 
     def visible(self, row: Mapping[str, Any], statuses: Sequence[str] = ("active",)) -> bool:
         """What ``where`` says, for a row in hand."""

@@ -1,5 +1,6 @@
-"""The service's database: per-turn checkpoints (``retrieval.checkpoints``) and API keys
-(``retrieval.service.keys``), one database for both.
+"""The database under the data root: per-turn checkpoints (``retrieval.checkpoints``) and
+the service's API keys (``retrieval.service.keys``), one database for both. Kernel, not
+service: the pipeline's erasure (``memory_assets.lib.erasure``) deletes checkpoints too.
 
 SQLite in the data root by default (``<data root>/service/service.sqlite3``); the
 PostgreSQL of ``MEMORY_CHECKPOINT_DSN`` or ``[service] checkpoint_dsn`` when one is

@@ -221,7 +221,7 @@ def _raw_score(name: str, row: dict[str, Any]) -> float:
     if name == "vector":
         return 1.0 - float(row.get("_distance", 1.0))  # cosine distance -> similarity
     if name == "graph":
-        return float(row.get("_graph", 0.0))  # the walk's score (retrieval.dual_search)
+        return float(row.get("_graph", 0.0))  # the walk's score (retrieval.agent.dual_search)
     return float(row.get("_score", 0.0))
 
 

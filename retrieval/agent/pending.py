@@ -23,11 +23,12 @@ from datetime import datetime
 import numpy as np
 
 from retrieval import credentials, published
+from retrieval.agent.rewrite import keywords
+from retrieval.agent.search import Hit, to_hit
+from retrieval.agent.view import View
 from retrieval.inbox import write_session
 from retrieval.paths import DataRoot
 from retrieval.projects import check_project
-from retrieval.rewrite import keywords
-from retrieval.search import Hit, to_hit
 from retrieval.text import QUERY_STOPWORDS
 
 PREFIX = "remember-"
@@ -116,8 +117,8 @@ class Overlay:
             self._listed = (key, [f.name for f in self.paths.inbox.glob(f"{PREFIX}*")])
         return self._listed[1]
 
-    def pending(self, namespace: str | None) -> list[Pending]:
-        """The writes of ``namespace`` (None: every one) not published yet, newest first."""
+    def pending(self, view: View | None = None) -> list[Pending]:
+        """The writes ``view`` owns (None: every write) not published yet, newest first."""
         published_at = self._published_at()
         out: list[Pending] = []
         for session_id in self._folders(published_at):
@@ -131,16 +132,16 @@ class Overlay:
             if self._read.get(session_id) is None:
                 self._read[session_id] = self._load(session_id)
             found = self._read[session_id]
-            if found is not None and (namespace is None or found.namespace == namespace):
+            if found is not None and (view is None or view.owns(found.as_row())):
                 out.append(found)
         return sorted(out, key=lambda p: p.written_at, reverse=True)
 
-    def matching(self, query: str, query_vector: Callable[[], np.ndarray | None], namespace: str | None, *,
-                 floor: float, project: str | None = None, limit: int = 3) -> list[Hit]:
-        """The pending writes ``query`` is about: a cosine of at least ``floor`` to the
-        query, or a content word in common; at most ``limit``, the closest first. For a
-        reader of ``project``, the writes of no project and of that one (None: every write)."""
-        found = [p for p in self.pending(namespace) if project is None or p.project in (None, project)]
+    def matching(self, query: str, query_vector: Callable[[], np.ndarray | None], view: View, *,
+                 floor: float, limit: int = 3) -> list[Hit]:
+        """The pending writes of ``view`` that ``query`` is about: a cosine of at least
+        ``floor`` to the query, or a content word in common; at most ``limit``, the closest
+        first. For a reader of a project, the writes of no project and of that one."""
+        found = [p for p in self.pending(view) if view.in_project(p.as_row())]
         if not found:
             return []
         missing = [p.content for p in found if p.content not in self._vectors]
@@ -159,4 +160,4 @@ class Overlay:
 
     def get(self, pending_id: str) -> Pending | None:
         session_id = pending_id.removeprefix(f"{PENDING}:")
-        return next((p for p in self.pending(None) if p.session_id == session_id), None)
+        return next((p for p in self.pending() if p.session_id == session_id), None)

@@ -33,6 +33,10 @@ string is redacted for credentials on the way out and again on the way in.
 
 Reading (``parse``) names each bad line with its file and line and keeps the rest; a
 file whose first line is not a version-1 header is refused whole.
+
+The format is the kernel's: ``memory export`` / ``memory import`` (``memory_assets.cli.portable``),
+the import step (``memory_assets.lib.items.imports``) and the service's ``/v1/export`` and
+``/v1/import`` (``retrieval.service.exports``) all read and write it through this module.
 """
 
 from __future__ import annotations
@@ -47,14 +51,12 @@ from typing import Any, Literal
 import polars as pl
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, field_validator, model_validator
 
-from memory_assets.lib import warehouse
-from retrieval import published
 from retrieval.config import MemoryConfig
 from retrieval.credentials import pii_from_config, redact
-from retrieval.paths import DataRoot
+from retrieval.paths import DataRoot, location
 from retrieval.projects import check_project
-from retrieval.schema import (EDGE_KINDS, EDGE_SCHEMA, ENTITY_SCHEMA, ITEM_SCHEMA, KINDS, PROVENANCE, SCOPES,
-                              SENTIMENTS, STATUSES, STRENGTHS, TIERS, TRUST)
+from retrieval.schema import (EDGE_KINDS, EDGE_SCHEMA, ENTITY_SCHEMA, ITEM_REQUIRED, ITEM_SCHEMA, KINDS, PROVENANCE,
+                              SCOPES, SENTIMENTS, STATUSES, STRENGTHS, TIERS, TRUST)
 from retrieval.store import ItemStore
 
 FORMAT = "agent-memory-export"
@@ -139,8 +141,6 @@ class _ItemRules(_Record):
         if values.get("id") is None or values.get("status") == "purged":
             required: tuple[str, ...] = ("content",) if values.get("id") is None else ("id", "status", "created_at")
         else:  # an item is adopted as it is: it must already be whole (the blocking checks' fields)
-            from memory_assets.lib.quality.items_suite import ITEM_REQUIRED  # GX loads with it: not for export
-
             required = (*(c for c in ITEM_REQUIRED if c != "content_hash"), "namespace", "source_resource_ids")
         missing = [c for c in required if values.get(c) in (None, "", [])]
         if missing:
@@ -244,10 +244,12 @@ def parse(lines: Iterable[str], where: Path | str) -> ParsedExport:
 
 
 def read_export(path: Path) -> ParsedExport:
-    """``parse`` a file (a user's file, or one under ``imports/`` through the warehouse)."""
-    text = warehouse.read_text(path)
-    if text is None:
-        raise ExportFormatError(path, None, "no such file")
+    """``parse`` a file (a user's file, or one under the data root's ``imports/``, on a
+    disk or an object store)."""
+    try:
+        text = location(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ExportFormatError(path, None, "no such file") from None
     return parse(text.splitlines(), path)
 
 
@@ -286,9 +288,7 @@ def export_lines(paths: DataRoot, config: MemoryConfig, now: datetime, *, namesp
     """
     store = ItemStore(paths)
     items = store.items()
-    graph = published.graph_files(paths)
-    entities = warehouse.read_frame(graph[0], ENTITY_SCHEMA) if graph else pl.DataFrame(schema=ENTITY_SCHEMA)
-    edges = warehouse.read_frame(graph[1], EDGE_SCHEMA) if graph else pl.DataFrame(schema=EDGE_SCHEMA)
+    entities, edges = store.graph()
     if namespace is not None:
         items, entities, edges = (f.filter(pl.col("namespace") == namespace) for f in (items, entities, edges))
     vectors = store.vectors_by_hash() if embeddings else {}

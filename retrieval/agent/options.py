@@ -22,7 +22,7 @@ class RetrievalOptions:
         relevance_floor: inject nothing the query is not about (``[injection]
             min_similarity``); off = the best ``k`` whatever their relevance.
         triggers: a negative rule whose trigger patterns the context names leads the
-            block, whatever the query is about (``retrieval.triggers``).
+            block, whatever the query is about (``retrieval.agent.triggers``).
     """
 
     rewrite: bool = True

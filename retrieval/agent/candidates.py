@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from retrieval.options import RetrievalOptions
+from retrieval.agent.options import RetrievalOptions
+from retrieval.agent.search import RowIds, async_table, fts_list, fts_query, matching, nearest, run, vector_list
+from retrieval.agent.stores import Stores
+from retrieval.agent.view import View, recallable_for
 from retrieval.schema import ITEM_SCHEMA
-from retrieval.search import RowIds, async_table, fts_list, fts_query, matching, nearest, run, vector_list
 from retrieval.spans import spanned, timed
-from retrieval.view import View, recallable_for
-
-if TYPE_CHECKING:
-    from retrieval.retrieve import Stores
 
 # What an item row holds, as in the Parquet snapshot: read from LanceDB for ids the snapshot lacks.
 _ATTRIBUTES = list(ITEM_SCHEMA)
@@ -33,7 +31,7 @@ def candidates(stores: Stores, view: View, options: RetrievalOptions, query: str
     applied before anything is ranked. A list that loses so many rows to the filter that
     it falls short is asked again with the filter inside LanceDB (exact, slower). The
     lists are read through LanceDB's async API on this thread's own event loop, row ids
-    and scores only (``retrieval.search``: 4–5 ms less an inject at 100k items than its
+    and scores only (``retrieval.agent.search``: 4–5 ms less an inject at 100k items than its
     sync API and the ``id`` column); the query is embedded first, then the vector and
     full-text queries run together.
     """

@@ -17,27 +17,15 @@ Flags, appended to the item's line in the block:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
 import numpy as np
 
+from retrieval.agent.search import Hit
 from retrieval.config import MemoryConfig
-from retrieval.scoring import is_stale
-from retrieval.search import Hit
-from retrieval.text import denies_or_ends
-
-_NUMBER = re.compile(r"\d[\d,.:]*")
-
-
-def disagree(a: str, b: str) -> bool:
-    """Two statements of one subject that differ in a number or in polarity."""
-    numbers_a, numbers_b = set(_NUMBER.findall(a)), set(_NUMBER.findall(b))
-    if numbers_a and numbers_b and numbers_a != numbers_b:
-        return True
-    return denies_or_ends(a) != denies_or_ends(b)
-
+from retrieval.scoring import belief, is_stale
+from retrieval.text import disagree
 
 # The hits' vectors: an array aligned with the hits, or a function that reads the rows
 # of the hits at the given positions (only the ones a conflict check needs).
@@ -75,12 +63,6 @@ def conflicts(hits: Sequence[Hit], vectors: Vectors | None, threshold: float) ->
         if float(rows[at[i]] @ rows[at[j]]) >= threshold:
             pairs.add(tuple(sorted((hits[i].id, hits[j].id))))  # type: ignore[arg-type]
     return pairs
-
-
-def belief(confidence: float, stated_at: datetime | None) -> tuple[float, float]:
-    """How to pick the side of a conflict to believe: the higher confidence, then the
-    later statement. Tier 2, tier 1 and the offline summaries all compare with this."""
-    return float(confidence), stated_at.timestamp() if stated_at is not None else float("-inf")
 
 
 def _likelier(a: Hit, b: Hit) -> bool:

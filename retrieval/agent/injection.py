@@ -17,10 +17,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from retrieval.agent.search import Hit
+from retrieval.agent.tokens import count_lines, count_tokens
 from retrieval.schema import INJECTION_END, INJECTION_START
 from retrieval.scoring import age_of
-from retrieval.search import Hit
-from retrieval.tokens import count_lines, count_tokens
 
 
 @dataclass

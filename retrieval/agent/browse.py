@@ -1,0 +1,103 @@
+"""One reader's published memories one at a time: an item by id or short id (``resolve``,
+``get``), a filtered list (``listing``), where an item came from (``history``) and what
+the archive says in aggregate (``insights``).
+
+Another namespace's item is not there for the reader: the same answer as an unknown id,
+so a caller learns nothing about what others hold (``View.owns``).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import polars as pl
+
+from retrieval.agent.lineage import events_about, related_items, sources_of
+from retrieval.agent.pending import PENDING, Overlay
+from retrieval.agent.stores import Stores
+from retrieval.agent.view import View
+from retrieval.published import INSIGHTS_TABLE
+from retrieval.store import ItemStore
+
+
+def public(row: dict[str, Any], short_id: str | None = None) -> dict[str, Any]:
+    """An item row as a reader gets it: no vector, times as ISO strings, its short id."""
+    out = {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in row.items() if k != "vector"}
+    if short_id:
+        out["ref"] = short_id
+    return out
+
+
+def resolve(stores: Stores, view: View, item_id: str) -> str:
+    """The published item ``item_id`` names: a full id or a short one from the block
+    (``m:4821``). Raises ``ItemStore.DoesNotExist`` (with the data root) or
+    ``retrieval.ids.AmbiguousId``."""
+    rows = stores.rows
+    rows.refresh()
+    found = rows.short_ids.resolve(item_id)
+    row = rows.rows([found]).get(found) if found is not None else None
+    if row is None or not view.owns(row):
+        raise ItemStore.DoesNotExist(f"no published item with id {item_id!r} under {stores.paths.root}")
+    return found
+
+
+def get(stores: Stores, overlay: Overlay, view: View, item_id: str) -> dict[str, Any]:
+    """One memory by id, short id or pending id, every status."""
+    if item_id.startswith(f"{PENDING}:"):
+        found = overlay.get(item_id)
+        if found is None or not view.owns(found.as_row()):
+            raise ItemStore.DoesNotExist(f"no pending write with id {item_id!r}")
+        return found.as_row()
+    full = resolve(stores, view, item_id)
+    return public(stores.rows.rows([full])[full], stores.rows.short_ids.short(full))
+
+
+def listing(stores: Stores, overlay: Overlay, view: View, *, scope: str | None, project: str | None,
+            category: str | None, kind: str | None, status: str | None, tag: str | None, text: str | None,
+            limit: int, offset: int) -> list[dict[str, Any]]:
+    """The memories matching every filter given, newest first (``MemoryClient.list``)."""
+    rows: list[dict[str, Any]] = []
+    if status in (None, PENDING):
+        rows += [p.as_row() for p in overlay.pending(view)
+                 if project in (None, p.project) and (not text or text.lower() in p.content.lower())]
+    stores.rows.refresh()
+    frame = stores.rows.frame
+    if status != PENDING and frame is not None and frame.height:
+        wanted = [pl.lit(True)]
+        for column, value in (("status", status), ("scope", scope), ("category", category), ("kind", kind),
+                              ("project", project)):
+            if value is not None and column in frame.columns:
+                wanted.append(pl.col(column) == value)
+        if tag:
+            wanted.append(pl.col("tags").list.contains(tag.lower()))
+        if text:
+            wanted.append(pl.col("content").str.to_lowercase().str.contains(text.lower(), literal=True))
+        chosen = view.own_rows(frame).filter(pl.all_horizontal(wanted)).sort("created_at", descending=True,
+                                                                              nulls_last=True)
+        short = stores.rows.short_ids
+        rows += [public(r, short.short(r["id"])) for r in chosen.slice(0, offset + limit).to_dicts()]
+    return rows[offset:offset + limit]
+
+
+def history(stores: Stores, item: dict[str, Any]) -> dict[str, Any]:
+    """Where ``item`` (as ``get`` returns it) came from and what happened to it."""
+    if item["status"] == PENDING:
+        return {"item": item, "sources": [], "events": [], "related": []}
+    return {"item": item, "sources": sources_of(stores.paths, item.get("source_resource_ids") or []),
+            "events": events_about(stores.paths, item["id"]),
+            "related": [public(r) for r in related_items(stores.rows.frame, item)]}
+
+
+def insights(stores: Stores, query: str | None, k: int) -> list[dict[str, Any]]:
+    """One sentence per cluster of archived memories, with its size and member ids: the
+    ``k`` closest to ``query`` (with their ``similarity``), or the largest."""
+    table = stores.store.table(INSIGHTS_TABLE)
+    if table is None:
+        return []
+    if not query:
+        rows = table.to_arrow().drop(["vector"]).to_pylist()
+        return sorted(rows, key=lambda r: -int(r["size"]))[:k]
+    rows = table.search(stores.embed(query)).distance_type("cosine").limit(k).to_list()
+    return [{**{c: v for c, v in r.items() if c not in ("vector", "_distance")},
+             "similarity": 1.0 - float(r["_distance"])} for r in rows]

@@ -1,0 +1,63 @@
+"""What a reader is given: the items for a query (``search``) and what retrieval found for
+a conversation (``found``), each with the reader's own writes the pipeline has not
+published yet, flagged ``[pending]`` (read-your-writes, ``retrieval.agent.pending``).
+
+``MemoryClient.search`` and ``inject`` call these with the reader's ``View`` and record
+what was injected; the retrieval itself (``retrieval.agent.retrieve``) writes nothing.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from retrieval import credentials
+from retrieval.agent.options import RetrievalOptions
+from retrieval.agent.pending import Overlay
+from retrieval.agent.retrieve import Retrieved, rank, retrieve
+from retrieval.agent.rewrite import CONTEXT_MESSAGES
+from retrieval.agent.search import Hit
+from retrieval.agent.stores import Messages, Stores
+from retrieval.agent.view import View
+from retrieval.config import MemoryConfig
+
+
+def redacted_context(context: str | Messages, pii: tuple[str, ...]) -> str | Messages:
+    """The part of ``context`` retrieval reads (the last ``CONTEXT_MESSAGES`` messages),
+    with credentials and personal data redacted, as the agent handed it over: the query,
+    its rewrite and the ``injected`` event are all derived from it, so a secret in the
+    conversation never reaches a rewrite (which splits ``a_b`` into ``a b``, past any
+    rule), the LLM or the event log."""
+    if isinstance(context, str):
+        return credentials.redact(context, pii=pii)
+    return [{**m, "content": credentials.redact(str(m.get("content", "")), pii=pii)}
+            for m in list(context)[-CONTEXT_MESSAGES:]]
+
+
+def pending_hits(stores: Stores, overlay: Overlay, view: View, config: MemoryConfig, query: str) -> list[Hit]:
+    """What ``view``'s reader wrote with ``remember`` that the pipeline has not published
+    yet and ``query`` is about, for its project (None: any)."""
+    floor = float(config.injection.min_similarity)
+    return overlay.matching(query, lambda: stores.embed(query) if query.strip() else None, view, floor=floor)
+
+
+def search(stores: Stores, overlay: Overlay, view: View, config: MemoryConfig, options: RetrievalOptions,
+           query: str, k: int, now: datetime) -> list[Hit]:
+    """The ``k`` best items for ``query``, the reader's pending writes first (not as of a
+    past day: what was true then was published)."""
+    hits = rank(stores, view, config, options, query, k, now)[0]
+    if view.as_of is not None:
+        return hits
+    pending = pending_hits(stores, overlay, view, config, query)
+    return (pending + hits)[:k] if pending else hits
+
+
+def found(context: str | Messages, stores: Stores, overlay: Overlay, view: View, config: MemoryConfig,
+          options: RetrievalOptions, now: datetime, *, max_items: int | None, budget_aware: bool | None) -> Retrieved:
+    """What ``retrieve`` finds for ``context`` (already redacted), with the reader's
+    pending writes the query is about ahead of it, flagged ``[pending]``."""
+    out = retrieve(context, stores, config, options, now, view=view, max_items=max_items,
+                   budget_aware=budget_aware)
+    if view.as_of is None and (pending := pending_hits(stores, overlay, view, config, out.query.text)):
+        out.hits = pending + out.hits
+        out.flags.update({h.id: ["[pending]"] for h in pending})
+    return out

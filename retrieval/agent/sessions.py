@@ -1,0 +1,90 @@
+"""A live session on the agent's side: each turn checkpointed as it arrives, scanned for
+what is worth keeping at once (``signals_in``), and the session's transcript handed to the
+pipeline (``flush``) at its end, before compaction, or at such a signal.
+
+Nothing acknowledged is lost: a flush without messages hands over the checkpointed turns,
+so after a crash it recovers every turn that was acknowledged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from retrieval.agent import signals
+from retrieval.agent.stores import Messages
+from retrieval.agent.view import View
+from retrieval.checkpoints import CheckpointStore
+from retrieval.config import MemoryConfig
+from retrieval.inbox import write_session
+from retrieval.paths import DataRoot
+from retrieval.projects import check_project
+from retrieval.schema import ROLES
+
+# The signal scan reads at most this much of a turn (a pasted log can be megabytes): 8,000
+# characters scan in 6 ms at p50 (`memory bench signals`), inside the 10 ms a turn may take.
+# What lies beyond is still redacted where it is stored, and extracted at the session's end.
+SCANNED_CHARS = 8_000
+
+
+def signals_in(record: Mapping[str, Any], config: MemoryConfig, pii: tuple[str, ...]) -> list[str]:
+    """The signals in a turn as it was sent (``retrieval.agent.signals``; a credential is one
+    too): what the user said and the reply, up to ``SCANNED_CHARS``; none when
+    ``[service] signal_scan`` is off."""
+    if not config.service.signal_scan:
+        return []
+    said = " ".join(str(record.get(k) or "") for k in ("user_input", "llm_output"))[:SCANNED_CHARS]
+    return sorted(signals.scan(said, pii=pii))
+
+
+def canonical(session_id: str, messages: Messages, *, namespace: str | None, project: str | None,
+              now: str) -> list[dict[str, Any]]:
+    """The messages as the inbox takes them: ``role`` checked, ``turn``, ``ts``, ``speaker``
+    and ``trust`` filled in when missing (a tool's output is untrusted)."""
+    out = []
+    for index, message in enumerate(messages, start=1):
+        role = message.get("role")
+        if role not in ROLES:
+            raise ValueError(f"message {index}: role {role!r}; expected one of {', '.join(ROLES)}")
+        out.append({
+            "session_id": session_id, "turn": int(message.get("turn", index)), "role": role,
+            "content": str(message.get("content", "")), "ts": message.get("ts", now),
+            "speaker": message.get("speaker", role),
+            "trust": message.get("trust", "untrusted" if role == "tool" else "trusted"),
+            **({"namespace": namespace} if namespace else {}),
+            **({"project": project} if project else {}),
+        })
+    return out
+
+
+def flush(paths: DataRoot, checkpoints: Callable[[], CheckpointStore], view: View, session_id: str,
+          messages: Messages | None, *, user: str | None, project: str | None,
+          pii: tuple[str, ...]) -> str | None:
+    """Write the session's transcript to the inbox (``MemoryClient.flush_session``): the
+    ``messages`` given, else its checkpointed turns, which are then marked flushed. The
+    inbox file, or None when it was already there."""
+    now = datetime.now(timezone.utc).isoformat()
+    namespace = user or view.namespace
+    project = check_project(project) if project is not None else None
+    checkpointed = None
+    if messages is None:
+        checkpointed = checkpoints().replay(view.writer("flush_session"), session_id)
+        messages = CheckpointStore.to_messages(checkpointed)
+        project = project or next((c.project for c in checkpointed if c.project), None)
+        if not messages:
+            return None
+    written = canonical(session_id, messages, namespace=namespace, project=project, now=now)
+    path = write_session(paths.inbox, session_id, written, pii=pii)
+    if checkpointed:
+        checkpoints().mark_flushed(namespace, session_id, max(c.turn for c in checkpointed),
+                                   datetime.now(timezone.utc))
+    return str(path) if path else None
+
+
+def replayed(checkpoints: CheckpointStore, view: View, session_id: str,
+             upto_turn: int | None) -> list[dict[str, Any]]:
+    """The session's checkpointed turns in order, up to ``upto_turn``, as a reader gets them."""
+    return [{"turn": c.turn, "record": c.record, "project": c.project, "created_at": c.created_at.isoformat(),
+             "flushed": c.flushed_at is not None}
+            for c in checkpoints.replay(view.writer("replay"), session_id, upto_turn)]
