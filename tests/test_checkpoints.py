@@ -1,8 +1,9 @@
 """Per-turn checkpoints (``retrieval.checkpoints``) and the local signal scan (``retrieval.agent.signals``).
 
 Every behaviour runs on both backends, for real: SQLite in a temporary data root and a
-throwaway PostgreSQL server (``tests/postgres_server.py``). Crashes and concurrent
-writers are real processes.
+throwaway PostgreSQL server (``tests/postgres_server.py``, started from Debian's binaries:
+the slow loop, which ``make test-all`` installs them for). Crashes and concurrent writers
+are real processes.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def turn(text: str, **fields) -> dict:
     return {"user_input": text, **fields}
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.slow)])
 def store(request, tmp_path, monkeypatch):
     """A checkpoint store as ``for_root`` opens it from the config: SQLite in the data root
     when no DSN is set, PostgreSQL when ``MEMORY_CHECKPOINT_DSN`` names one."""
@@ -318,6 +319,7 @@ def test_two_processes_appending_to_one_sqlite_store_lose_nothing(tmp_path):
 # --- PostgreSQL specifics ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_plain_postgresql_dsn_uses_psycopg(postgres_server, tmp_path):  # noqa: F811
     dsn = new_database(postgres_server).replace("postgresql+psycopg://", "postgresql://")
     with CheckpointStore(DataRoot(tmp_path / "data"), dsn) as store:
@@ -327,6 +329,7 @@ def test_a_plain_postgresql_dsn_uses_psycopg(postgres_server, tmp_path):  # noqa
     assert not (tmp_path / "data" / "service").exists()  # nothing written to the data root
 
 
+@pytest.mark.slow
 def test_an_unreachable_database_is_an_error_naming_it_without_its_password(postgres_server, tmp_path):  # noqa: F811
     dsn = f"postgresql+psycopg://app:hunter2pw@127.0.0.1:{postgres_server.port}/no_such_database"
     store = CheckpointStore(DataRoot(tmp_path / "data"), dsn)
