@@ -7,7 +7,7 @@ published version, the next ``memory materialize`` recovers (the dead run failed
 ``duckdb`` slot freed), and publishes exactly the items a run that never crashed
 publishes: nothing lost, nothing duplicated.
 
-In process (the fast loop), the crash is ``SimulatedCrash`` raised at the point, and the
+In process (the fast loop), ``warehouse.crash_point`` raises at the point, and the
 ``materialize`` stops with the run it was in: the data root is left as a killed process
 leaves it. A run left STARTED by a dead process is failed and its slot freed by
 ``recovery.recover`` (its own test here); one real ``memory materialize`` is killed with
@@ -97,40 +97,40 @@ def _assert_still_published(root: Path, before, clean, stage: str) -> None:
     assert MemoryClient(root).search("WRX oil change")
 
 
+class Crash(Exception):
+    """The process "dies" at a crash point (in process: the step fails there)."""
+
+
 @pytest.mark.parametrize("stage", warehouse.CRASH_POINTS)
 def test_a_crash_at_any_stage_loses_nothing_and_the_next_run_completes(template, tmp_path, monkeypatch, stage):
     source, before, clean = template
     root = tmp_path / "data"
     shutil.copytree(source, root)
     monkeypatch.setenv("DAGSTER_HOME", str(root / "dagster"))
+    crashed: list[str] = []
     with monkeypatch.context() as crashing:
-        crashing.setenv("MEMORY_CRASH_AT", stage)
-        crashing.setenv("MEMORY_CRASH_MODE", "raise")
+        def crash_point(name: str) -> None:
+            if name == stage:
+                crashed.append(name)
+                raise Crash(name)
+
         real_run = runner._run
 
         def run_until_the_crash(*args, **kwargs):  # the process is gone: nothing runs after
             succeeded = real_run(*args, **kwargs)
-            if not succeeded and _crashed(root, stage):
-                raise warehouse.SimulatedCrash(stage)
+            if crashed:
+                raise Crash(stage)
             return succeeded
 
+        crashing.setattr(warehouse, "crash_point", crash_point)
         crashing.setattr(runner, "_run", run_until_the_crash)
-        with pytest.raises(warehouse.SimulatedCrash):
+        with pytest.raises(Crash):
             _materialize(root)
 
     _assert_still_published(root, before, clean, stage)
     summary = _materialize(root)
     assert not summary.failed, summary
     _assert_recovered(root, clean)
-
-
-def _crashed(root: Path, stage: str) -> bool:
-    with dg.DagsterInstance.from_config(str(root / "dagster")) as instance:
-        failed = instance.get_runs(filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.FAILURE]), limit=1)
-        return bool(failed) and any(
-            f"SimulatedCrash: {stage}" in str(event.dagster_event.event_specific_data.error)
-            for event in instance.all_logs(failed[0].run_id)
-            if event.dagster_event and event.dagster_event.event_type_value == "STEP_FAILURE")
 
 
 def test_a_run_whose_process_is_gone_is_failed_and_its_slot_freed(tmp_path):
@@ -154,7 +154,6 @@ def _memory(root: Path, *args: str, crash_at: str | None = None, timeout: float 
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEMORY_DATA_ROOT": str(root),
            "DAGSTER_HOME": str(root / "dagster")}
     env.pop("MEMORY_CRASH_AT", None)
-    env.pop("MEMORY_CRASH_MODE", None)
     if crash_at:
         env["MEMORY_CRASH_AT"] = crash_at
     return subprocess.run([sys.executable, "-m", "memory_assets.cli", "--data-root", str(root), *args],

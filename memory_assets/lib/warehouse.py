@@ -16,10 +16,9 @@ here too, so storage rules hold everywhere at once:
 - **Crash points** for the recovery tests: ``MEMORY_CRASH_AT=<name>`` SIGKILLs the process
   at that point between writes (``crash_point``); unset, nothing happens. The pipeline's
   crash safety (nothing lost or duplicated, agents keep reading the last published
-  version, the next run completes) is specified at each one (``tests/test_crash_recovery.py``):
-  in process, where ``MEMORY_CRASH_MODE=raise`` raises ``SimulatedCrash`` instead (the
-  step fails there, having written what a killed process would have written), and by
-  killing a real ``memory materialize`` with SIGKILL.
+  version, the next run completes) is specified at each one (``tests/test_crash_recovery.py``:
+  in process, with a ``crash_point`` that raises there, and by killing a real
+  ``memory materialize`` with SIGKILL).
 
 ``tests/test_one_home.py`` fails when another pipeline module writes a file itself
 (``os.replace``, ``open(…, "w")``, ``write_parquet``, ``write_text``, ``write_bytes``).
@@ -64,16 +63,9 @@ def filesystem(path: PathLike) -> tuple[fsspec.AbstractFileSystem, str]:
 CRASH_POINTS = ("ingest", "extraction", "items_write", "publish")
 
 
-class SimulatedCrash(RuntimeError):
-    """The process "dies" at a crash point (``MEMORY_CRASH_MODE=raise``, tests only)."""
-
-
 def crash_point(name: str) -> None:
-    """SIGKILL this process when ``MEMORY_CRASH_AT`` names this point (tests only), or raise
-    ``SimulatedCrash`` when ``MEMORY_CRASH_MODE`` is ``raise``."""
+    """SIGKILL this process when ``MEMORY_CRASH_AT`` names this point (tests only)."""
     if os.environ.get("MEMORY_CRASH_AT") == name:
-        if os.environ.get("MEMORY_CRASH_MODE") == "raise":
-            raise SimulatedCrash(name)
         os.kill(os.getpid(), signal.SIGKILL)
 
 

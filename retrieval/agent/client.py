@@ -31,6 +31,7 @@ from retrieval.embeddings import Embedder
 from retrieval.paths import DataRoot
 from retrieval.projects import check_project
 from retrieval.spans import timed
+from retrieval.store import ItemStore
 
 
 def _now(now: datetime | None) -> datetime:
@@ -61,9 +62,7 @@ class MemoryClient:
         self.options = options or RetrievalOptions()
         self._pii = credentials.pii_from_config(self.config)
         self.view = View.of(self.config, namespace, scopes)
-        self.namespace, self.scopes = self.view.namespace, self.view.scopes
         self.stores = Stores(self.paths, self.config)
-        self.store = self.stores.store
         self.overlay = Overlay(self.paths, lambda texts: self.embedder.embed(texts))
         self._checkpoints: CheckpointStore | None = None
         self.last_tier: str = "none"
@@ -74,8 +73,22 @@ class MemoryClient:
         ``[service] shared_penalty``); it shares the open stores, the model and the overlay."""
         other = copy.copy(self)
         other.view = View.of(self.config, namespace, scopes).sharing(shared, float(self.config.service.shared_penalty))
-        other.namespace, other.scopes, other.last_tier = other.view.namespace, other.view.scopes, "none"
+        other.last_tier = "none"
         return other
+
+    @property
+    def namespace(self) -> str | None:
+        """Whose memory this is (the ``View``'s; None: every namespace)."""
+        return self.view.namespace
+
+    @property
+    def scopes(self) -> tuple[str, ...] | None:
+        return self.view.scopes
+
+    @property
+    def store(self) -> ItemStore:
+        """The published items' store (``Stores.store``)."""
+        return self.stores.store
 
     @property
     def embedder(self) -> Embedder:
