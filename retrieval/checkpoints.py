@@ -27,7 +27,7 @@ import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -51,6 +51,7 @@ from retrieval import credentials, database
 from retrieval.database import configured_dsn
 from retrieval.disabled import refuse_if_disabled
 from retrieval.inbox import pii_kinds, redacted
+from retrieval.moments import utc
 from retrieval.paths import DataRoot
 from retrieval.privacy import withhold_off_the_record
 
@@ -104,11 +105,6 @@ class Checkpoint:
     project: str | None
     created_at: datetime
     flushed_at: datetime | None = None
-
-
-def _utc(moment: datetime) -> datetime:
-    """Aware UTC: SQLite keeps no offset, so every time is stored and read back as UTC."""
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
 
 
 class CheckpointStore:
@@ -201,7 +197,7 @@ class CheckpointStore:
         clean = redacted(valid.model_dump(), self._pii)
         text = json.dumps(clean, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
         row = {"namespace": namespace, "session_id": session_id, "turn": turn, "record": text,
-               "project": project, "created_at": _utc(now), "flushed_at": None}
+               "project": project, "created_at": utc(now), "flushed_at": None}
         engine = self._db()
         try:
             with engine.begin() as conn:
@@ -227,7 +223,7 @@ class CheckpointStore:
                 update(_checkpoints)
                 .where(table.namespace == namespace, table.session_id == session_id,
                        table.turn <= upto_turn, table.flushed_at.is_(None))
-                .values(flushed_at=_utc(now))).rowcount
+                .values(flushed_at=utc(now))).rowcount
 
     def erase(self, namespace: str, session_id: str | None = None, *, turns: Iterable[int] | None = None) -> int:
         """Delete a namespace's checkpoints (or one session's, or some of its ``turns``): the
@@ -290,10 +286,11 @@ class CheckpointStore:
 
 
 def _checkpoint(row: Mapping[str, Any]) -> Checkpoint:
+    # SQLite keeps no offset: every time is stored as UTC and read back naive.
     flushed = row["flushed_at"]
     return Checkpoint(namespace=row["namespace"], session_id=row["session_id"], turn=row["turn"],
                       record=json.loads(row["record"]), project=row["project"],
-                      created_at=_utc(row["created_at"]), flushed_at=_utc(flushed) if flushed else None)
+                      created_at=utc(row["created_at"]), flushed_at=utc(flushed) if flushed else None)
 
 
 def _tool_output(call: Any) -> str:

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 import uuid
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
+
+from retrieval.moments import utc
 
 
 def atomic_write(path: Path, data: bytes, *, durable: bool = True) -> Path:
@@ -56,4 +58,4 @@ def move(source: Path, target: Path) -> Path | None:
 
 def stamp(now: datetime) -> str:
     """``now`` for a file name: UTC, sortable, to the microsecond."""
-    return now.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    return utc(now).strftime("%Y%m%dT%H%M%S%fZ")

@@ -44,7 +44,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from datetime import date, datetime, timezone
+from datetime import date, datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -53,6 +53,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from retrieval.config import MemoryConfig
 from retrieval.credentials import pii_from_config, redact
+from retrieval.moments import utc
 from retrieval.paths import DataRoot, location
 from retrieval.projects import check_project
 from retrieval.schema import (EDGE_KINDS, EDGE_SCHEMA, ENTITY_SCHEMA, ITEM_REQUIRED, ITEM_SCHEMA, KINDS, PROVENANCE,
@@ -109,7 +110,7 @@ class _Record(BaseModel):
     @classmethod
     def _utc(cls, value: Any) -> Any:
         # A time without an offset is UTC, as in transcripts.
-        return value.replace(tzinfo=timezone.utc) if isinstance(value, datetime) and value.tzinfo is None else value
+        return utc(value) if isinstance(value, datetime) else value
 
 
 class ExportHeader(_Record):

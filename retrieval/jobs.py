@@ -11,6 +11,7 @@ from typing import Any
 
 from retrieval.config import MemoryConfig
 from retrieval.files import atomic_write, move
+from retrieval.moments import parse_utc
 from retrieval.paths import DataRoot, location
 
 
@@ -25,7 +26,7 @@ def overdue(paths: DataRoot, config: MemoryConfig, now: datetime) -> list[str]:
     late = []
     for job, days in config.jobs.model_dump().items():
         ran = runs.get(job)
-        if ran is None or now - datetime.fromisoformat(ran) > timedelta(days=float(days)):
+        if ran is None or now - parse_utc(ran) > timedelta(days=float(days)):
             late.append(job)
     return late
 

@@ -5,10 +5,11 @@ from datetime import date, datetime, timezone
 
 import dagster as dg
 
-from memory_assets.defs.clock import Clock, parse, run_now
+from memory_assets.defs.clock import Clock, run_now
 from memory_assets.defs.partitions import nights
 from memory_assets.lib.ingest.intake import ingest_paths
 from memory_assets.cli.runner import run_job
+from retrieval.moments import parse_utc
 from retrieval.paths import DataRoot
 
 
@@ -26,7 +27,7 @@ def test_every_asset_of_a_run_reads_the_same_now(tmp_path, samples):
         clocks = {asset: _clock(instance, asset) for asset in ("memory_items", "lessons_and_triggers", "category_summaries")}
     assert len({run for run, _ in clocks.values()}) == 1  # one nightly run…
     assert len({now for _, now in clocks.values()}) == 1  # …one clock, though its steps ran seconds apart
-    assert before <= parse(clocks["lessons_and_triggers"][1]) <= datetime.now(timezone.utc)
+    assert before <= parse_utc(clocks["lessons_and_triggers"][1]) <= datetime.now(timezone.utc)
 
 
 def test_a_scheduled_run_reads_its_tick_and_an_explicit_now_wins():

@@ -325,3 +325,40 @@ def test_evals_build_with_the_stage_steps_not_with_dagster():
             if isinstance(node, ast.ImportFrom) and any(a.name.startswith("_") for a in node.names):
                 found.append(f"{name}:{node.lineno} imports a private name from {node.module}")
     assert found == []
+
+
+# --- time conversion: retrieval/moments.py -----------------------------------------------
+
+MOMENTS = "retrieval/moments.py"
+# Owned by a change in flight in the same tree (its version stamp converts with astimezone);
+# it moves to ``retrieval.moments.utc`` with that change, and this entry goes then.
+_TIME_PENDING = {"memory_assets/lib/summaries/writing.py"}
+
+
+def _time_conversions(tree: ast.Module) -> Iterator[tuple[int, str]]:
+    """Turning text or a datetime into an aware one: ``datetime.fromisoformat``, a
+    ``.replace(tzinfo=…)`` and an ``.astimezone(zone)``. (``date.fromisoformat`` of a
+    partition key, building a time with ``tzinfo=`` and ``astimezone()`` to local time are not.)"""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        call = _dotted(node.func)
+        last = call.split(".")[-1]
+        if call.endswith("datetime.fromisoformat"):
+            yield node.lineno, call
+        elif last == "replace" and any(k.arg == "tzinfo" for k in node.keywords):
+            yield node.lineno, f"{call}(tzinfo=…)"
+        elif last == "astimezone" and (node.args or node.keywords):
+            yield node.lineno, f"{call}({ast.unparse(node.args[0]) if node.args else '…'})"
+
+
+def test_only_moments_turns_text_or_a_datetime_into_utc():
+    """``retrieval.moments`` (``utc``, ``parse_utc``) is the one home of "every stored time is
+    UTC; without an offset it is UTC". ``evals/`` is left out for now: another change in
+    flight owns it, and its benches still call ``datetime.fromisoformat``."""
+    found = [f"{name}:{line} {call}" for name, tree in _modules()
+             if name != MOMENTS and name not in _TIME_PENDING and not name.startswith("evals/")
+             for line, call in _time_conversions(tree)]
+    assert found == []
+
+

@@ -121,15 +121,11 @@ def cmd_inject(args: argparse.Namespace) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from datetime import datetime, timezone
-
     from memory_assets.cli.runner import run_job
+    from retrieval.moments import parse_utc
     from retrieval.paths import DataRoot
 
-    now = None
-    if args.now:
-        now = datetime.fromisoformat(args.now.replace("Z", "+00:00"))
-        now = now if now.tzinfo else now.replace(tzinfo=timezone.utc)
+    now = parse_utc(args.now) if args.now else None
     from memory_assets.lib.items.publish import read_report
     from retrieval.store import ItemStore
 

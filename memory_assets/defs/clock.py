@@ -13,17 +13,9 @@ from datetime import date, datetime, timezone
 import dagster as dg
 
 from memory_assets.defs.scheduled_jobs import JOBS, tick
+from retrieval.moments import parse_utc, utc
 
 SCHEDULED_TAG = "dagster/scheduled_execution_time"
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
-
-
-def parse(value: str) -> datetime:
-    """An ISO-8601 time; without a zone it is UTC."""
-    return _aware(datetime.fromisoformat(value.replace("Z", "+00:00"))).astimezone(timezone.utc)
 
 
 def run_now(context: dg.OpExecutionContext | None) -> datetime:
@@ -35,9 +27,9 @@ def run_now(context: dg.OpExecutionContext | None) -> datetime:
         return tick(context.job_name, date.fromisoformat(context.partition_key))
     scheduled = context.run.tags.get(SCHEDULED_TAG)
     if scheduled:
-        return parse(scheduled)
+        return parse_utc(scheduled)
     record = context.instance.get_run_record_by_id(context.run_id)
-    return _aware(record.create_timestamp) if record is not None else datetime.now(timezone.utc)
+    return utc(record.create_timestamp) if record is not None else datetime.now(timezone.utc)
 
 
 class Clock(dg.Config):
@@ -46,4 +38,4 @@ class Clock(dg.Config):
     now: str = ""
 
     def resolve(self, context: dg.OpExecutionContext | None = None) -> datetime:
-        return parse(self.now) if self.now else run_now(context)
+        return parse_utc(self.now) if self.now else run_now(context)

@@ -8,6 +8,7 @@ from typing import Any
 
 from memory_assets.lib import warehouse
 from retrieval.jobs import last_success
+from retrieval.moments import parse_utc
 from retrieval.paths import DataRoot
 
 JOBS = ("nightly", "weekly", "monthly")
@@ -57,7 +58,7 @@ def record_success(paths: DataRoot, job: str, at: datetime) -> None:
     """Record that ``job`` succeeded at ``at`` (``job_success_sensor`` for daemon runs,
     ``memory run`` in process); the cron fallback and ``MemoryClient.overdue_jobs`` read it."""
     runs = last_success(paths)
-    if job in runs and datetime.fromisoformat(runs[job]) >= at:
+    if job in runs and parse_utc(runs[job]) >= at:
         return
     runs[job] = at.isoformat()
     warehouse.write_json(paths.job_runs, runs, indent=1, sort_keys=True)

@@ -25,6 +25,7 @@ from matplotlib.ticker import MaxNLocator
 from memory_assets.lib import warehouse
 from retrieval import scoring
 from retrieval.config import MemoryConfig, load_config
+from retrieval.moments import parse_utc
 from retrieval.paths import DataRoot
 from retrieval.schema import REJECTION_SCHEMA, STATUSES, TIERS
 from retrieval.store import ItemStore
@@ -186,7 +187,7 @@ def history_row(report: HealthReport) -> dict[str, Any]:
     """The row to append to the report history (``history`` of the next report)."""
     n = report.numbers
     return {
-        "at": datetime.fromisoformat(n["generated_at"]),
+        "at": parse_utc(n["generated_at"]),
         "total_items": n["total_items"],
         "active_items": n["active_items"],
         "stale_active_items": n["stale_active_items"],
@@ -235,7 +236,7 @@ def _bars(path: Path, counts: dict[str, int], title: str, ylabel: str, empty: st
 def _growth_plot(path: Path, weekly: dict[str, int], history: pl.DataFrame | None) -> Path:
     figure, ax = _figure()
     if weekly:
-        weeks = [datetime.fromisoformat(w) for w in weekly]
+        weeks = [parse_utc(w) for w in weekly]
         ax.plot(weeks, list(weekly.values()), marker="o", color="#4C72B0", label="items created per week")
         ax.set_ylabel("items created")
         ax.yaxis.set_major_locator(MaxNLocator(integer=True))

@@ -27,6 +27,7 @@ from retrieval.agent.rewrite import keywords
 from retrieval.agent.search import Hit, to_hit
 from retrieval.agent.view import View
 from retrieval.inbox import write_session
+from retrieval.moments import parse_utc
 from retrieval.paths import DataRoot
 from retrieval.projects import check_project
 from retrieval.text import QUERY_STOPWORDS
@@ -100,7 +101,7 @@ class Overlay:
             except (OSError, ValueError, IndexError):
                 return None  # being written: read again next time
             return Pending(session_id, str(line.get("namespace") or ""), str(line["content"]),
-                           datetime.fromisoformat(line["ts"]), line.get("project"))
+                           parse_utc(line["ts"]), line.get("project"))
         return None
 
     def _folders(self, published_at: float) -> list[str]:

@@ -10,21 +10,18 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 import polars as pl
 
 from retrieval.config import MemoryConfig
+from retrieval.moments import utc
 from retrieval.text import asks_about_before
 
 # What search may return: active items first; archived, then cold ones only to fill the
 # block ("forgotten by filing" is not forgetting: koshi and Engram keep the archive searchable).
 RECALLABLE = ("active", "archived", "cold")
-
-
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -57,7 +54,7 @@ class View:
 
     def at(self, as_of: datetime | None) -> View:
         """This view as of a day (a naive time is UTC); None: as of now."""
-        return self if as_of is None else dataclasses.replace(self, as_of=_aware(as_of))
+        return self if as_of is None else dataclasses.replace(self, as_of=utc(as_of))
 
     def for_project(self, project: str | None) -> View:
         """This view for a reader working on ``project`` (None: no project, every item)."""
@@ -76,7 +73,7 @@ class View:
         if self.as_of is None:
             return True
         start, end = row.get("valid_from") or row.get("created_at"), row.get("invalid_at")
-        return (start is None or _aware(start) <= self.as_of) and (end is None or _aware(end) > self.as_of)
+        return (start is None or utc(start) <= self.as_of) and (end is None or utc(end) > self.as_of)
 
     def sharing(self, shared: Sequence[str], penalty: float) -> View:
         """This view reading ``shared`` namespaces too, their items × ``penalty``."""

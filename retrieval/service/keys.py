@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 import sqlalchemy as sa
 
 from retrieval.database import metadata
+from retrieval.moments import utc
 
 PREFIX = "mem"
 _KEY = re.compile(rf"^{PREFIX}_([0-9a-f]{{12}})_([A-Za-z0-9_-]{{20,}})$")
@@ -158,9 +159,5 @@ class KeyStore:
 
 def _record(row) -> ApiKey:
     return ApiKey(row["key_id"], row["agent"], row["namespace"], tuple(json.loads(row["grants"] or "[]")),
-                  row["writes_per_minute"], _aware(row["created_at"]), _aware(row["revoked_at"]))
-
-
-def _aware(value: datetime | None) -> datetime | None:
-    """SQLite hands back naive datetimes; every time here is UTC."""
-    return value.replace(tzinfo=timezone.utc) if value is not None and value.tzinfo is None else value
+                  row["writes_per_minute"], utc(row["created_at"]),
+                  None if row["revoked_at"] is None else utc(row["revoked_at"]))

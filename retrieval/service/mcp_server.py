@@ -24,6 +24,7 @@ from mcp.server.fastmcp.exceptions import ToolError
 from retrieval.checkpoints import CheckpointError
 from retrieval.disabled import MemoryDisabled
 from retrieval.ids import AmbiguousId
+from retrieval.moments import parse_utc
 from retrieval.service import exports
 from retrieval.service.core import Refused, Service
 from retrieval.service.keys import ApiKey
@@ -109,9 +110,7 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
             project: the project you are working on (e.g. "atlas-web"): its memories and the
                 general ones, never another project's. Leave it out to search every project.
         """
-        from datetime import datetime
-
-        when = datetime.fromisoformat(as_of) if as_of else None
+        when = parse_utc(as_of) if as_of else None
         return await call(ctx, lambda key: [h.as_dict() for h in
                                             service.search(key, namespace, query, k=k, as_of=when, project=project)])
 

@@ -1,12 +1,12 @@
 """The memory's sleep: nightly, weekly and monthly jobs on cron, each run one ``nights``
 partition (the day it fires on), with a fallback sensor."""
 
-from datetime import timezone
 from typing import Any
 
 import dagster as dg
 
 from memory_assets.defs.scheduled_jobs import CRONS, ITEMS_WRITER_TAGS, SELECTIONS, run_config
+from retrieval.moments import utc
 
 nightly_job = dg.define_asset_job(
     "nightly", selection=dg.AssetSelection.assets(*SELECTIONS["nightly"]), config=run_config("nightly"), tags=ITEMS_WRITER_TAGS,
@@ -33,7 +33,7 @@ def _night_schedule(job: Any, name: str) -> dg.ScheduleDefinition:  # an unresol
     @dg.schedule(name=name, job=job, cron_schedule=CRONS[job.name], execution_timezone="UTC",
                  default_status=dg.DefaultScheduleStatus.RUNNING)
     def _schedule(context: dg.ScheduleEvaluationContext) -> dg.RunRequest:
-        night = context.scheduled_execution_time.astimezone(timezone.utc).date().isoformat()
+        night = utc(context.scheduled_execution_time).date().isoformat()
         return dg.RunRequest(run_key=f"{job.name}:{night}", partition_key=night)
 
     return _schedule

@@ -14,6 +14,7 @@ import polars as pl
 
 from memory_assets.lib import warehouse
 from retrieval.config import MemoryConfig
+from retrieval.moments import parse_utc
 from retrieval.paths import DataRoot
 
 ERASED = "[ERASED]"
@@ -65,7 +66,7 @@ def requests(paths: DataRoot) -> list[Request]:
     for file in warehouse.files(paths.events, "*-erase-*.json"):
         try:
             raw = json.loads(warehouse.read_bytes(file))
-            rows.setdefault(str(raw["id"]), {**raw, "ts": datetime.fromisoformat(raw["ts"])})
+            rows.setdefault(str(raw["id"]), {**raw, "ts": parse_utc(raw["ts"])})
         except (ValueError, KeyError):
             continue  # being written, or not an event: the items build names it
     return sorted((Request(str(r["id"]), r["ts"], (r.get("payload") or {}).get("namespace"),

@@ -18,6 +18,7 @@ from retrieval import published
 from retrieval.citations import cited_ids
 from retrieval.config import MemoryConfig
 from retrieval.files import stamp
+from retrieval.moments import parse_utc
 from retrieval.paths import DataRoot
 from retrieval.published import INSIGHTS_TABLE, ITEMS_TABLE, PUBLISHED_TAG, SUMMARIES_TABLE
 
@@ -186,7 +187,7 @@ def _history(paths: DataRoot) -> None:
 def _log(paths: DataRoot, target: Target, now: datetime) -> int:
     rows = []
     for request in target.requests:
-        asked_at = datetime.fromisoformat(request["requested_at"])
+        asked_at = parse_utc(request["requested_at"])
         common = {"request_id": request["id"], "requested_at": asked_at, "erased_at": now,
                   "reason": request["reason"], "requested_by": request["by"]}
         if request["namespace"] is not None:

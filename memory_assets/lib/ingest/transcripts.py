@@ -22,6 +22,7 @@ from pathlib import Path
 from retrieval.paths import location
 from typing import Any
 
+from retrieval.moments import parse_utc, utc
 from retrieval.projects import check_project, project_from_metadata
 from retrieval.schema import ROLES, SOURCE_FORMATS, TRUST
 
@@ -88,9 +89,7 @@ def parse_ts(value: Any) -> datetime:
         return datetime.fromtimestamp(value, tz=timezone.utc)
     if not isinstance(value, str) or not value.strip():
         raise ValueError(f"timestamp {value!r} is not an ISO-8601 string")
-    text = value.strip().replace("Z", "+00:00")
-    parsed = datetime.fromisoformat(text)
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+    return parse_utc(value)
 
 
 def _message(path: Path, line: int | None, raw: Any, *, max_bytes: int,
@@ -225,7 +224,7 @@ _LOCOMO_SESSION = re.compile(r"^session_(\d+)$")
 
 def parse_locomo_time(value: str) -> datetime:
     """LoCoMo writes times like '1:56 pm on 8 May, 2023'."""
-    return datetime.strptime(value.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=timezone.utc)
+    return utc(datetime.strptime(value.strip(), "%I:%M %p on %d %B, %Y"))
 
 
 def _parse_locomo(path: Path, doc: dict[str, Any], max_bytes: int) -> ParsedTranscript:

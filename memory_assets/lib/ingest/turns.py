@@ -18,6 +18,7 @@ import polars as pl
 
 from memory_assets.lib.ingest.transcripts import parse_transcript
 from retrieval.credentials import redact
+from retrieval.moments import parse_utc
 from retrieval.schema import RESOURCE_SCHEMA
 
 
@@ -66,7 +67,7 @@ def new_turns(files: Sequence[Path], session_id: str, stored: Iterable[str], *, 
                 "resource_id": rid, "session_id": session_id, "turn": message["turn"],
                 "external_id": message.get("external_id"), "role": message["role"],
                 "speaker": message["speaker"], "content": clean,
-                "content_at": datetime.fromisoformat(message["ts"]), "trust": message["trust"],
+                "content_at": parse_utc(message["ts"]), "trust": message["trust"],
                 "source_format": message.get("source_format", "jsonl"), "source_file": file.name, "ingested_at": now,
                 "namespace": message.get("namespace"), "project": message.get("project"),
             })

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 import polars as pl
@@ -20,6 +19,7 @@ from memory_assets.lib.items import dedup
 from memory_assets.lib import warehouse
 from memory_assets.lib.items.dedup import content_hash
 from retrieval.config import MemoryConfig
+from retrieval.moments import parse_utc
 from retrieval.paths import DataRoot
 from retrieval.spans import spanned
 
@@ -45,7 +45,7 @@ def read_events(paths: DataRoot) -> EventBatch:
             raw = json.loads(warehouse.read_bytes(file))
             rows.append({
                 "id": str(raw["id"]), "type": str(raw["type"]), "item_ids": [str(i) for i in raw["item_ids"]],
-                "ts": datetime.fromisoformat(raw["ts"]), "session_id": raw.get("session_id"),
+                "ts": parse_utc(raw["ts"]), "session_id": raw.get("session_id"),
                 "payload": json.dumps(raw.get("payload") or {}), "source_file": file.name,
             })
             files.append(file)
