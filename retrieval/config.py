@@ -282,6 +282,13 @@ class MemoryConfig(_Section):
         because ``OPENAI_API_KEY`` happens to be set (a silent switch to a paid path)."""
         return self.llm.enabled or os.environ.get("MEMORY_EXTRACTOR", "").strip() == "llm"
 
+    @property
+    def default_namespace(self) -> str:
+        """The namespace of whatever is handed over without one (a transcript without a user,
+        an item or turn whose ``namespace`` is null): ``[pipeline] namespace``. Everything
+        asks this one property (``tests/test_one_home.py``)."""
+        return str(self.pipeline.namespace)
+
     def category(self, name: str) -> Category:
         try:
             return self.categories[name]

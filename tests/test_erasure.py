@@ -217,7 +217,7 @@ def test_an_archive_insight_drawn_from_an_erased_item_goes_with_every_older_vers
                              "insight": ["Mostly about Zorblax's walks", "Mostly about the WRX"], "size": [2, 2]})
     for _ in range(2):  # two versions: the older one is readable by `checkout`
         publish.publish_table(paths, "insights", clusters, np.eye(2, 384, dtype=np.float32))
-    target = erasure.Target(requests=[], item_ids={"erased1"})
+    target = erasure.Target(requests=[], item_ids={"erased1"}, default_namespace=load_config().default_namespace)
     warehouse.write_json(paths.erasure_log / "pending.json", target.to_json())
     done = erasure.purge_versions(paths, load_config(), T0)
     table = lancedb.connect(str(paths.lancedb)).open_table("insights")

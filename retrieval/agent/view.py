@@ -49,7 +49,7 @@ class View:
     def of(cls, config: MemoryConfig, namespace: str | None = None, scopes: Sequence[str] | None = None) -> View:
         """An agent's view: ``namespace`` (default ``[pipeline] namespace``, where sessions
         handed over without a user go; ``"*"`` every one) and ``scopes`` (default all)."""
-        return cls(None if namespace == "*" else (namespace or str(config.pipeline.namespace)),
+        return cls(None if namespace == "*" else (namespace or config.default_namespace),
                    tuple(scopes) if scopes else None)
 
     def at(self, as_of: datetime | None) -> View:

@@ -109,7 +109,7 @@ class Target:
     scrubbed: set[str] = field(default_factory=set)
     sessions: set[str] = field(default_factory=set)
     owners: dict[str, str] = field(default_factory=dict)
-    default_namespace: str = "default"
+    default_namespace: str = field(kw_only=True)  # the config's (``MemoryConfig.default_namespace``)
 
     _SETS = ("namespaces", "item_ids", "resource_ids", "scrubbed", "sessions")
 
@@ -125,7 +125,8 @@ class Target:
         return Target(self.requests + [r for r in other.requests if r["id"] not in known],
                       self.namespaces | other.namespaces, self.item_ids | other.item_ids,
                       self.resource_ids | other.resource_ids, self.scrubbed | other.scrubbed,
-                      self.sessions | other.sessions, {**self.owners, **other.owners}, other.default_namespace)
+                      self.sessions | other.sessions, {**self.owners, **other.owners},
+                      default_namespace=other.default_namespace)
 
     def of_namespace(self) -> pl.Expr:
         """Rows of an erased namespace."""
@@ -171,7 +172,7 @@ def _known_items(paths: DataRoot) -> pl.DataFrame:
 
 def resolve(paths: DataRoot, asked: Iterable[Request], config: MemoryConfig) -> Target:
     """The ids, turns and sessions ``asked`` erases."""
-    target = Target(default_namespace=str(config.pipeline.namespace))
+    target = Target(default_namespace=config.default_namespace)
     known = _known_items(paths)
     resources = warehouse.read_resources(paths).select("resource_id", "session_id", "namespace")
     for request in asked:

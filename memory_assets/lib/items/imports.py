@@ -218,7 +218,7 @@ def adopt(files: list[ImportFile], facts: pl.DataFrame, previous: pl.DataFrame |
     seen_hashes = {*facts.select("namespace", "content_hash").iter_rows(),
                    *local.select("namespace", "content_hash").iter_rows()}
     published = set(previous["id"].to_list())
-    default_namespace = config.pipeline.namespace
+    default_namespace = config.default_namespace
 
     def admit(item_id: str, namespace: str | None, digest: str) -> bool:
         key = (namespace or default_namespace, digest)
