@@ -50,7 +50,7 @@ from sqlalchemy.exc import DatabaseError, IntegrityError
 from retrieval import credentials, database
 from retrieval.database import configured_dsn
 from retrieval.disabled import refuse_if_disabled
-from retrieval.inbox import pii_kinds, redacted
+from retrieval.inbox import redacted
 from retrieval.moments import utc
 from retrieval.paths import DataRoot
 from retrieval.privacy import withhold_off_the_record
@@ -113,16 +113,16 @@ class CheckpointStore:
     Args:
         paths: the data root; the SQLite store lives under it.
         dsn: a SQLAlchemy URL (``postgresql+psycopg://…``); None for SQLite in the data root.
-        pii: the PII kinds to redact besides credentials (default ``[privacy] redact``).
+        pii: the PII kinds to redact besides credentials (the config's ``[privacy] redact``).
     """
 
-    def __init__(self, paths: DataRoot, dsn: str | None = None, *, pii: Iterable[str] | None = None) -> None:
+    def __init__(self, paths: DataRoot, dsn: str | None = None, *, pii: Iterable[str]) -> None:
         self.paths = paths
         try:
             self.engine = database.engine(paths, dsn)
         except database.DatabaseRefused as exc:
             raise CheckpointError(str(exc)) from None
-        self._pii = pii_kinds(pii)
+        self._pii = tuple(pii)
         self._ready = False
 
     @classmethod

@@ -10,12 +10,13 @@ from __future__ import annotations
 import hashlib
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from retrieval.credentials import DEFAULT_PII
 from retrieval.inbox import write_event
 from retrieval.paths import DataRoot
 from retrieval.schema import EVENT_TYPES
@@ -62,10 +63,14 @@ def fired_triggers(paths: DataRoot) -> set[str]:
 
 
 def record(events_dir: Path, type: str, item_ids: Sequence[str], now: datetime, *,
-           session_id: str | None = None, payload: dict[str, Any] | None = None) -> Event:
+           session_id: str | None = None, payload: dict[str, Any] | None = None,
+           pii: Iterable[str] = DEFAULT_PII) -> Event:
+    """Append one event (``retrieval.inbox.write_event``), its payload redacted of
+    credentials and the ``pii`` kinds: the config's ``[privacy] redact``
+    (``credentials.pii_from_config``), which every caller holding a config passes."""
     event = Event(type=type, item_ids=list(item_ids), ts=now.isoformat(), session_id=session_id,
                   payload=payload or {})
     # An ``injected`` event only counts injections (never a reference): it skips the
     # fsync that every other event, the user's feedback, gets; inject stays fast.
-    write_event(events_dir, asdict(event), durable=type != "injected")
+    write_event(events_dir, asdict(event), pii=pii, durable=type != "injected")
     return event

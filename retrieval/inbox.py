@@ -3,7 +3,8 @@
 Every write goes to a temporary name in the same directory and is renamed into place
 (``retrieval.files.atomic_write``), so the pipeline never sees half a file (DESIGN principle 1); on an object store each
 write is one new object (one PUT, whole or absent), so agents on many machines append
-without coordinating. Nothing here opens a store.
+without coordinating. Nothing here opens a store or loads the config: the caller passes
+the PII kinds to redact and the default namespace.
 """
 
 from __future__ import annotations
@@ -24,15 +25,6 @@ def encode_jsonl(messages: Iterable[Mapping[str, Any]]) -> bytes:
     return "".join(json.dumps(m, ensure_ascii=False, sort_keys=True) + "\n" for m in messages).encode()
 
 
-def pii_kinds(pii: Iterable[str] | None) -> tuple[str, ...]:
-    """The PII kinds to redact: as given, else ``[privacy] redact`` of the config in force."""
-    if pii is not None:
-        return tuple(pii)
-    from retrieval.config import load_config
-
-    return credentials.pii_from_config(load_config())
-
-
 def redacted(value: Any, pii: tuple[str, ...]) -> Any:
     """``value`` with every string in it redacted, keys included (event payloads, a
     checkpoint's tool calls and state are nested JSON)."""
@@ -46,19 +38,20 @@ def redacted(value: Any, pii: tuple[str, ...]) -> Any:
 
 
 def write_session(inbox: Path, session_id: str, messages: list[Mapping[str, Any]], *,
-                  pii: Iterable[str] | None = None) -> Path | None:
+                  pii: Iterable[str], default_namespace: str) -> Path | None:
     """Drop one session's canonical messages into the inbox.
 
     This is where a message first enters, so the user's privacy is applied here and no
-    store, log or export downstream can hold what it removes: credentials and the
-    configured PII kinds (``pii``; default ``[privacy] redact``) are redacted, and an
-    exchange the user asked not to be remembered is withheld
-    (``retrieval.privacy.withhold_off_the_record``). The file is named by its content
-    hash, so dropping the same transcript twice writes nothing new. Returns the path,
-    or None when the file was already there.
+    store, log or export downstream can hold what it removes: credentials and the PII
+    kinds ``pii`` (the config's ``[privacy] redact``: ``credentials.pii_from_config``) are
+    redacted, and an exchange the user asked not to be remembered is withheld
+    (``retrieval.privacy.withhold_off_the_record``). A message without a namespace is
+    ``default_namespace``'s (``MemoryConfig.default_namespace``). The file is named by its
+    content hash, so dropping the same transcript twice writes nothing new. Returns the
+    path, or None when the file was already there.
     """
-    _refuse_disabled(inbox, messages)
-    kinds = pii_kinds(pii)
+    _refuse_disabled(inbox, messages, default_namespace)
+    kinds = tuple(pii)
     kept = withhold_off_the_record(messages)
     data = encode_jsonl({**m, "content": credentials.redact(str(m.get("content", "")), pii=kinds)} for m in kept)
     digest = hashlib.sha256(data).hexdigest()[:16]
@@ -68,39 +61,36 @@ def write_session(inbox: Path, session_id: str, messages: list[Mapping[str, Any]
     return atomic_write(path, data)
 
 
-def _refuse_disabled(inbox: Path, messages: list[Mapping[str, Any]]) -> None:
+def _refuse_disabled(inbox: Path, messages: list[Mapping[str, Any]], default_namespace: str) -> None:
     """Nothing is captured for a namespace whose memory is off (``memory disable``):
     ``retrieval.disabled.MemoryDisabled``. A message without a namespace is the default one's."""
     from retrieval.disabled import disabled_namespaces, refuse_if_disabled
     from retrieval.paths import DataRoot
 
     root = DataRoot(inbox.parent)
-    if not disabled_namespaces(root):  # the usual case: no file to read a config for
+    if not disabled_namespaces(root):  # the usual case: nothing is off
         return
-    from retrieval.config import load_config
-
-    default = str(load_config().pipeline.namespace)
-    for namespace in sorted({str(m.get("namespace") or default) for m in messages}):
+    for namespace in sorted({str(m.get("namespace") or default_namespace) for m in messages}):
         refuse_if_disabled(root, namespace)
 
 
-def write_event(events_dir: Path, event: Mapping[str, Any], *, durable: bool = True,
-                pii: Iterable[str] | None = None) -> Path:
+def write_event(events_dir: Path, event: Mapping[str, Any], *, pii: Iterable[str], durable: bool = True) -> Path:
     """Append one feedback event as its own file (never a shared log).
 
-    Its payload (a query, the new wording of an update) is redacted like a transcript.
+    Its payload (a query, the new wording of an update) is redacted like a transcript
+    (``pii``: the PII kinds, as ``write_session``).
     The file name carries the event type, so a reader can find one type (``fired``)
     without opening every file.
     """
-    clean = {**event, "payload": redacted(event.get("payload") or {}, pii_kinds(pii))}
+    clean = {**event, "payload": redacted(event.get("payload") or {}, tuple(pii))}
     name = f"{event.get('ts', '')}-{event.get('type', 'event')}-{uuid.uuid4().hex}.json".replace(":", "")
     return atomic_write(events_dir / name, json.dumps(clean, ensure_ascii=False).encode(), durable=durable)
 
 
 def write_import(folder: Path, records: Iterable[Mapping[str, Any]], *, stamp: str,
-                 pii: Iterable[str] | None = None) -> tuple[Path, bool]:
+                 pii: Iterable[str]) -> tuple[Path, bool]:
     """Append one validated import (``memory import``: a header and its records) as its
-    own JSONL file, every string redacted like a transcript.
+    own JSONL file, every string redacted like a transcript (``pii``: as ``write_session``).
 
     Named ``<stamp>-<content hash>.jsonl``: the stamp orders imports (an earlier import
     wins a tie between two of them), the hash makes the same import written twice one
@@ -108,7 +98,7 @@ def write_import(folder: Path, records: Iterable[Mapping[str, Any]], *, stamp: s
     exported or migrated again later are the same import. Returns the file, and whether
     it was written now (False: already there).
     """
-    kinds = pii_kinds(pii)
+    kinds = tuple(pii)
     lines = [json.dumps(redacted(r, kinds), ensure_ascii=False, sort_keys=True) for r in records]
     data = "".join(line + "\n" for line in lines).encode()
     header = {k: v for k, v in json.loads(lines[0]).items() if k != "exported_at"} if lines else {}

@@ -13,6 +13,7 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
 
 from evals.locomo import default_dir as default_locomo_dir  # noqa: E402
+from retrieval.config import load_config  # noqa: E402
 from tests.fake_openai import fake_openai  # noqa: E402,F401  (fixture)
 
 REPO = Path(__file__).resolve().parents[1]
@@ -68,7 +69,7 @@ def _build_once(tmp_path_factory, name: str, samples: list[Path]) -> Path:
             with pytest.MonkeyPatch.context() as env:
                 for variable in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "MEMORY_CONFIG", "MEMORY_EXTRACTOR"):
                     env.delenv(variable, raising=False)
-                ingest_paths(samples, root)
+                ingest_paths(samples, root, load_config())
                 with dg.instance_for_test() as instance:
                     summary = materialize_pending(DataRoot.resolve(root), extractor="offline", instance=instance)
                 assert summary.items_materialized and not summary.failed, summary

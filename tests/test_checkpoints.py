@@ -21,6 +21,7 @@ import pytest
 from retrieval.agent.signals import high_signal, scan
 from retrieval.checkpoints import Checkpoint, CheckpointConflict, CheckpointError, CheckpointStore, to_messages
 from retrieval.config import load_config
+from retrieval.credentials import pii_from_config
 from retrieval.database import DSN_ENV, sqlite_path
 from retrieval.paths import DataRoot
 from retrieval.privacy import WITHHELD
@@ -29,6 +30,7 @@ from tests.test_credentials import AWS_ID, AWS_SECRET, GITHUB_PAT_CLASSIC, luhn_
 
 REPO = Path(__file__).resolve().parents[1]
 T0 = datetime(2026, 9, 1, 9, tzinfo=timezone.utc)
+PII = pii_from_config(load_config())  # what the config in force redacts
 
 
 def turn(text: str, **fields) -> dict:
@@ -48,7 +50,7 @@ def store(request, tmp_path, monkeypatch):
 
 
 def sqlite_store(root: Path) -> CheckpointStore:
-    return CheckpointStore(DataRoot(root))
+    return CheckpointStore(DataRoot(root), pii=PII)
 
 
 # --- append and replay ---------------------------------------------------------------------
@@ -244,10 +246,11 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 from retrieval.checkpoints import CheckpointStore
+from retrieval.credentials import DEFAULT_PII
 from retrieval.paths import DataRoot
 
 root, session, first, step, count = Path(sys.argv[1]), sys.argv[2], *map(int, sys.argv[3:6])
-store = CheckpointStore(DataRoot(root))
+store = CheckpointStore(DataRoot(root), pii=DEFAULT_PII)
 print("ready", flush=True)
 sys.stdin.readline()  # go: the test starts every writer at once
 for n in range(first, first + step * count, step):
@@ -322,7 +325,7 @@ def test_two_processes_appending_to_one_sqlite_store_lose_nothing(tmp_path):
 @pytest.mark.slow
 def test_a_plain_postgresql_dsn_uses_psycopg(postgres_server, tmp_path):  # noqa: F811
     dsn = new_database(postgres_server).replace("postgresql+psycopg://", "postgresql://")
-    with CheckpointStore(DataRoot(tmp_path / "data"), dsn) as store:
+    with CheckpointStore(DataRoot(tmp_path / "data"), dsn, pii=PII) as store:
         store.append("aaron", "s1", 1, turn("hi"), now=T0)
         assert store.engine.dialect.driver == "psycopg"
         assert [c.turn for c in store.replay("aaron", "s1")] == [1]
@@ -332,7 +335,7 @@ def test_a_plain_postgresql_dsn_uses_psycopg(postgres_server, tmp_path):  # noqa
 @pytest.mark.slow
 def test_an_unreachable_database_is_an_error_naming_it_without_its_password(postgres_server, tmp_path):  # noqa: F811
     dsn = f"postgresql+psycopg://app:hunter2pw@127.0.0.1:{postgres_server.port}/no_such_database"
-    store = CheckpointStore(DataRoot(tmp_path / "data"), dsn)
+    store = CheckpointStore(DataRoot(tmp_path / "data"), dsn, pii=PII)
     with pytest.raises(CheckpointError, match="cannot open the checkpoint store") as error:
         store.append("aaron", "s1", 1, turn("hi"), now=T0)
     assert "hunter2pw" not in str(error.value) and "no_such_database" in str(error.value)

@@ -30,6 +30,7 @@ from memory_assets.cli.main import build_parser
 from memory_assets.cli.runner import materialize_pending
 from memory_assets.lib.ingest.intake import ingest_paths
 from retrieval import published
+from retrieval.config import load_config
 from retrieval.paths import DataRoot
 from retrieval.store import ItemStore
 from tests.conftest import REPO, SAMPLES
@@ -78,7 +79,7 @@ def clean(tmp_path_factory) -> list[tuple[str, str, str]]:
     """The items a `memory materialize` that nobody interrupts publishes from the sample."""
     base = tmp_path_factory.mktemp("clean")
     root = base / "data"
-    ingest_paths([_samples(base / "samples")], root)
+    ingest_paths([_samples(base / "samples")], root, load_config())
     with dg.instance_for_test() as instance:
         assert not materialize_pending(DataRoot.resolve(root), extractor="offline", instance=instance).failed
     items = _items(root)
@@ -274,7 +275,7 @@ def waiting(tmp_path, monkeypatch) -> Path:
     config.write_text(TWO_PER_RUN)
     monkeypatch.setenv("MEMORY_CONFIG", str(config))
     root = tmp_path / "data"
-    ingest_paths([_samples(tmp_path / "samples")], root)
+    ingest_paths([_samples(tmp_path / "samples")], root, load_config())
     return root
 
 
@@ -389,7 +390,7 @@ def test_a_second_ctrl_c_stops_at_once():
 @pytest.mark.slow
 def test_a_real_ctrl_c_stops_a_real_materialize_and_the_rerun_publishes_the_same_items(tmp_path, clean):
     root = tmp_path / "data"
-    ingest_paths([_samples(tmp_path / "samples")], root)
+    ingest_paths([_samples(tmp_path / "samples")], root, load_config())
     config = tmp_path / "two.toml"
     config.write_text(TWO_PER_RUN)
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "MEMORY_CONFIG": str(config), "DAGSTER_HOME": str(root / "dagster")}

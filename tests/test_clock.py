@@ -9,6 +9,7 @@ from memory_assets.defs.clock import Clock, run_now
 from memory_assets.defs.partitions import nights
 from memory_assets.lib.ingest.intake import ingest_paths
 from memory_assets.cli.runner import run_job
+from retrieval.config import load_config
 from retrieval.moments import parse_utc
 from retrieval.paths import DataRoot
 
@@ -20,7 +21,7 @@ def _clock(instance: dg.DagsterInstance, asset: str) -> tuple[str, str]:
 
 def test_every_asset_of_a_run_reads_the_same_now(tmp_path, samples):
     paths = DataRoot.resolve(tmp_path / "data")
-    ingest_paths([samples / "personal-assistant.jsonl"], paths.root)
+    ingest_paths([samples / "personal-assistant.jsonl"], paths.root, load_config())
     before = datetime.now(timezone.utc)
     with dg.instance_for_test() as instance:
         assert run_job(paths, "nightly", extractor="offline", instance=instance)

@@ -32,6 +32,7 @@ from memory_assets.cli.runner import materialize_pending
 from memory_assets.lib import warehouse
 from memory_assets.lib.ingest.intake import ingest_paths
 from retrieval import MemoryClient
+from retrieval.config import load_config
 from retrieval.paths import DataRoot
 from tests.factories import item_rows, write_transcript
 
@@ -58,10 +59,10 @@ def template(tmp_path_factory):
     root = base / "template"
     with pytest.MonkeyPatch.context() as env:
         env.setenv("DAGSTER_HOME", str(root / "dagster"))
-        ingest_paths([write_transcript(base / "s1.jsonl", "s1", FIRST)], root)
+        ingest_paths([write_transcript(base / "s1.jsonl", "s1", FIRST)], root, load_config())
         assert _materialize(root).items_materialized
         for n, (session, lines) in enumerate(LATER.items(), start=1):
-            ingest_paths([write_transcript(base / f"{session}.jsonl", session, lines, day=n)], root)
+            ingest_paths([write_transcript(base / f"{session}.jsonl", session, lines, day=n)], root, load_config())
         clean = base / "clean"
         shutil.copytree(root, clean)
         env.setenv("DAGSTER_HOME", str(clean / "dagster"))

@@ -12,6 +12,7 @@ import dagster as dg
 import pytest
 
 from memory_assets.definitions import defs
+from retrieval.config import load_config
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "asset_specs.json"
 REPO = Path(__file__).resolve().parents[1]
@@ -80,7 +81,7 @@ def test_a_prompt_edit_marks_every_session_stale_and_a_backfill_reextracts(tmp_p
     paths = DataRoot.resolve(root)
     key = dg.AssetKey("extracted_facts")
     with dg.instance_for_test() as instance:
-        ingest_paths([SAMPLES / "coding-agent.jsonl", SAMPLES / "support-chat.json"], root)
+        ingest_paths([SAMPLES / "coding-agent.jsonl", SAMPLES / "support-chat.json"], root, load_config())
         materialize_pending(paths, extractor="offline", instance=instance)
         sessions = instance.get_dynamic_partitions("sessions")
         assets, resources = bound_definitions(str(root), "offline")

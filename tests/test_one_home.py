@@ -362,3 +362,74 @@ def test_only_moments_turns_text_or_a_datetime_into_utc():
     assert found == []
 
 
+
+
+# --- the default namespace: MemoryConfig.default_namespace ---------------------------------
+
+# Owned by a change in flight in the same tree; it asks ``config.default_namespace`` with that
+# change, and this entry goes then.
+_NAMESPACE_PENDING = {"memory_assets/lib/extraction/facts.py"}
+
+
+def test_the_default_namespace_is_asked_of_the_config():
+    """Where data handed over without a namespace goes (``[pipeline] namespace``) is
+    ``MemoryConfig.default_namespace``: no other module reads ``pipeline.namespace`` or
+    writes its value as a literal. ``evals/`` is left out for now: another change in flight
+    owns it, and its benches still read ``pipeline.namespace``."""
+    import tomllib
+
+    default = tomllib.loads((ROOT / "retrieval/defaults.toml").read_text())["pipeline"]["namespace"]
+    found = []
+    for name, tree in _modules():
+        if name == "retrieval/config.py" or name in _NAMESPACE_PENDING or name.startswith("evals/"):
+            continue
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _dotted(node).endswith("pipeline.namespace"):
+                found.append(f"{name}:{node.lineno} {_dotted(node)}")
+            if isinstance(node, ast.Constant) and node.value == default and id(node) not in docs:
+                found.append(f"{name}:{node.lineno} {default!r}")
+    assert found == []
+
+
+# --- config from the shell: load_config ----------------------------------------------------
+
+# The shells, which load the config in force and pass it to everything below them.
+CONFIG_SHELLS = {
+    # `memory`: each command loads the config (`--config` sets MEMORY_CONFIG) and passes it on.
+    "memory_assets/cli/": None,
+    # Dagster's `memory` resource (``MemoryRoot.config``), and ``location_config`` for the
+    # objects built when the code location loads (a backfill policy, a sensor's interval).
+    "memory_assets/defs/runtime.py": None,
+    # The agent's shell: ``MemoryClient`` loads it once, in its constructor; the service's
+    # app builds one.
+    "retrieval/agent/client.py": "MemoryClient.__init__",
+}
+
+
+def _calls_with_their_function(node: ast.AST, where: str | None = None) -> Iterator[tuple[int, str, str | None]]:
+    """(line, dotted call, ``Class.method`` or ``function`` making it; None at module level)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Call):
+            yield child.lineno, _dotted(child.func), where
+        inner = where
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            inner = f"{where}.{child.name}" if where and isinstance(node, ast.ClassDef) else child.name
+        yield from _calls_with_their_function(child, inner)
+
+
+def test_the_config_is_loaded_only_by_the_shells():
+    """Config is passed in from the shell, never loaded below it: ``load_config`` is called
+    only by the shells in ``CONFIG_SHELLS`` (``evals/`` has its own rule: only a command's
+    ``main``)."""
+    found = []
+    for name, tree in _modules():
+        if name.startswith("evals/"):
+            continue
+        for line, call, where in _calls_with_their_function(tree):
+            if call.split(".")[-1] != "load_config":
+                continue
+            shell = next((prefix for prefix in CONFIG_SHELLS if name.startswith(prefix)), None)
+            if shell is None or CONFIG_SHELLS[shell] not in (None, where):
+                found.append(f"{name}:{line} in {where or 'the module'}")
+    assert found == []

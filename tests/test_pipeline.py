@@ -13,6 +13,7 @@ from memory_assets.lib.items.publish import FTS_COLUMN
 from memory_assets.lib.items.source_text import MAX_TURNS
 from memory_assets.cli.runner import materialize_pending
 from retrieval import MemoryClient
+from retrieval.config import load_config
 from retrieval.paths import DataRoot
 from retrieval.schema import ITEM_SCHEMA
 from retrieval.store import ItemStore
@@ -27,7 +28,7 @@ def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("pipeline") / "data"
     paths = DataRoot.resolve(root)
     with dg.instance_for_test() as instance:
-        ingest_paths(sorted(SAMPLES.iterdir()), root)
+        ingest_paths(sorted(SAMPLES.iterdir()), root, load_config())
         summary = materialize_pending(paths, extractor="offline", instance=instance)
         yield paths, instance, summary
 
@@ -128,7 +129,7 @@ def test_reingesting_and_rematerializing_changes_nothing(built):
     paths, instance, _ = built
     before_items = _items(paths).select("id", "content", "status").sort("id")
     parts_before = sorted(p.name for p in paths.resources.rglob("part-*.parquet"))
-    report = ingest_paths(sorted(SAMPLES.iterdir()), paths.root)
+    report = ingest_paths(sorted(SAMPLES.iterdir()), paths.root, load_config())
     summary = materialize_pending(paths, extractor="offline", instance=instance)
     assert report.files_written == 0 and summary.sessions == []
     assert sorted(p.name for p in paths.resources.rglob("part-*.parquet")) == parts_before
@@ -161,7 +162,7 @@ def test_a_bad_batch_leaves_what_is_stored_untouched(built, tmp_path):
     items_before = _items(paths).select("id", "content", "status").sort("id")
     bad = tmp_path / "bad.jsonl"
     bad.write_bytes(b'{"session_id": "code-2026-09-01", "turn": 99, "role": "user", "cont\n\xff\xfe junk\n')
-    report = ingest_paths([bad, tmp_path / "missing.jsonl"], paths.root)
+    report = ingest_paths([bad, tmp_path / "missing.jsonl"], paths.root, load_config())
     assert len(report.errors) == 3 and report.messages == 0
     materialize_pending(paths, extractor="offline", instance=instance)
     assert {p: p.read_bytes() for p in paths.resources.rglob("part-*.parquet")} == stored

@@ -387,7 +387,7 @@ def built(tmp_path_factory):
     root = tmp_path_factory.mktemp("quality") / "data"
     paths = DataRoot.resolve(root)
     with dg.instance_for_test() as instance:
-        ingest_paths([SAMPLES / "personal-assistant.jsonl"], root)
+        ingest_paths([SAMPLES / "personal-assistant.jsonl"], root, load_config())
         summary = materialize_pending(paths, extractor="offline", instance=instance)
         assert summary.items_materialized and not summary.failed, summary
         yield paths, instance

@@ -426,7 +426,7 @@ def test_feedback_is_folded_by_the_pipeline(tmp_path, samples):
     from memory_assets.lib.ingest.intake import ingest_paths
 
     paths = DataRoot.resolve(tmp_path / "data")
-    ingest_paths([samples / "personal-assistant.jsonl"], paths.root)
+    ingest_paths([samples / "personal-assistant.jsonl"], paths.root, load_config())
     with dg.instance_for_test() as instance:
         materialize_pending(paths, extractor="offline", instance=instance)
         client = MemoryClient(paths.root)

@@ -64,7 +64,7 @@ def built(tmp_path_factory):
          "cwd": "/home/sofia/src/orbit-api"},
         {"session_id": "orbit-1", "role": "assistant", "content": "I'll look at the worker.", "ts": SAID},
     ]))
-    report = ingest_paths([transcript], root)
+    report = ingest_paths([transcript], root, load_config())
     assert not report.errors
     paths = DataRoot.resolve(root)
     with dg.instance_for_test() as instance:

@@ -14,6 +14,7 @@ from memory_assets.defs.runtime import MemoryRoot
 from memory_assets.lib.extraction import quarantine
 from memory_assets.lib.ingest.intake import ingest_paths
 from memory_assets.cli.runner import materialize_pending
+from retrieval.config import load_config
 from retrieval.paths import DataRoot
 from retrieval.store import ItemStore
 from tests.conftest import SAMPLES
@@ -39,7 +40,7 @@ def _sensor(data_root, instance):
 
 
 def test_inbox_sensor_adds_a_partition_per_new_session_and_one_run_per_batch(data_root, instance):
-    ingest_paths([SAMPLES / "personal-assistant.jsonl"], data_root)
+    ingest_paths([SAMPLES / "personal-assistant.jsonl"], data_root, load_config())
     result = _sensor(data_root, instance)
     added = result.dynamic_partitions_requests[0]
     assert added.partitions_def_name == "sessions" and list(added.partition_keys) == PA_SESSIONS
@@ -54,8 +55,8 @@ def test_inbox_sensor_adds_a_partition_per_new_session_and_one_run_per_batch(dat
 def test_inbox_sensor_batches_at_most_sessions_per_run(data_root, instance, monkeypatch):
     import memory_assets.defs.ingest.sensors as sensors
 
-    monkeypatch.setattr(sensors, "sessions_per_run", lambda: 3)
-    ingest_paths([SAMPLES / "personal-assistant.jsonl"], data_root)
+    monkeypatch.setattr(sensors, "sessions_per_run", lambda config: 3)
+    ingest_paths([SAMPLES / "personal-assistant.jsonl"], data_root, load_config())
     requests = _sensor(data_root, instance).run_requests
     assert [(r.tags.get(RANGE_START_TAG), r.tags.get(RANGE_END_TAG), r.partition_key) for r in requests] == [
         (PA_SESSIONS[0], PA_SESSIONS[2], None), (None, None, PA_SESSIONS[3])]
@@ -81,7 +82,7 @@ def test_a_failed_batch_is_asked_again_one_session_at_a_time_and_nothing_is_lost
     from memory_assets.cli.runner import _job, _run, pending_sessions
 
     paths = DataRoot.resolve(data_root)
-    ingest_paths([SAMPLES / "personal-assistant.jsonl"], data_root)
+    ingest_paths([SAMPLES / "personal-assistant.jsonl"], data_root, load_config())
     first = _sensor(data_root, instance)
     instance.add_dynamic_partitions("sessions", list(first.dynamic_partitions_requests[0].partition_keys))
     [batch] = first.run_requests
@@ -111,7 +112,7 @@ def test_a_failed_batch_is_asked_again_one_session_at_a_time_and_nothing_is_lost
 def test_materialize_runs_one_batch_and_a_bad_session_fails_alone(data_root, instance, monkeypatch):
     import memory_assets.defs.ingest.assets as ingest_assets
 
-    ingest_paths([SAMPLES / "personal-assistant.jsonl"], data_root)
+    ingest_paths([SAMPLES / "personal-assistant.jsonl"], data_root, load_config())
     real = _unreadable(monkeypatch, PA_SESSIONS[1])
     summary = materialize_pending(DataRoot.resolve(data_root), extractor="offline", instance=instance)
     assert summary.failed == [PA_SESSIONS[1]]
@@ -132,7 +133,7 @@ def test_inbox_sensor_skips_when_everything_is_read(data_root, instance):
 
 def test_malformed_llm_output_quarantines_the_session_and_a_later_run_retries_it(tmp_path, data_root, instance, fake_openai):
     paths = DataRoot.resolve(data_root)
-    ingest_paths([_session(tmp_path / "s.jsonl")], data_root)
+    ingest_paths([_session(tmp_path / "s.jsonl")], data_root, load_config())
     fake_openai.responder = lambda request: "this is not JSON {"
 
     first = materialize_pending(paths, extractor="llm", instance=instance)

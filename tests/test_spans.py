@@ -8,6 +8,7 @@ import dagster as dg
 from memory_assets.lib.ingest.intake import ingest_paths
 from memory_assets.cli.runner import run_job
 from retrieval import spans
+from retrieval.config import load_config
 from retrieval.paths import DataRoot
 
 
@@ -35,7 +36,7 @@ def test_a_span_records_only_while_a_recorder_is_installed():
 
 def test_a_nightly_run_in_process_reports_the_pipelines_own_spans(tmp_path, samples):
     paths = DataRoot.resolve(tmp_path / "data")
-    ingest_paths([samples / "personal-assistant.jsonl"], paths.root)
+    ingest_paths([samples / "personal-assistant.jsonl"], paths.root, load_config())
     recorder = spans.Recorder()
     with dg.instance_for_test() as instance, spans.recording(recorder):
         assert run_job(paths, "nightly", extractor="offline", instance=instance)

@@ -135,7 +135,7 @@ def rules_root(tmp_path_factory) -> Path:
         ]),
         _session(folder, "ops-2", "other", "2026-03-02", ["Never push directly to the main branch."]),
     ]
-    ingest_paths(files, root)
+    ingest_paths(files, root, load_config())
     paths, config = DataRoot.resolve(root), load_config()
     impl, model = choose_extractor("offline", config), Embedder(config)
     when = datetime(2026, 3, 2, 10, tzinfo=timezone.utc)
@@ -190,7 +190,7 @@ def _round(root: Path, files: list[Path], sids: list[str], when: datetime) -> No
     from memory_assets.lib.summaries import update_summaries
     from retrieval.embeddings import Embedder
 
-    ingest_paths(files, root)
+    ingest_paths(files, root, load_config())
     paths, config = DataRoot.resolve(root), load_config()
     impl, model = choose_extractor("offline", config), Embedder(config)
     for sid in sids:

@@ -182,9 +182,9 @@ def test_writing_a_summary_archives_the_previous_version(tmp_path):
     second = summaries.summarize("vehicle", None, VEHICLE.filter(pl.col("id") != "tires"), CONFIG,
                                  NOW + timedelta(days=7))
 
-    assert summaries.archive_versions(tmp_path, first, NOW) is None
-    archived = summaries.archive_versions(tmp_path, second, NOW + timedelta(days=7))
-    again = summaries.archive_versions(tmp_path, second, NOW + timedelta(days=8))
+    assert summaries.archive_versions(tmp_path, first, NOW, config=CONFIG) is None
+    archived = summaries.archive_versions(tmp_path, second, NOW + timedelta(days=7), config=CONFIG)
+    again = summaries.archive_versions(tmp_path, second, NOW + timedelta(days=8), config=CONFIG)
 
     assert (tmp_path / "vehicle.md").read_text() == second.text
     assert archived == tmp_path / "archive" / "vehicle-20260309T090000Z.md"
@@ -381,7 +381,7 @@ def test_health_report_writes_valid_pngs_and_states_the_totals(tmp_path):
                          "prompt_tokens": [4000, 9000], "completion_tokens": [500, 1500]})
     history = pl.DataFrame({"at": [NOW - timedelta(days=31)], "active_items": [3]})
 
-    result = health.report(items, rejections, runs, history, NOW, tmp_path / "report")
+    result = health.report(items, rejections, runs, history, NOW, tmp_path / "report", config=CONFIG)
 
     assert len(result.png_paths) >= 3
     for png in result.png_paths:
@@ -405,7 +405,7 @@ def test_health_report_writes_valid_pngs_and_states_the_totals(tmp_path):
 
 
 def test_health_report_on_an_empty_store_still_writes_its_plots(tmp_path):
-    result = health.report(frame([]), pl.DataFrame(schema=REJECTION_SCHEMA), None, None, NOW, tmp_path)
+    result = health.report(frame([]), pl.DataFrame(schema=REJECTION_SCHEMA), None, None, NOW, tmp_path, config=CONFIG)
 
     assert len(result.png_paths) == 4
     assert all(p.read_bytes()[:8] == PNG_HEADER for p in result.png_paths)

@@ -64,7 +64,7 @@ def test_the_sweeps_are_assets_upstream_of_the_items_and_in_their_jobs_only():
 
 def test_the_weekly_job_archives_through_its_sweep_and_files_it_once_published(tmp_path, samples):
     paths = DataRoot.resolve(tmp_path / "data")
-    ingest_paths([samples / "personal-assistant.jsonl"], paths.root)
+    ingest_paths([samples / "personal-assistant.jsonl"], paths.root, load_config())
     with dg.instance_for_test() as instance:
         assert run_job(paths, "nightly", extractor="offline", instance=instance)
         born = ItemStore(paths).items()

@@ -9,6 +9,7 @@ import pytest
 
 from memory_assets.lib.ingest.intake import ingest_paths
 from memory_assets.lib.ingest.transcripts import TranscriptError, parse_transcript
+from retrieval.config import load_config
 from tests.conftest import LOCOMO, SAMPLES
 
 GOOD = {"session_id": "s1", "turn": 1, "role": "user", "content": "I drive a 2019 Subaru WRX.",
@@ -91,16 +92,16 @@ def test_a_bad_file_does_not_stop_the_batch(tmp_path, data_root):
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
     bad = _jsonl(tmp_path / "bad.jsonl", json.dumps(GOOD), "{truncated")
-    report = ingest_paths([empty, bad, SAMPLES / "personal-assistant.jsonl"], data_root)
+    report = ingest_paths([empty, bad, SAMPLES / "personal-assistant.jsonl"], data_root, load_config())
     assert any("empty.jsonl: file is empty" in e for e in report.errors)
     assert any("bad.jsonl line 2" in e for e in report.errors)
     assert "pa-2026-09-02" in report.sessions and "s1" in report.sessions
 
 
 def test_ingesting_the_same_file_twice_writes_nothing_new(data_root):
-    first = ingest_paths([SAMPLES / "coding-agent.jsonl"], data_root)
+    first = ingest_paths([SAMPLES / "coding-agent.jsonl"], data_root, load_config())
     before = sorted(p.name for p in (data_root / "inbox").rglob("*.jsonl"))
-    second = ingest_paths([SAMPLES / "coding-agent.jsonl"], data_root)
+    second = ingest_paths([SAMPLES / "coding-agent.jsonl"], data_root, load_config())
     assert first.files_written == 4 and second.files_written == 0
     assert sorted(p.name for p in (data_root / "inbox").rglob("*.jsonl")) == before
 
@@ -108,6 +109,6 @@ def test_ingesting_the_same_file_twice_writes_nothing_new(data_root):
 def test_credentials_never_reach_the_inbox(tmp_path, data_root):
     secret = "sk-proj-AbC123dEf456GhI789jKl012MnO345pQr678"
     path = _jsonl(tmp_path / "t.jsonl", json.dumps({**GOOD, "content": f"use the key {secret} for staging"}))
-    ingest_paths([path], data_root)
+    ingest_paths([path], data_root, load_config())
     stored = "".join(p.read_text() for p in (data_root / "inbox").rglob("*.jsonl"))
     assert secret not in stored and "[REDACTED:" in stored

@@ -23,8 +23,9 @@ def _print_json(obj: Any) -> None:
 
 def cmd_ingest(args: argparse.Namespace) -> int:
     from memory_assets.lib.ingest.intake import ingest_paths
+    from retrieval.config import load_config
 
-    report = ingest_paths([Path(p) for p in args.paths], args.data_root, fmt=args.format)
+    report = ingest_paths([Path(p) for p in args.paths], args.data_root, load_config(), fmt=args.format)
     for error in report.errors:
         print(f"TranscriptError: {error}", file=sys.stderr)
     if args.json:

@@ -24,6 +24,7 @@ from memory_assets.cli.instance import local_instance
 from memory_assets.defs.partitions import (NIGHTS_START, batch_tags, nights, session_batches, sessions,
                                           sessions_per_run, with_new_sessions)
 from retrieval import jobs, published
+from retrieval.config import load_config
 from retrieval.paths import DataRoot
 
 
@@ -180,7 +181,7 @@ def materialize_pending(paths: DataRoot, *, extractor: str | None = None, instan
         if not waiting:
             continue
         job = _job(str(paths.root), extractor, name)
-        for batch in session_batches(known, waiting, sessions_per_run()):
+        for batch in session_batches(known, waiting, sessions_per_run(load_config())):
             with interrupts.step(_step_name(name, batch)):
                 if progress:
                     for session_id in batch:

@@ -13,7 +13,8 @@ from collections.abc import Iterable, Sequence
 
 import dagster as dg
 
-from retrieval.config import load_config
+from memory_assets.defs.runtime import location_config
+from retrieval.config import MemoryConfig
 
 sessions = dg.DynamicPartitionsDefinition(name="sessions")
 
@@ -23,18 +24,19 @@ RANGE_START_TAG = "dagster/asset_partition_range_start"
 RANGE_END_TAG = "dagster/asset_partition_range_end"
 
 
-def sessions_per_run() -> int:
+def sessions_per_run(config: MemoryConfig) -> int:
     """``[pipeline] sessions_per_run``: sessions ingested and extracted by one run."""
-    return int(load_config().pipeline.sessions_per_run)
+    return int(config.pipeline.sessions_per_run)
 
 
-def sensor_seconds() -> int:
+def sensor_seconds(config: MemoryConfig) -> int:
     """``[pipeline] sensor_seconds``: how often the inbox and automation sensors run."""
-    return int(load_config().pipeline.sensor_seconds)
+    return int(config.pipeline.sensor_seconds)
 
 
-# A UI backfill over sessions runs this many partitions per run too.
-session_backfills = dg.BackfillPolicy.multi_run(max_partitions_per_run=sessions_per_run())
+# A UI backfill over sessions runs this many partitions per run too (read when the code
+# location loads, from the config the `memory` resource reads).
+session_backfills = dg.BackfillPolicy.multi_run(max_partitions_per_run=sessions_per_run(location_config()))
 
 
 def with_new_sessions(known: Sequence[str], pending: Iterable[str]) -> tuple[list[str], list[str]]:

@@ -15,6 +15,11 @@ from retrieval.embeddings import Embedder
 from retrieval.paths import DataRoot
 
 
+def _config_path() -> str | None:
+    """``MEMORY_CONFIG`` (``memory --config`` sets it): a TOML file over ``defaults.toml``."""
+    return os.environ.get("MEMORY_CONFIG") or None
+
+
 class MemoryRoot(dg.ConfigurableResource):
     """The data root every asset reads and writes, and the config in force."""
 
@@ -72,13 +77,20 @@ def default_resources(data_root: str | None = None) -> dict[str, object]:
     root = data_root or os.environ.get("MEMORY_DATA_ROOT", "data")
     paths = DataRoot.resolve(root)
     return {
-        "memory": MemoryRoot(data_root=paths.uri, config_path=os.environ.get("MEMORY_CONFIG") or None),
+        "memory": MemoryRoot(data_root=paths.uri, config_path=_config_path()),
         "extractor": ExtractorResource(mode=os.environ.get("MEMORY_EXTRACTOR", "auto")),
         "embedder": EmbedderResource(),
         # In-run analytics only; every asset that opens it is in the "duckdb" pool,
         # so there is one writer at a time.
         "duckdb": WarehouseDuckDB(database=str(paths.duckdb), data_root=paths.uri),
     }
+
+
+def location_config() -> MemoryConfig:
+    """The config as the ``memory`` resource reads it, for the Dagster objects built when
+    the code location loads (a backfill policy, a sensor's interval), before any run or
+    resource exists. Everything else is given the resource's ``config``."""
+    return MemoryRoot(config_path=_config_path()).config
 
 
 # The Celery executor's settings, read from the environment of each process that needs them:

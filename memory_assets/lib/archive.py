@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 from memory_assets.lib import summaries, warehouse
 from memory_assets.lib.items import publish
-from retrieval.config import MemoryConfig, load_config
+from retrieval.config import MemoryConfig
 from retrieval.llm import InvalidReply, LLMOutputFailed, Usage, complete_validated, load_prompt
 from retrieval.paths import DataRoot
 from retrieval.published import INSIGHTS_TABLE
@@ -278,7 +278,8 @@ def insight(cl: Cluster, items: pl.DataFrame, vectors: np.ndarray, *, llm: Any =
     fallback = offline_insight(contents[0], cl.keywords) if contents else cl.insight
     if llm is None:
         return fallback
-    config = config or load_config()
+    if config is None:
+        raise TypeError("insight: an LLM's insight needs config= (its [llm] model and limits)")
     tally = tally if tally is not None else InsightTally()
     model = str(config.llm.model)
     facts = "\n".join(f"- {_BLOCK_TAG.sub('(block marker)', ' '.join(c.split()))}"

@@ -24,7 +24,7 @@ from matplotlib.ticker import MaxNLocator
 
 from memory_assets.lib import warehouse
 from retrieval import scoring
-from retrieval.config import MemoryConfig, load_config
+from retrieval.config import MemoryConfig
 from retrieval.moments import parse_utc
 from retrieval.paths import DataRoot
 from retrieval.schema import REJECTION_SCHEMA, STATUSES, TIERS
@@ -317,7 +317,7 @@ def _markdown(n: dict[str, Any], now: datetime) -> str:
 
 def report(items: pl.DataFrame, rejections: pl.DataFrame, extraction_runs: pl.DataFrame | None,
            history: pl.DataFrame | None, now: datetime, out_dir: Path, *,
-           config: MemoryConfig | None = None) -> HealthReport:
+           config: MemoryConfig) -> HealthReport:
     """Write the health report and its plots into ``out_dir``.
 
     Args:
@@ -328,9 +328,8 @@ def report(items: pl.DataFrame, rejections: pl.DataFrame, extraction_runs: pl.Da
         history: earlier reports' ``history_row``s (``at``, ``active_items``, …), or None.
         now: the clock (report date, staleness, the current week).
         out_dir: the folder for ``health.md`` and the PNGs (created if missing).
-        config: ``[decay] stale_after_days``; the loaded config if omitted.
+        config: the config in force (``[decay] stale_after_days``).
     """
-    config = config or load_config()
     out_dir = location(out_dir)
     n = numbers_for(items, rejections, extraction_runs, history, now, config)
     pngs = [

@@ -124,7 +124,7 @@ class MemoryClient:
             self.last_tier = injection.tier
             if record and (injected := echo.cited(injection.items)):
                 events.record(self.paths.events, "injected", injected, now, session_id=session_id,
-                              payload={"tier": injection.tier, "query": found.query.text})
+                              payload={"tier": injection.tier, "query": found.query.text}, pii=self._pii)
             return injection
 
     def get(self, item_id: str) -> dict[str, Any]:
@@ -156,7 +156,7 @@ class MemoryClient:
         due = reminders.due(self.stores, self._reading(project), now)
         if due and mark_fired:
             events.record(self.paths.events, "fired", sorted({i for r in due for i in r["item_ids"] or []}),
-                          now, payload={"triggers": [r["key"] for r in due]})
+                          now, payload={"triggers": [r["key"] for r in due]}, pii=self._pii)
         return due
 
     def insights(self, query: str | None = None, k: int = 5) -> list[dict[str, Any]]:
@@ -184,7 +184,7 @@ class MemoryClient:
 
     def _event(self, type: str, item_id: str, now: datetime | None, payload: dict[str, Any] | None = None) -> str:
         found = browse.resolve(self.stores, self.view, item_id)
-        events.record(self.paths.events, type, [found], _now(now), payload=payload)
+        events.record(self.paths.events, type, [found], _now(now), payload=payload, pii=self._pii)
         return found
 
     def reinforce(self, item_id: str, *, now: datetime | None = None) -> str:
@@ -219,9 +219,10 @@ class MemoryClient:
         payload = {k: v for k, v in (("reason", reason), ("by", by)) if v}
         if item_id is not None:
             found = browse.resolve(self.stores, self.view, item_id)
-            return events.record(self.paths.events, "erase", [found], _now(now), payload=payload).id
+            return events.record(self.paths.events, "erase", [found], _now(now), payload=payload, pii=self._pii).id
         target = namespace or self.view.writer("erase")
-        return events.record(self.paths.events, "erase", [], _now(now), payload={"namespace": target, **payload}).id
+        return events.record(self.paths.events, "erase", [], _now(now), payload={"namespace": target, **payload},
+                             pii=self._pii).id
 
     def request_run(self, job: str, *, now: datetime | None = None) -> str:
         """Ask the pipeline to run ``job`` (``materialize``, ``nightly``, ``weekly``, ``monthly``) soon."""
@@ -239,7 +240,7 @@ class MemoryClient:
         by_id = {h.id: h for h in injection.items}
         for type, wanted in (("referenced", True), ("ignored", False)):
             if ids := echo.cited([by_id[h] for h, u in used.items() if u is wanted]):
-                events.record(self.paths.events, type, ids, now, session_id=session_id)
+                events.record(self.paths.events, type, ids, now, session_id=session_id, pii=self._pii)
         return used
 
     # -- a live session ------------------------------------------------------------------
@@ -275,4 +276,4 @@ class MemoryClient:
         """Hand a session's transcript to the pipeline (its checkpointed turns when no
         ``messages``), for ``user`` (default this client's namespace); the inbox file or None."""
         return sessions.flush(self.paths, lambda: self.checkpoints, self.view, session_id, messages, user=user,
-                              project=project, pii=self._pii)
+                              project=project, pii=self._pii, default_namespace=self.config.default_namespace)

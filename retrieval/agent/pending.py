@@ -71,7 +71,7 @@ def write(paths: DataRoot, namespace: str, content: str, *, now: datetime, pii: 
     message = {"session_id": session_id, "turn": 1, "role": "user", "content": content, "ts": now.isoformat(),
                "speaker": "user", "trust": "trusted", "namespace": namespace, "source_format": "remember",
                **({"project": project} if project else {})}
-    write_session(paths.inbox, session_id, [message], pii=pii)
+    write_session(paths.inbox, session_id, [message], pii=pii, default_namespace=namespace)  # it names its own
     return Pending(session_id, namespace, credentials.redact(content, pii=tuple(pii)), now, project)
 
 

@@ -60,10 +60,11 @@ def canonical(session_id: str, messages: Messages, *, namespace: str | None, pro
 
 def flush(paths: DataRoot, checkpoints: Callable[[], CheckpointStore], view: View, session_id: str,
           messages: Messages | None, *, user: str | None, project: str | None,
-          pii: tuple[str, ...]) -> str | None:
+          pii: tuple[str, ...], default_namespace: str) -> str | None:
     """Write the session's transcript to the inbox (``MemoryClient.flush_session``): the
     ``messages`` given, else its checkpointed turns, which are then marked flushed. The
-    inbox file, or None when it was already there."""
+    inbox file, or None when it was already there. ``pii`` and ``default_namespace``: the
+    config's (``write_session``)."""
     now = datetime.now(timezone.utc).isoformat()
     namespace = user or view.namespace
     project = check_project(project) if project is not None else None
@@ -75,7 +76,7 @@ def flush(paths: DataRoot, checkpoints: Callable[[], CheckpointStore], view: Vie
         if not messages:
             return None
     written = canonical(session_id, messages, namespace=namespace, project=project, now=now)
-    path = write_session(paths.inbox, session_id, written, pii=pii)
+    path = write_session(paths.inbox, session_id, written, pii=pii, default_namespace=default_namespace)
     if checkpointed:
         checkpoints().mark_flushed(namespace, session_id, max(c.turn for c in checkpointed),
                                    datetime.now(timezone.utc))

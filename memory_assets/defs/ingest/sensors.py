@@ -5,7 +5,7 @@ import hashlib
 
 import dagster as dg
 
-from memory_assets.defs.runtime import MemoryRoot
+from memory_assets.defs.runtime import MemoryRoot, location_config
 from memory_assets.lib.ingest import intake
 from memory_assets.defs.partitions import (batch_tags, sensor_seconds, session_batches, sessions, sessions_per_run,
                                          with_new_sessions)
@@ -27,7 +27,8 @@ def _files_key(pending: dict, session_ids: list[str]) -> str:
     return hashlib.sha256(names.encode()).hexdigest()[:16]
 
 
-@dg.sensor(job=ingest_session_job, minimum_interval_seconds=sensor_seconds(), default_status=dg.DefaultSensorStatus.RUNNING)
+@dg.sensor(job=ingest_session_job, minimum_interval_seconds=sensor_seconds(location_config()),
+           default_status=dg.DefaultSensorStatus.RUNNING)
 def inbox_sensor(context: dg.SensorEvaluationContext, memory: MemoryRoot) -> dg.SensorResult | dg.SkipReason:
     """Adds a ``sessions`` partition per new session and requests runs for the sessions
     with unread files: one run per batch of ``[pipeline] sessions_per_run`` (a range of
@@ -39,7 +40,7 @@ def inbox_sensor(context: dg.SensorEvaluationContext, memory: MemoryRoot) -> dg.
     # The new partitions are added, in this order, before the runs start.
     order, new = with_new_sessions(context.instance.get_dynamic_partitions(sessions.name), pending)
     requests = []
-    for batch in session_batches(order, pending, sessions_per_run()):
+    for batch in session_batches(order, pending, sessions_per_run(memory.config)):
         key = _files_key(pending, batch)
         failed = len(batch) > 1 and context.instance.get_runs(
             dg.RunsFilter(tags={BATCH_TAG: key}, statuses=[dg.DagsterRunStatus.FAILURE]), limit=1)

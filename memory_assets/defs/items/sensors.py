@@ -4,7 +4,7 @@ import hashlib
 
 import dagster as dg
 
-from memory_assets.defs.runtime import MemoryRoot
+from memory_assets.defs.runtime import MemoryRoot, location_config
 from memory_assets.defs.partitions import sensor_seconds
 from memory_assets.defs.scheduled_jobs import ITEMS_WRITER_TAGS
 
@@ -34,7 +34,7 @@ automation_sensor = dg.AutomationConditionSensorDefinition(
     "memory_automation_sensor",
     target=dg.AssetSelection.all(),
     default_status=dg.DefaultSensorStatus.RUNNING,
-    minimum_interval_seconds=sensor_seconds(),
+    minimum_interval_seconds=sensor_seconds(location_config()),
     run_tags=ITEMS_WRITER_TAGS,
     description="Evaluates every asset's automation condition (memory_items and published_items after "
                 "extraction, category_summaries after publish) every `[pipeline] sensor_seconds` (30 s); "

@@ -17,7 +17,7 @@ from pathlib import Path
 from memory_assets.lib import warehouse
 from memory_assets.lib.ingest.transcripts import TranscriptError, parse_transcript
 from memory_assets.lib.ingest.turns import new_turns
-from retrieval.config import MemoryConfig, load_config
+from retrieval.config import MemoryConfig
 from retrieval.credentials import pii_from_config
 from retrieval.files import stamp
 from retrieval.inbox import write_session
@@ -37,9 +37,14 @@ class IngestReport:
                 "messages": self.messages, "sessions": self.sessions, "errors": self.errors}
 
 
-def ingest_paths(files: list[Path], data_root: str | Path | None = None, *, fmt: str = "auto") -> IngestReport:
+def ingest_paths(files: list[Path], data_root: str | Path | None, config: MemoryConfig, *,
+                 fmt: str = "auto") -> IngestReport:
+    """``memory ingest``: each session of ``files`` into the inbox under ``data_root``, its
+    messages capped at ``[ingest] max_message_bytes`` and redacted of the ``[privacy]
+    redact`` kinds of ``config``; a bad file or line is reported, the rest go in."""
     paths = DataRoot.resolve(data_root)
-    cap = int(load_config().ingest.max_message_bytes)
+    cap = int(config.ingest.max_message_bytes)
+    pii = pii_from_config(config)
     report = IngestReport()
     for file in files:
         try:
@@ -53,7 +58,8 @@ def ingest_paths(files: list[Path], data_root: str | Path | None = None, *, fmt:
             report.messages += len(messages)
             if session_id not in report.sessions:
                 report.sessions.append(session_id)
-            if write_session(paths.inbox, session_id, messages) is not None:
+            if write_session(paths.inbox, session_id, messages, pii=pii,
+                             default_namespace=config.default_namespace) is not None:
                 report.files_written += 1
     return report
 

@@ -23,7 +23,7 @@ from memory_assets.lib.items import publish
 from memory_assets.lib.summaries import entity_pages as profiles
 from memory_assets.lib.summaries.writing import Summary, chat_client, missing_citations, rebuild, summarize, version_stamp
 from retrieval import published
-from retrieval.config import MemoryConfig, load_config
+from retrieval.config import MemoryConfig
 from retrieval.paths import DataRoot, location
 from retrieval.profiles import PROFILE_PREFIX, profile_category
 from retrieval.published import SUMMARIES_TABLE
@@ -155,8 +155,7 @@ def _profiles(paths: DataRoot, items: pl.DataFrame, current: pl.DataFrame, confi
     return profiles.profiles(items, chosen, edges, config, now), wanted
 
 
-def archive_versions(folder: Path, summary: Summary, now: datetime, *,
-                     config: MemoryConfig | None = None) -> Path | None:
+def archive_versions(folder: Path, summary: Summary, now: datetime, *, config: MemoryConfig) -> Path | None:
     """Write ``<folder>/<summary_file>``, archiving the version it replaces.
 
     The old file moves to ``<folder>/archive/<name>-<UTC stamp>.md``. Archived versions
@@ -166,7 +165,6 @@ def archive_versions(folder: Path, summary: Summary, now: datetime, *,
     Returns:
         the archived file, or None when there was nothing to archive.
     """
-    config = config or load_config()
     folder = location(folder)
     target = folder / summary.file_name
     archived: Path | None = None
