@@ -433,3 +433,17 @@ def test_the_config_is_loaded_only_by_the_shells():
             if shell is None or CONFIG_SHELLS[shell] not in (None, where):
                 found.append(f"{name}:{line} in {where or 'the module'}")
     assert found == []
+
+
+# --- MemoryClient: a thin front over the agent's side ----------------------------------------
+
+MAX_CLIENT_LINES = 200
+
+
+def test_memory_client_is_a_thin_front():
+    """``MemoryClient`` fronts the agent's parts (``View``, ``recall``, ``browse``, ``pending``,
+    ``reminders``, ``echo``, ``sessions``): each method is its docstring and a call, so the
+    class stays within ``MAX_CLIENT_LINES`` lines; logic goes to the part it fronts."""
+    tree = ast.parse((ROOT / "retrieval/agent/client.py").read_text(encoding="utf-8"))
+    [client] = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "MemoryClient"]
+    assert client.end_lineno - client.lineno + 1 <= MAX_CLIENT_LINES

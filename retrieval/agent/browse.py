@@ -1,6 +1,7 @@
 """One reader's published memories one at a time: an item by id or short id (``resolve``,
-``get``), a filtered list (``listing``), where an item came from (``history``) and what
-the archive says in aggregate (``insights``).
+``get``), a filtered list (``listing``), where an item came from (``history``), what the
+archive says in aggregate (``insights``), and the reader's word about one item: a
+feedback event naming it (``about``) or an erase request (``erase``).
 
 Another namespace's item is not there for the reader: the same answer as an unknown id,
 so a caller learns nothing about what others hold (``View.owns``).
@@ -8,13 +9,17 @@ so a caller learns nothing about what others hold (``View.owns``).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 import polars as pl
 
+from retrieval import events
+from retrieval.agent.injection import Injection
 from retrieval.agent.lineage import events_about, related_items, sources_of
 from retrieval.agent.pending import PENDING, Overlay
+from retrieval.agent.search import to_hit
 from retrieval.agent.stores import Stores
 from retrieval.agent.view import View
 from retrieval.published import INSIGHTS_TABLE
@@ -40,6 +45,34 @@ def resolve(stores: Stores, view: View, item_id: str) -> str:
     if row is None or not view.owns(row):
         raise ItemStore.DoesNotExist(f"no published item with id {item_id!r} under {stores.paths.root}")
     return found
+
+
+def about(stores: Stores, view: View, type: str, item_id: str, now: datetime, *, pii: Iterable[str],
+          payload: dict[str, Any] | None = None) -> str:
+    """Record a feedback event of ``type`` (reinforce, demote, update…) about the item
+    ``item_id`` names (``resolve``); its full id."""
+    found = resolve(stores, view, item_id)
+    events.record(stores.paths.events, type, [found], now, payload=payload, pii=pii)
+    return found
+
+
+def erase(stores: Stores, view: View, namespace: str | None, item_id: str | None, now: datetime, *,
+          pii: Iterable[str], reason: str | None, by: str | None) -> str:
+    """An ``erase`` request for every memory of ``namespace`` (default the one ``view``
+    writes to) or for the one item ``item_id`` names; the request's id."""
+    payload = {k: v for k, v in (("reason", reason), ("by", by)) if v}
+    if item_id is not None:
+        return events.record(stores.paths.events, "erase", [resolve(stores, view, item_id)], now, payload=payload,
+                             pii=pii).id
+    target = namespace or view.writer("erase")
+    return events.record(stores.paths.events, "erase", [], now, payload={"namespace": target, **payload}, pii=pii).id
+
+
+def injection_of(stores: Stores, view: View, item_ids: Sequence[str]) -> Injection:
+    """An injection of the published items ``item_ids`` name, for a caller holding only
+    the block's ids."""
+    rows = stores.rows.rows([resolve(stores, view, i) for i in item_ids])
+    return Injection(text="", items=[to_hit(row, 1.0, 1.0) for row in rows.values()])
 
 
 def get(stores: Stores, overlay: Overlay, view: View, item_id: str) -> dict[str, Any]:

@@ -1,8 +1,8 @@
 """``MemoryClient``: what an agent imports to read its memory and hand over transcripts.
 
 A front over plain modules: ``recall`` (search and inject over ``retrieve``), ``browse``
-(one memory at a time), ``reminders``, ``echo`` (what a reply used) and ``sessions`` (a
-live session). Whose memory it is, is a ``View``: every namespace rule is asked of it.
+(one memory at a time, and feedback about it), ``pending`` (``remember``), ``reminders``,
+``echo`` (what a reply used) and ``sessions`` (a live session). Whose memory it is, is a ``View``: every namespace rule is asked of it.
 Every write is an append the pipeline folds in: an inbox file or a feedback event.
 """
 
@@ -11,17 +11,16 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Sequence
+from functools import cached_property
 from datetime import datetime, timezone
 from typing import Any
 
-from retrieval import credentials, events, jobs
-from retrieval.agent import browse, echo, recall, reminders, sessions, signals
+from retrieval import credentials, jobs
+from retrieval.agent import browse, echo, pending, recall, reminders, sessions
 from retrieval.agent.injection import Injection
 from retrieval.agent.options import RetrievalOptions
 from retrieval.agent.pending import Overlay
-from retrieval.agent.pending import write as write_pending
-from retrieval.agent.retrieve import block
-from retrieval.agent.search import Hit, to_hit
+from retrieval.agent.search import Hit
 from retrieval.agent.stores import Messages, Stores
 from retrieval.agent.view import View
 from retrieval.checkpoints import CheckpointStore
@@ -30,7 +29,6 @@ from retrieval.disabled import is_disabled
 from retrieval.embeddings import Embedder
 from retrieval.paths import DataRoot
 from retrieval.projects import check_project
-from retrieval.spans import timed
 from retrieval.store import ItemStore
 
 
@@ -64,7 +62,6 @@ class MemoryClient:
         self.view = View.of(self.config, namespace, scopes)
         self.stores = Stores(self.paths, self.config)
         self.overlay = Overlay(self.paths, lambda texts: self.embedder.embed(texts))
-        self._checkpoints: CheckpointStore | None = None
         self.last_tier: str = "none"
 
     def scoped(self, namespace: str | None, scopes: Sequence[str] | None = None, *,
@@ -103,8 +100,6 @@ class MemoryClient:
                as_of: datetime | None = None, project: str | None = None) -> list[Hit]:
         """The ``k`` best items for ``query`` as given, active ones first, then archived and
         cold ones; ``as_of`` a day: what was true then (superseded since or not)."""
-        if self.disabled():  # `memory disable`: nothing is found
-            return []
         view = self.view.at(as_of).for_project(project)
         return recall.search(self.stores, self.overlay, view, self.config, self.options, query, k, _now(now))
 
@@ -114,18 +109,12 @@ class MemoryClient:
         """The memory block for the agent's next prompt: for ``context`` (messages, the last 5
         count, or text), at most ``max_items`` lines (10; 5 ``budget_aware``, which skips the
         costly paths) and ``token_budget`` tokens. ``record``: write the ``injected`` event."""
-        with timed("inject"):
-            if self.disabled():  # `memory disable`: nothing is injected
-                return Injection(text="", tier="disabled")
-            now, view = _now(now), self.view.at(as_of).for_project(project)
-            found = recall.found(recall.redacted_context(context, self._pii), self.stores, self.overlay, view,
-                                 self.config, self.options, now, max_items=max_items, budget_aware=budget_aware)
-            injection = block(found, self.config, now, token_budget=token_budget)
-            self.last_tier = injection.tier
-            if record and (injected := echo.cited(injection.items)):
-                events.record(self.paths.events, "injected", injected, now, session_id=session_id,
-                              payload={"tier": injection.tier, "query": found.query.text}, pii=self._pii)
-            return injection
+        injection = recall.inject(context, self.stores, self.overlay, self.view.at(as_of).for_project(project),
+                                  self.config, self.options, _now(now), pii=self._pii, max_items=max_items,
+                                  token_budget=token_budget, budget_aware=budget_aware, session_id=session_id,
+                                  record=record)
+        self.last_tier = injection.tier
+        return injection
 
     def get(self, item_id: str) -> dict[str, Any]:
         """One memory by id, short id or pending id, every status (else ``ItemStore.DoesNotExist``)."""
@@ -152,12 +141,7 @@ class MemoryClient:
                      project: str | None = None) -> list[dict[str, Any]]:
         """Forward triggers due by ``now``'s day, not fired yet; each comes back once
         (``mark_fired`` writes a ``fired`` event)."""
-        now = _now(now)
-        due = reminders.due(self.stores, self._reading(project), now)
-        if due and mark_fired:
-            events.record(self.paths.events, "fired", sorted({i for r in due for i in r["item_ids"] or []}),
-                          now, payload={"triggers": [r["key"] for r in due]}, pii=self._pii)
-        return due
+        return reminders.fire(self.stores, self._reading(project), _now(now), mark_fired=mark_fired, pii=self._pii)
 
     def insights(self, query: str | None = None, k: int = 5) -> list[dict[str, Any]]:
         """The archive's insights (``archive_clusters``): the ``k`` closest to ``query``, or the largest."""
@@ -177,15 +161,10 @@ class MemoryClient:
     def remember(self, content: str, *, project: str | None = None, now: datetime | None = None) -> dict[str, Any]:
         """Store ``content`` as a memory through the inbox (gated by the next run); until it
         is published, ``search`` and ``inject`` show it ``[pending]``. The pending row."""
-        if not (text := " ".join(str(content).split())):
-            raise ValueError("remember: the content is empty")
-        return write_pending(self.paths, self.view.writer("remember"), text, now=_now(now), pii=self._pii,
-                             project=project).as_row()
+        return pending.write(self.paths, self.view, content, now=_now(now), pii=self._pii, project=project).as_row()
 
     def _event(self, type: str, item_id: str, now: datetime | None, payload: dict[str, Any] | None = None) -> str:
-        found = browse.resolve(self.stores, self.view, item_id)
-        events.record(self.paths.events, type, [found], _now(now), payload=payload, pii=self._pii)
-        return found
+        return browse.about(self.stores, self.view, type, item_id, _now(now), pii=self._pii, payload=payload)
 
     def reinforce(self, item_id: str, *, now: datetime | None = None) -> str:
         """The user confirmed this memory: the one thing that counts as a reference."""
@@ -216,13 +195,7 @@ class MemoryClient:
               by: str | None = None, now: datetime | None = None) -> str:
         """The right to be forgotten: an ``erase`` request for every memory of ``namespace``
         (default this client's) or one ``item_id``; the request's id."""
-        payload = {k: v for k, v in (("reason", reason), ("by", by)) if v}
-        if item_id is not None:
-            found = browse.resolve(self.stores, self.view, item_id)
-            return events.record(self.paths.events, "erase", [found], _now(now), payload=payload, pii=self._pii).id
-        target = namespace or self.view.writer("erase")
-        return events.record(self.paths.events, "erase", [], _now(now), payload={"namespace": target, **payload},
-                             pii=self._pii).id
+        return browse.erase(self.stores, self.view, namespace, item_id, _now(now), pii=self._pii, reason=reason, by=by)
 
     def request_run(self, job: str, *, now: datetime | None = None) -> str:
         """Ask the pipeline to run ``job`` (``materialize``, ``nightly``, ``weekly``, ``monthly``) soon."""
@@ -230,42 +203,27 @@ class MemoryClient:
 
     def injection_of(self, item_ids: Sequence[str]) -> Injection:
         """An injection of these published items, for a caller holding only the block's ids."""
-        rows = self.stores.rows.rows([browse.resolve(self.stores, self.view, i) for i in item_ids])
-        return Injection(text="", items=[to_hit(row, 1.0, 1.0) for row in rows.values()])
+        return browse.injection_of(self.stores, self.view, item_ids)
 
     def record_response(self, injection: Injection, response_text: str, *, now: datetime | None = None,
                         session_id: str | None = None) -> dict[str, bool]:
         """Which injected items the reply used (``referenced``) and ignored (``ignored``): hit id → used."""
-        now, used = _now(now), echo.used(injection, response_text, self.config, self.embedder.embed)
-        by_id = {h.id: h for h in injection.items}
-        for type, wanted in (("referenced", True), ("ignored", False)):
-            if ids := echo.cited([by_id[h] for h, u in used.items() if u is wanted]):
-                events.record(self.paths.events, type, ids, now, session_id=session_id, pii=self._pii)
-        return used
+        return echo.record(injection, response_text, self.config, self.embedder.embed, self.paths.events, _now(now),
+                           session_id=session_id, pii=self._pii)
 
     # -- a live session ------------------------------------------------------------------
 
-    @property
+    @cached_property
     def checkpoints(self) -> CheckpointStore:
         """The per-turn checkpoint store (SQLite in the data root, or ``[service] checkpoint_dsn``)."""
-        if self._checkpoints is None:
-            self._checkpoints = CheckpointStore.for_root(self.paths, self.config)
-        return self._checkpoints
+        return CheckpointStore.for_root(self.paths, self.config)
 
     def append_turn(self, session_id: str, turn: int, record: dict[str, Any], *, project: str | None = None,
                     now: datetime | None = None) -> dict[str, Any]:
         """Checkpoint one turn, durable when this returns; a turn with a signal worth keeping
         at once (``retrieval.agent.signals``) hands the session so far to the pipeline."""
-        now = _now(now)
-        saved = self.checkpoints.append(self.view.writer("append_turn"), session_id, turn, record,
-                                        project=project, now=now)
-        found = sessions.signals_in(record, self.config, self._pii)
-        flushed = None
-        if signals.HIGH_SIGNALS.intersection(found):
-            flushed = self.flush_session(session_id, project=project)
-            self.request_run("materialize", now=now)
-        return {"session_id": session_id, "turn": saved.turn, "signals": found, "flushed": flushed is not None,
-                "checkpointed_at": saved.created_at.isoformat()}
+        return sessions.append_turn(self.paths, lambda: self.checkpoints, self.view, self.config, session_id, turn,
+                                    record, project=project, now=_now(now), pii=self._pii)
 
     def replay(self, session_id: str, upto_turn: int | None = None) -> list[dict[str, Any]]:
         """The session's checkpointed turns in order, up to ``upto_turn``: its state after a crash."""

@@ -1,14 +1,18 @@
 """Which injected items an agent's reply used (echo) and which it ignored (fizzle), for
-``MemoryClient.record_response``. Neither is a user-confirmed reference, so neither
-reinforces; the pipeline moves each item's retrieval priority a little."""
+``MemoryClient.record_response`` (``record``: a ``referenced`` and an ``ignored`` event).
+Neither is a user-confirmed reference, so neither reinforces; the pipeline moves each
+item's retrieval priority a little."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from pathlib import Path
 
 import numpy as np
 
+from retrieval import events
 from retrieval.agent.injection import Injection
 from retrieval.agent.rewrite import keywords
 from retrieval.agent.search import Hit
@@ -47,3 +51,15 @@ def cited(hits: Sequence[Hit]) -> list[str]:
     """The items ``hits`` stand for, once each in order: a summary line counts for the
     items it cites."""
     return list(dict.fromkeys(i for hit in hits for i in item_ids(hit)))
+
+
+def record(injection: Injection, reply: str, config: MemoryConfig, embed: Callable[[list[str]], np.ndarray],
+           events_dir: Path, now: datetime, *, session_id: str | None, pii: Iterable[str]) -> dict[str, bool]:
+    """``used``, recorded: a ``referenced`` event for the items the reply used and an
+    ``ignored`` one for the rest (an event only when it names an item)."""
+    found = used(injection, reply, config, embed)
+    by_id = {h.id: h for h in injection.items}
+    for type, wanted in (("referenced", True), ("ignored", False)):
+        if ids := cited([by_id[h] for h, u in found.items() if u is wanted]):
+            events.record(events_dir, type, ids, now, session_id=session_id, pii=pii)
+    return found

@@ -61,11 +61,16 @@ class Pending:
         return to_hit(self.as_row(), relevance, relevance)
 
 
-def write(paths: DataRoot, namespace: str, content: str, *, now: datetime, pii: Sequence[str],
+def write(paths: DataRoot, view: View, content: str, *, now: datetime, pii: Sequence[str],
           project: str | None = None) -> Pending:
-    """Append ``content`` as a remembered turn of its own session; returns it as the
+    """Append ``content`` (its whitespace collapsed) as a remembered turn of its own
+    session, in the namespace ``view``'s writes go to (``View.writer``); returns it as the
     overlay will show it (redacted, as stored). ``project``: what it is about, when it
-    only matters there (``retrieval.projects``; a ``ValueError`` when not a project name)."""
+    only matters there (``retrieval.projects``). A ``ValueError`` when the content is
+    empty, the view has no namespace to write to, or ``project`` is not a project name."""
+    if not (content := " ".join(str(content).split())):
+        raise ValueError("remember: the content is empty")
+    namespace = view.writer("remember")
     project = check_project(project) if project is not None else None
     session_id = f"{PREFIX}{uuid.uuid4().hex[:20]}"
     message = {"session_id": session_id, "turn": 1, "role": "user", "content": content, "ts": now.isoformat(),

@@ -1,24 +1,30 @@
-"""What a reader is given: the items for a query (``search``) and what retrieval found for
-a conversation (``found``), each with the reader's own writes the pipeline has not
-published yet, flagged ``[pending]`` (read-your-writes, ``retrieval.agent.pending``).
+"""What a reader is given: the items for a query (``search``), what retrieval found for
+a conversation (``found``) and the block made of it (``inject``), each with the reader's
+own writes the pipeline has not published yet, flagged ``[pending]`` (read-your-writes,
+``retrieval.agent.pending``).
 
-``MemoryClient.search`` and ``inject`` call these with the reader's ``View`` and record
-what was injected; the retrieval itself (``retrieval.agent.retrieve``) writes nothing.
+``MemoryClient.search`` and ``inject`` call these with the reader's ``View``; ``inject``
+records what was injected (an ``injected`` event), the retrieval itself
+(``retrieval.agent.retrieve``) writes nothing.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
 
-from retrieval import credentials
+from retrieval import credentials, events
+from retrieval.agent.echo import cited
+from retrieval.agent.injection import Injection
 from retrieval.agent.options import RetrievalOptions
 from retrieval.agent.pending import Overlay
-from retrieval.agent.retrieve import Retrieved, rank, retrieve
+from retrieval.agent.retrieve import Retrieved, block, rank, retrieve
 from retrieval.agent.rewrite import CONTEXT_MESSAGES
 from retrieval.agent.search import Hit
 from retrieval.agent.stores import Messages, Stores
 from retrieval.agent.view import View
 from retrieval.config import MemoryConfig
+from retrieval.disabled import is_disabled
+from retrieval.spans import timed
 
 
 def redacted_context(context: str | Messages, pii: tuple[str, ...]) -> str | Messages:
@@ -43,7 +49,10 @@ def pending_hits(stores: Stores, overlay: Overlay, view: View, config: MemoryCon
 def search(stores: Stores, overlay: Overlay, view: View, config: MemoryConfig, options: RetrievalOptions,
            query: str, k: int, now: datetime) -> list[Hit]:
     """The ``k`` best items for ``query``, the reader's pending writes first (not as of a
-    past day: what was true then was published)."""
+    past day: what was true then was published); none when the reader's memory is off
+    (``memory disable``)."""
+    if is_disabled(stores.paths, view.namespace):
+        return []
     hits = rank(stores, view, config, options, query, k, now)[0]
     if view.as_of is not None:
         return hits
@@ -61,3 +70,22 @@ def found(context: str | Messages, stores: Stores, overlay: Overlay, view: View,
         out.hits = pending + out.hits
         out.flags.update({h.id: ["[pending]"] for h in pending})
     return out
+
+
+def inject(context: str | Messages, stores: Stores, overlay: Overlay, view: View, config: MemoryConfig,
+           options: RetrievalOptions, now: datetime, *, pii: tuple[str, ...], max_items: int | None,
+           token_budget: int | None, budget_aware: bool | None, session_id: str | None, record: bool) -> Injection:
+    """The memory block for ``context`` (``MemoryClient.inject``): what ``found`` finds for
+    it once redacted (``redacted_context``), as ``block`` renders it in ``token_budget``;
+    ``record``: an ``injected`` event names the items it cites (never a reference). An
+    empty block of tier ``disabled`` when the reader's memory is off (``memory disable``)."""
+    with timed("inject"):
+        if is_disabled(stores.paths, view.namespace):
+            return Injection(text="", tier="disabled")
+        out = found(redacted_context(context, pii), stores, overlay, view, config, options, now,
+                    max_items=max_items, budget_aware=budget_aware)
+        injection = block(out, config, now, token_budget=token_budget)
+        if record and (injected := cited(injection.items)):
+            events.record(stores.paths.events, "injected", injected, now, session_id=session_id,
+                          payload={"tier": injection.tier, "query": out.query.text}, pii=pii)
+        return injection

@@ -1,9 +1,11 @@
 """What an agent is reminded of: the lessons it should follow (``lessons_for``,
 ``MemoryClient.lessons``) and the forward triggers due on a day, or overdue, that have not
-fired yet (``due``, ``MemoryClient.due_triggers``); each its item's reader's only."""
+fired yet (``due``; ``fire`` delivers them once, ``MemoryClient.due_triggers``); each its
+item's reader's only."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -32,6 +34,16 @@ def due(stores: Stores, view: View, now: datetime) -> list[dict[str, Any]]:
                                        for i in r["item_ids"] or [])]
     out = [{**row, "key": events.trigger_key(row)} for row in rows]
     return [row for row in out if row["key"] not in fired]
+
+
+def fire(stores: Stores, view: View, now: datetime, *, mark_fired: bool, pii: Iterable[str]) -> list[dict[str, Any]]:
+    """The triggers ``due`` by ``now``, each delivered once: ``mark_fired`` records a
+    ``fired`` event naming them and their items, so they do not come back."""
+    found = due(stores, view, now)
+    if found and mark_fired:
+        events.record(stores.paths.events, "fired", sorted({i for r in found for i in r["item_ids"] or []}),
+                      now, payload={"triggers": [r["key"] for r in found]}, pii=pii)
+    return found
 
 
 def lessons_for(stores: Stores, view: View, config: MemoryConfig) -> list[str]:

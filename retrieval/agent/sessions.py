@@ -1,6 +1,7 @@
-"""A live session on the agent's side: each turn checkpointed as it arrives, scanned for
-what is worth keeping at once (``signals_in``), and the session's transcript handed to the
-pipeline (``flush``) at its end, before compaction, or at such a signal.
+"""A live session on the agent's side: each turn checkpointed as it arrives
+(``append_turn``), scanned for what is worth keeping at once (``signals_in``), and the
+session's transcript handed to the pipeline (``flush``) at its end, before compaction, or
+at such a signal.
 
 Nothing acknowledged is lost: a flush without messages hands over the checkpointed turns,
 so after a crash it recovers every turn that was acknowledged.
@@ -12,6 +13,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
+from retrieval import jobs
 from retrieval.agent import signals
 from retrieval.agent.stores import Messages
 from retrieval.agent.view import View
@@ -81,6 +83,23 @@ def flush(paths: DataRoot, checkpoints: Callable[[], CheckpointStore], view: Vie
         checkpoints().mark_flushed(namespace, session_id, max(c.turn for c in checkpointed),
                                    datetime.now(timezone.utc))
     return str(path) if path else None
+
+
+def append_turn(paths: DataRoot, checkpoints: Callable[[], CheckpointStore], view: View, config: MemoryConfig,
+                session_id: str, turn: int, record: dict[str, Any], *, project: str | None, now: datetime,
+                pii: tuple[str, ...]) -> dict[str, Any]:
+    """Checkpoint one turn (``MemoryClient.append_turn``), durable when this returns; a
+    turn with a high signal (``signals.HIGH_SIGNALS``) hands the session so far to the
+    pipeline (``flush``) and asks for a ``materialize`` run."""
+    saved = checkpoints().append(view.writer("append_turn"), session_id, turn, record, project=project, now=now)
+    found = signals_in(record, config, pii)
+    flushed = None
+    if signals.HIGH_SIGNALS.intersection(found):
+        flushed = flush(paths, checkpoints, view, session_id, None, user=None, project=project, pii=pii,
+                        default_namespace=config.default_namespace)
+        jobs.request_run(paths, "materialize", now)
+    return {"session_id": session_id, "turn": saved.turn, "signals": found, "flushed": flushed is not None,
+            "checkpointed_at": saved.created_at.isoformat()}
 
 
 def replayed(checkpoints: CheckpointStore, view: View, session_id: str,
