@@ -27,7 +27,10 @@ def parse_utc(text: str) -> datetime:
 
     Raises:
         ValueError: ``text`` is not an ISO-8601 time (the message quotes it and shows one).
+        TypeError: ``text`` is not a string (a number, None), as ``datetime.fromisoformat``.
     """
+    if not isinstance(text, str):
+        raise TypeError(f"an ISO-8601 time is text, not {type(text).__name__} ({text!r})")
     try:
         parsed = datetime.fromisoformat(text.strip())
     except ValueError:

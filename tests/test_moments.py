@@ -33,6 +33,12 @@ def test_text_that_is_not_an_iso_time_is_refused_with_what_was_given(text):
         parse_utc(text)
 
 
+@pytest.mark.parametrize("value", [None, 1788944400, b"2026-09-10"])
+def test_what_is_not_text_is_a_type_error(value):
+    with pytest.raises(TypeError, match="an ISO-8601 time is text"):
+        parse_utc(value)
+
+
 def test_a_naive_datetime_is_utc_and_an_aware_one_is_converted():
     assert utc(datetime(2026, 9, 10, 9, 0)) == NINE_UTC
     assert utc(datetime(2026, 9, 10, 9, 0)).tzinfo == timezone.utc
