@@ -35,6 +35,7 @@ from typing import Any
 import polars as pl
 
 from memory_assets.lib.ingest.transcripts import parse_ts
+from retrieval.config import MemoryConfig, load_config
 
 CHANGES = Path(__file__).with_name("changes")
 KINDS = ("change", "distractor")
@@ -125,13 +126,12 @@ def load_cases(folder: Path = CHANGES) -> list[ChangeCase]:
 
 # --- building the memory ---------------------------------------------------------------
 
-def build(cases: Sequence[ChangeCase], root: Path, extractor: str = "offline") -> dict[str, int]:
+def build(cases: Sequence[ChangeCase], root: Path, config: MemoryConfig, extractor: str = "offline") -> dict[str, int]:
     """Every case's sessions through the pipeline's stage steps into ``root``, round by
     round (each case's first session, then each second one…), publishing after each round."""
     from memory_assets.lib.extraction.session import choose_extractor, extract_session
     from memory_assets.lib.ingest.intake import ingest_paths, store_session
     from memory_assets.lib.items.staging import audit_staged, publish_staged, stage_items
-    from retrieval.config import load_config
     from retrieval.embeddings import Embedder
     from retrieval.paths import DataRoot
 
@@ -144,8 +144,8 @@ def build(cases: Sequence[ChangeCase], root: Path, extractor: str = "offline") -
             path.write_text("".join(json.dumps({**t, "session_id": s.session_id, "namespace": case.case_id}) + "\n"
                                     for t in s.turns), encoding="utf-8")
             files.append(path)
-    report = ingest_paths(files, root)
-    paths, config = DataRoot.resolve(root), load_config()
+    report = ingest_paths(files, root, config)
+    paths = DataRoot.resolve(root)
     impl, model = choose_extractor(extractor, config), Embedder(config)
     rounds = max(len(c.sessions) for c in cases)
     clock = min(c.sessions[0].ended_at for c in cases)
@@ -219,7 +219,8 @@ def score_case(case: ChangeCase, items: pl.DataFrame, client: Any) -> dict[str, 
     return out
 
 
-def run_change_eval(folder: Path = CHANGES, *, extractor: str = "offline", root: Path | None = None) -> dict[str, Any]:
+def run_change_eval(folder: Path = CHANGES, *, config: MemoryConfig, extractor: str = "offline",
+                    root: Path | None = None) -> dict[str, Any]:
     """Build the change set's memory and score every case.
 
     Returns:
@@ -236,7 +237,7 @@ def run_change_eval(folder: Path = CHANGES, *, extractor: str = "offline", root:
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="change-eval-") as tmp:
         target = Path(root or tmp)
-        built = build(cases, target, extractor)
+        built = build(cases, target, config, extractor)
         items = ItemStore(DataRoot.resolve(target)).items()
         verdicts = []
         for case in cases:
@@ -269,7 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="every case's verdict as JSON")
     args = parser.parse_args(argv)
     try:
-        report = run_change_eval(args.folder, extractor=args.extractor)
+        report = run_change_eval(args.folder, config=load_config(), extractor=args.extractor)
     except ChangeSetError as exc:
         print(f"ChangeSetError: {exc}", file=sys.stderr)
         return 2

@@ -26,7 +26,7 @@ import memory_assets.lib as pipeline
 import prompts as prompt_files
 import retrieval
 from evals.locomo import Conversation
-from retrieval.config import MemoryConfig, load_config
+from retrieval.config import MemoryConfig
 from retrieval.embeddings import Embedder
 from retrieval.paths import DataRoot
 
@@ -67,34 +67,34 @@ def code_sha256() -> str:
     return digest.hexdigest()
 
 
-def build_key(conv: Conversation, extractor: str) -> dict[str, str]:
+def build_key(conv: Conversation, extractor: str, config: MemoryConfig) -> dict[str, str]:
     """Everything a built data root depends on; a change to any part rebuilds it."""
-    config = load_config().model_dump(mode="json", exclude={"source"})
+    shaping = config.model_dump(mode="json", exclude={"source"})
     # Read at question time, not build time: tuning them reuses the build.
     for section in QUERY_TIME_CONFIG:
-        config.pop(section, None)
+        shaping.pop(section, None)
     if extractor != "llm":
-        config.pop("llm", None)
+        shaping.pop("llm", None)
     key = {
         "build_recipe": BUILD_RECIPE,
         "dataset_sha256": conv.sha256,
         "extractor": extractor,
         "code_sha256": code_sha256(),
-        "config_sha256": hashlib.sha256(json.dumps(config, sort_keys=True, default=str).encode()).hexdigest(),
+        "config_sha256": hashlib.sha256(json.dumps(shaping, sort_keys=True, default=str).encode()).hexdigest(),
     }
     if extractor == "llm":
         key["llm_endpoint"] = os.environ.get("OPENAI_BASE_URL", "")
     return key
 
 
-def build_root(conv: Conversation, *, extractor: str, cache_dir: Path, rebuild: bool = False,
+def build_root(conv: Conversation, *, config: MemoryConfig, extractor: str, cache_dir: Path, rebuild: bool = False,
                progress: Callable[[str], None] | None = None) -> Path:
     """A data root holding ``conv`` ingested and materialized, built once per build key.
 
     The root is built under a temporary name and renamed into place, so an interrupted
     build never leaves a half-built root that looks cached.
     """
-    key = build_key(conv, extractor)
+    key = build_key(conv, extractor, config)
     digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:16]
     final = cache_dir / f"{conv.sample_id}-{extractor}-{digest}"
     if final.exists() and not rebuild:
@@ -105,7 +105,7 @@ def build_root(conv: Conversation, *, extractor: str, cache_dir: Path, rebuild: 
         if progress:
             progress(f"building {conv.sample_id} ({extractor} extractor)")
         started = time.perf_counter()
-        built = build(conv, building, extractor)
+        built = build(conv, building, extractor, config)
         (building / "eval_build.json").write_text(json.dumps({
             **key, **built, "build_seconds": round(time.perf_counter() - started, 1),
         }, indent=2))
@@ -118,8 +118,8 @@ def build_root(conv: Conversation, *, extractor: str, cache_dir: Path, rebuild: 
     return final
 
 
-def build(conv: Conversation, root: Path, extractor: str) -> dict[str, int]:
-    """Run ``conv`` through the pipeline's stage steps into ``root``, as of ``conv.now``.
+def build(conv: Conversation, root: Path, extractor: str, config: MemoryConfig) -> dict[str, int]:
+    """Run ``conv`` through the pipeline's stage steps into ``root`` with ``config``, as of ``conv.now``.
 
     The lifecycle runs as of the questions' clock: against the wall clock a 2023
     conversation would have decayed, expired and been purged long ago.
@@ -129,10 +129,10 @@ def build(conv: Conversation, root: Path, extractor: str) -> dict[str, int]:
     from memory_assets.lib.lifecycle.housekeeping import publish_housekeeping
     from memory_assets.lib.summaries import update_summaries
 
-    report = ingest_paths([conv.path], root)
+    report = ingest_paths([conv.path], root, config)
     if not report.messages:
         raise EvalError(f"{conv.path}: nothing ingested ({'; '.join(report.errors) or 'no turns'})")
-    paths, config, now = DataRoot.resolve(root), load_config(), conv.now
+    paths, now = DataRoot.resolve(root), conv.now
     impl = choose_extractor(extractor, config)
     quarantined = 0
     for session_id in report.sessions:

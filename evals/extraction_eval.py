@@ -330,9 +330,9 @@ def dataset_kind(target: str | Path) -> tuple[str, Path]:
     raise EvalError(f"{probe}: not a gold session (turns + facts) or a LoCoMo conversation (speaker_a, session_N)")
 
 
-def default_extractor() -> str:
+def default_extractor(config: MemoryConfig) -> str:
     """``llm`` when the LLM path is enabled (``[llm] enabled`` or ``MEMORY_EXTRACTOR=llm``)."""
-    return "llm" if load_config().llm_enabled else "offline"
+    return "llm" if config.llm_enabled else "offline"
 
 
 def make_matcher(config: MemoryConfig, judge: bool | None = None, threshold: float = THRESHOLD) -> FactMatcher:
@@ -352,7 +352,7 @@ def make_matcher(config: MemoryConfig, judge: bool | None = None, threshold: flo
 
 def run_extraction_eval(dataset: str | Path = "gold", extractor: str | None = None, *,
                         sessions: Sequence[str] | None = None, judge: bool | None = None,
-                        config: MemoryConfig | None = None, matcher: FactMatcher | None = None,
+                        config: MemoryConfig, matcher: FactMatcher | None = None,
                         threshold: float = THRESHOLD) -> dict[str, Any]:
     """Run one extractor over one dataset and score what reached items.
 
@@ -362,7 +362,7 @@ def run_extraction_eval(dataset: str | Path = "gold", extractor: str | None = No
         sessions: only these session ids (gold), or these conversations' sessions (LoCoMo
             ids such as ``conv-26-s3``); default all.
         judge: use the LLM judge for borderline matches; default when ``OPENAI_API_KEY`` is set.
-        config: the memory config; default ``load_config()``.
+        config: the memory config: categories, and the LLM the extractor and the judge ask.
         matcher: a prepared matcher (tests share one); default MiniLM at ``threshold``.
         threshold: the match threshold of the default matcher; ``THRESHOLD`` is the calibrated one.
 
@@ -375,16 +375,15 @@ def run_extraction_eval(dataset: str | Path = "gold", extractor: str | None = No
         ``turn_coverage`` for LoCoMo).
     """
     started = time.perf_counter()
-    config = config or load_config()
     kind, path = dataset_kind(dataset)
-    impl = build_extractor(extractor or default_extractor(), config)
+    impl = build_extractor(extractor or default_extractor(config), config)
     if judge is None and impl.name == "llm":
         judge = None if config.llm_enabled else llm_configured()  # scoring the LLM: its judge too
     matcher = matcher or make_matcher(config, judge, threshold)
     wanted = set(sessions) if sessions is not None else None
     rows = []
     if kind == "gold":
-        for session in load_gold(path, config):
+        for session in load_gold(path, config=config):
             if wanted is not None and session.session_id not in wanted:
                 continue
             turns = session_turns(session.session_id, session.turns)
@@ -433,7 +432,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     datasets = args.dataset or ["gold", "locomo"]
     reports = []
     try:
-        extractor = args.extractor or default_extractor()
+        extractor = args.extractor or default_extractor(config)
         for dataset in datasets:
             try:
                 reports.append(run_extraction_eval(dataset, extractor, sessions=args.session, config=config,

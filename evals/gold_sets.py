@@ -18,7 +18,7 @@ from typing import Any
 
 from evals.locomo import parse_evidence
 from memory_assets.lib.ingest.transcripts import parse_transcript, parse_ts, safe_session_id
-from retrieval.config import MemoryConfig, load_config
+from retrieval.config import MemoryConfig
 from retrieval.credentials import redact
 from retrieval.schema import KINDS, ROLES, TIERS, TRUST, UNTRUSTED_START, Turn
 
@@ -133,9 +133,9 @@ def _fact(raw: Any, where: str, turns: dict[int, dict[str, Any]], config: Memory
                     supersedes.strip() if supersedes else None, tuple(cited), also_category, also_kind)
 
 
-def parse_gold_session(raw: Any, where: str, config: MemoryConfig | None = None) -> GoldSession:
-    """Validate one gold session (a parsed JSON object); ``where`` names it in errors."""
-    config = config or load_config()
+def parse_gold_session(raw: Any, where: str, config: MemoryConfig) -> GoldSession:
+    """Validate one gold session (a parsed JSON object) against ``config``'s categories;
+    ``where`` names it in errors."""
     if not isinstance(raw, dict):
         raise GoldError(f"{where}: a gold session must be a JSON object")
     for key in ("session_id", "description", "turns", "facts", "must_not"):
@@ -188,7 +188,7 @@ def parse_gold_session(raw: Any, where: str, config: MemoryConfig | None = None)
     )
 
 
-def load_gold(path: str | Path = GOLD_DIR, config: MemoryConfig | None = None) -> list[GoldSession]:
+def load_gold(path: str | Path = GOLD_DIR, *, config: MemoryConfig) -> list[GoldSession]:
     """Gold sessions from a folder (``*.json`` one session each, ``*.jsonl`` one per line)
     or from one such file, sorted by session id."""
     path = Path(path)

@@ -39,7 +39,8 @@ import numpy as np
 from evals import stderr_progress
 from evals.locomo import Conversation, LocomoError, Question, expand_datasets, load_conversation
 from retrieval.agent.options import RetrievalOptions
-from retrieval.config import load_config
+from retrieval.config import MemoryConfig, load_config
+from retrieval.embeddings import Embedder
 from retrieval.paths import DataRoot
 from evals.eval_roots import EvalError, build_root, default_cache_dir, default_extractor
 
@@ -147,16 +148,15 @@ def item_statuses(root: Path) -> dict[str, int]:
     return {} if items.is_empty() else dict(items["status"].value_counts().iter_rows())
 
 
-def ask_conversation(conv: Conversation, root: Path, *, options: RetrievalOptions, k: int) -> list[Asked]:
+def ask_conversation(conv: Conversation, root: Path, *, config: MemoryConfig, options: RetrievalOptions,
+                     k: int) -> list[Asked]:
     """Every non-adversarial question of ``conv``, injected with at most ``k`` items:
     the retrieval core as the client runs it (``retrieve`` then ``block``), without the
     client, so an eval writes no ``injected`` event."""
     from retrieval.agent.retrieve import block, retrieve
     from retrieval.agent.stores import Stores
     from retrieval.agent.view import View
-    from retrieval.config import load_config
 
-    config = load_config()
     stores = Stores(DataRoot.resolve(root), config)
     view = View.of(config)  # what the agent of the conversation sees
 
@@ -250,7 +250,8 @@ def raw_turns(root: Path) -> list[tuple[str, str]]:
     return [(str(t), f"{s}: {c}" if s else str(c)) for t, s, c in frame.iter_rows() if t]
 
 
-def baseline_ranks(turns: list[tuple[str, str]], questions: Sequence[Question]) -> dict[str, list[int | None]]:
+def baseline_ranks(turns: list[tuple[str, str]], questions: Sequence[Question],
+                   embedder: Embedder) -> dict[str, list[int | None]]:
     """Per question, the rank of the first evidence turn under BM25, MiniLM cosine and both fused.
 
     BM25 is LanceDB's full-text search (the same engine and query cleaning the items
@@ -262,10 +263,8 @@ def baseline_ranks(turns: list[tuple[str, str]], questions: Sequence[Question]) 
     import lancedb
 
     from retrieval.agent.search import fts_query, fuse, fuse_rrf
-    from retrieval.embeddings import Embedder
 
     ids = [t for t, _ in turns]
-    embedder = Embedder(load_config())
     matrix = embedder.embed([c for _, c in turns])
     query_vectors = embedder.embed([q.question for q in questions])
     ranks: dict[str, list[int | None]] = {"bm25": [], "dense": [], "bm25+dense rrf": [], "bm25+dense fuse": []}
@@ -291,7 +290,7 @@ def baseline_ranks(turns: list[tuple[str, str]], questions: Sequence[Question]) 
 
 # --- the whole eval ---------------------------------------------------------------------
 
-def run_eval(datasets: Sequence[str | Path], *, k: int = 10, extractor: str | None = None,
+def run_eval(datasets: Sequence[str | Path], *, config: MemoryConfig, k: int = 10, extractor: str | None = None,
              cache_dir: Path | None = None, rebuild: bool = False, ablate: bool = False,
              baselines: bool = False, options: RetrievalOptions | None = None,
              progress: Callable[[str], None] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -299,6 +298,7 @@ def run_eval(datasets: Sequence[str | Path], *, k: int = 10, extractor: str | No
 
     Args:
         datasets: LoCoMo files, directories or glob patterns.
+        config: the memory config the data roots are built and asked with.
         k: items injected per question (``max_items``); recall is reported at 1, 5, 10, k.
         extractor: ``offline`` or ``llm`` (default: ``llm`` when ``OPENAI_API_KEY`` is set).
         cache_dir: where built data roots are kept (default ``$TMPDIR/agent-memory-retrieval-eval``).
@@ -313,13 +313,13 @@ def run_eval(datasets: Sequence[str | Path], *, k: int = 10, extractor: str | No
     cache_dir = Path(cache_dir) if cache_dir else default_cache_dir()
     options = options or RetrievalOptions()
     conversations = [load_conversation(p) for p in expand_datasets([str(d) for d in datasets])]
-    roots = [build_root(c, extractor=extractor, cache_dir=cache_dir, rebuild=rebuild, progress=progress)
+    roots = [build_root(c, config=config, extractor=extractor, cache_dir=cache_dir, rebuild=rebuild, progress=progress)
              for c in conversations]
 
     def ask_all(opts: RetrievalOptions) -> list[Asked]:
         asked: list[Asked] = []
         for conv, root in zip(conversations, roots):
-            asked.extend(ask_conversation(conv, root, options=opts, k=k))
+            asked.extend(ask_conversation(conv, root, config=config, options=opts, k=k))
         return asked
 
     if progress:
@@ -351,9 +351,10 @@ def run_eval(datasets: Sequence[str | Path], *, k: int = 10, extractor: str | No
         if progress:
             progress("baselines over raw turns")
         ks = sorted(set(reported_ks(k)) | {25})
+        embedder = Embedder(config)
         ranks: dict[str, list[int | None]] = {}
         for conv, root in zip(conversations, roots):
-            for name, values in baseline_ranks(raw_turns(root), conv.asked).items():
+            for name, values in baseline_ranks(raw_turns(root), conv.asked, embedder).items():
                 ranks.setdefault(name, []).extend(values)
         report["baselines"] = {}
         for name, values in ranks.items():
@@ -425,8 +426,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress = stderr_progress("retrieval eval")
 
     try:
-        report, details = run_eval(args.dataset, k=args.k, extractor=args.extractor, cache_dir=args.cache_dir,
-                                   rebuild=args.no_cache, ablate=args.ablate, baselines=args.baselines,
+        report, details = run_eval(args.dataset, config=load_config(), k=args.k, extractor=args.extractor,
+                                   cache_dir=args.cache_dir, rebuild=args.no_cache, ablate=args.ablate, baselines=args.baselines,
                                    progress=None if args.json else progress)
     except (LocomoError, EvalError, ValueError) as exc:
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)

@@ -10,8 +10,8 @@ import polars as pl
 import pytest
 
 from evals.bench import nightly
-from evals.bench.nightly import FACTS_PER_SESSION, NIGHT, synthetic_batches, write_batch
-from evals.bench.retrieval import BENCH_NOW
+from evals.bench.nightly_facts import FACTS_PER_SESSION, NIGHT, synthetic_batches, write_batch
+from evals.bench.synthetic import BENCH_NOW
 from memory_assets.cli import main as cli
 from memory_assets.lib import warehouse as inputs
 from retrieval.config import load_config

@@ -8,8 +8,10 @@ from pathlib import Path
 import lancedb
 import pytest
 
-from evals.bench import retrieval as bench
-from evals.bench.retrieval import MANIFEST, main, run_bench, synthetic_items
+from evals.bench import synthetic_roots as roots
+from evals.bench.retrieval import main, run_bench
+from evals.bench.synthetic import synthetic_items
+from evals.bench.synthetic_roots import MANIFEST
 from retrieval.config import load_config
 from retrieval.embeddings import Embedder
 from retrieval.paths import DataRoot
@@ -23,8 +25,9 @@ STATS = {"p50", "p95", "mean", "max"}
 @pytest.fixture(scope="module")
 def small_run(tmp_path_factory):
     cache = tmp_path_factory.mktemp("bench-cache")
-    first = run_bench(300, queries=10, warmup=2, embed="random", cache_dir=cache)
-    second = run_bench(300, queries=10, warmup=2, embed="random", cache_dir=cache)
+    config = load_config()
+    first = run_bench(300, config=config, queries=10, warmup=2, embed="random", cache_dir=cache)
+    second = run_bench(300, config=config, queries=10, warmup=2, embed="random", cache_dir=cache)
     return cache, first, second
 
 
@@ -86,20 +89,21 @@ def test_second_run_reuses_the_cached_root(small_run):
     assert [p.name for p in cache.iterdir() if not p.name.startswith(".")] == [Path(first["root"]).name]
     manifest = Path(first["root"]) / MANIFEST
     built_at = json.loads(manifest.read_text())["built_at"]
-    run_bench(300, queries=2, warmup=0, embed="random", cache_dir=cache)
+    run_bench(300, config=load_config(), queries=2, warmup=0, embed="random", cache_dir=cache)
     assert json.loads(manifest.read_text())["built_at"] == built_at
 
 
 def test_a_changed_write_path_rebuilds_the_root_from_kept_vectors(tmp_path, monkeypatch):
-    first, _ = bench.cached_root(40, embed="model", cache_dir=tmp_path)
-    real_key = bench.build_key
-    monkeypatch.setattr(bench, "build_key", lambda *a, **kw: {**real_key(*a, **kw), "code_sha256": "changed"})
+    config = load_config()
+    first, _ = roots.cached_root(40, config=config, embed="model", cache_dir=tmp_path)
+    real_key = roots.build_key
+    monkeypatch.setattr(roots, "build_key", lambda *a, **kw: {**real_key(*a, **kw), "code_sha256": "changed"})
 
     def no_embedding(self, texts):
         raise AssertionError("the 40 sentences were embedded twice")
 
     monkeypatch.setattr(Embedder, "embed", no_embedding)
-    second, reused = bench.cached_root(40, embed="model", cache_dir=tmp_path)
+    second, reused = roots.cached_root(40, config=config, embed="model", cache_dir=tmp_path)
     assert second != first and not reused
     assert ItemStore(DataRoot.resolve(second)).table().count_rows() == 40
 

@@ -49,7 +49,7 @@ def matcher() -> FactMatcher:
 
 @pytest.fixture(scope="module")
 def gold() -> list[gs.GoldSession]:
-    return gs.load_gold()
+    return gs.load_gold(config=CONFIG)
 
 
 def message(n: int, role: str, content: str, speaker: str | None = None, trust: str | None = None) -> dict[str, Any]:
@@ -369,7 +369,7 @@ def test_a_bad_gold_session_is_refused_with_file_and_reason(tmp_path, change, pr
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(raw))
     with pytest.raises(gs.GoldError, match="bad.json") as err:
-        gs.load_gold(path)
+        gs.load_gold(path, config=CONFIG)
     assert problem in str(err.value)
 
 
@@ -378,7 +378,7 @@ def test_a_gold_jsonl_file_names_the_bad_line(tmp_path):
     path = tmp_path / "gold.jsonl"
     path.write_text(json.dumps(good) + "\n" + "{not json\n")
     with pytest.raises(gs.GoldError, match=r"gold\.jsonl line 2: invalid JSON"):
-        gs.load_gold(path)
+        gs.load_gold(path, config=CONFIG)
 
 
 # --- whole runs ------------------------------------------------------------------------------------
@@ -387,7 +387,7 @@ THREE = ["coding-fleetd-grpc", "pa-crv-maintenance", "adv-aws-keys-pasted"]
 
 
 def test_offline_eval_on_three_gold_sessions_reports_every_number_and_leaks_nothing(matcher):
-    report = ev.run_extraction_eval("gold", "offline", sessions=THREE, matcher=matcher)
+    report = ev.run_extraction_eval("gold", "offline", sessions=THREE, config=CONFIG, matcher=matcher)
     assert REPORT_KEYS <= set(report)
     assert (report["dataset"], report["extractor"], report["sessions"]) == ("gold", "offline", 3)
     assert report["leaks"] == 0, report["leak_examples"]
@@ -401,7 +401,7 @@ def test_offline_eval_on_three_gold_sessions_reports_every_number_and_leaks_noth
 @pytest.fixture(scope="module")
 def gold_report(matcher) -> dict[str, Any]:
     """The offline extractor over the whole gold set, run once for the tests below."""
-    return ev.run_extraction_eval("gold", "offline", matcher=matcher)
+    return ev.run_extraction_eval("gold", "offline", config=CONFIG, matcher=matcher)
 
 
 def test_offline_extractor_leaks_nothing_on_the_gold_set(gold_report):
@@ -450,7 +450,7 @@ LOCOMO = {
 def test_locomo_observations_are_recalled_by_meaning_and_by_turn(tmp_path, matcher):
     path = tmp_path / "conv-tiny.json"
     path.write_text(json.dumps(LOCOMO))
-    report = ev.run_extraction_eval(path, "offline", matcher=matcher)
+    report = ev.run_extraction_eval(path, "offline", config=CONFIG, matcher=matcher)
     assert report["dataset"] == "locomo" and report["gold_facts"] == 3
     (row,) = report["per_session"]
     # The cello observation cites a turn that says something else: covered by turn, not recalled.
@@ -464,7 +464,7 @@ def test_locomo_observations_are_recalled_by_meaning_and_by_turn(tmp_path, match
 def test_locomo_reports_a_calibrated_recall_inside_its_interval(tmp_path, matcher):
     path = tmp_path / "conv-tiny.json"
     path.write_text(json.dumps(LOCOMO))
-    report = ev.run_extraction_eval(path, "offline", matcher=matcher)
+    report = ev.run_extraction_eval(path, "offline", config=CONFIG, matcher=matcher)
     (row,) = report["per_session"]
     curve = ObservationCurve.fit(matcher)
     assert report["calibration_pairs"] == sum(curve.labelled) >= 150
@@ -549,7 +549,7 @@ def test_llm_path_reports_tokens_and_cost_and_the_judge_decides_borderline_pairs
         return {"same": True, "reason": "same choice"} if judging else {"facts": [candidate]}
 
     fake_openai.responder = reply
-    report = ev.run_extraction_eval(path, "llm")
+    report = ev.run_extraction_eval(path, "llm", config=load_config())
 
     # 0.64 similar with few shared words: the offline rule says no, the judge's yes decides.
     assert (report["extractor"], report["precision"], report["recall"]) == ("llm", 1.0, 1.0)

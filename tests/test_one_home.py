@@ -362,6 +362,38 @@ def test_only_moments_turns_text_or_a_datetime_into_utc():
     assert found == []
 
 
+# --- readable modules, and config from the shell ----------------------------------------
+
+MAX_MODULE_LINES = 500
+
+
+def test_no_module_is_over_500_lines():
+    """A module is read in one sitting: none under ``memory_assets/``, ``retrieval/`` or
+    ``evals/`` is longer than 500 lines. Split a longer one by what its parts do (as
+    ``evals/bench/``: the synthetic memory, its data roots, the timing, each bench)."""
+    long = {str(path.relative_to(ROOT)): lines for package in PACKAGES for path in sorted((ROOT / package).rglob("*.py"))
+            if (lines := len(path.read_text(encoding="utf-8").splitlines())) > MAX_MODULE_LINES}
+    assert long == {}
+
+
+def _calls_in_functions(node: ast.AST, function: str | None = None) -> Iterator[tuple[int, str, str | None]]:
+    """(line, dotted call, the innermost function making it; None at module level)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, ast.Call):
+            yield child.lineno, _dotted(child.func), function
+        inner = child.name if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) else function
+        yield from _calls_in_functions(child, inner)
+
+
+def test_evals_load_the_config_only_in_a_commands_main():
+    """Config is passed in from the shell, never loaded below it: under ``evals/`` only a
+    command's ``main(argv)`` calls ``load_config``; what it calls takes ``config`` (or an
+    ``Embedder``) as a parameter, so a test or an asset passes its own."""
+    found = [f"{name}:{line} {call} in {function or 'the module'}" for name, tree in _modules()
+             if name.startswith("evals/")
+             for line, call, function in _calls_in_functions(tree)
+             if call.split(".")[-1] == "load_config" and function != "main"]
+    assert found == []
 
 
 # --- the default namespace: MemoryConfig.default_namespace ---------------------------------

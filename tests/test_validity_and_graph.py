@@ -91,7 +91,7 @@ def changed(tmp_path_factory):
                    ["I'm thinking about switching to Neovim at some point."], "vs code", "neovim", "Which editor does Bea use?")
     root = tmp / "root"
     cases = change_eval.load_cases(folder)
-    change_eval.build(cases, root)
+    change_eval.build(cases, root, load_config())
     return root, {c.case_id: c for c in cases}
 
 
@@ -385,7 +385,7 @@ def test_a_change_retires_one_fact_once_not_the_facts_around_it_night_after_nigh
         "old": {"contains": ["1,100"]}, "new": {"contains": ["1,250"]}, "as_of": "2026-02-01",
         "question": "What is Ines's rent?"}))
     root = tmp_path / "root"
-    change_eval.build(change_eval.load_cases(folder), root)
+    change_eval.build(change_eval.load_cases(folder), root, load_config())
     items = _items(root, "rent")
     status = dict(zip(items["content"], items["status"]))
     assert [s for c, s in status.items() if "1,100" in c] == ["superseded"]

@@ -53,8 +53,10 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from evals.bench.retrieval import BENCH_NOW, EARLIER, QUESTIONS, TEMPLATES, Draw, machine
 from evals.bench.serving import service_env
+from evals.bench.synthetic import BENCH_NOW, EARLIER, QUESTIONS, TEMPLATES, Draw
+from evals.bench.timing import machine
+from retrieval.config import MemoryConfig, load_config
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("GX_ANALYTICS_ENABLED", "false")
@@ -241,19 +243,19 @@ def _outcome(root: Path, session_ids: list[str]) -> dict[str, Any]:
     }
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
+def run(args: argparse.Namespace, config: MemoryConfig) -> dict[str, Any]:
     if not getattr(args, "s3", False):
-        return _run(args, Path(tempfile.mkdtemp(prefix="memory-bench-ingest-")), None)
+        return _run(args, Path(tempfile.mkdtemp(prefix="memory-bench-ingest-")), None, config)
     from evals.bench.s3 import local_s3, s3_env
 
     work = Path(tempfile.mkdtemp(prefix="memory-bench-ingest-"))
     with local_s3(work / "moto.log") as server, s3_env(server, work / "local"):
-        report = _run(args, work, f"s3://{server.bucket('memory-bench')}/data")
+        report = _run(args, work, f"s3://{server.bucket('memory-bench')}/data", config)
         report["stored_mib"] = round(server.size("memory-bench") / 2**20, 1)
         return report
 
 
-def _run(args: argparse.Namespace, work: Path, uri: str | None) -> dict[str, Any]:
+def _run(args: argparse.Namespace, work: Path, uri: str | None, config: MemoryConfig) -> dict[str, Any]:
     from retrieval import MemoryClient
 
     root: Any = uri or work / "data"
@@ -289,7 +291,7 @@ def _run(args: argparse.Namespace, work: Path, uri: str | None) -> dict[str, Any
         if done.returncode != 0:
             report["materialize_error"] = (done.stderr or done.stdout)[-2000:]
         report.update(_outcome(root, [s for s, _ in sessions]))
-        report["machine"] = machine()
+        report["machine"] = machine(config)
         if args.keep:
             report["kept"] = str(root)
         return report
@@ -341,7 +343,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.sessions < 1 or args.turns < 1:
         print("ValueError: --sessions and --turns must be at least 1", file=sys.stderr)
         return 2
-    report = run(args)
+    report = run(args, load_config())
     print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_report(report))
     return 0 if ok(report) else 1
 

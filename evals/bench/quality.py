@@ -34,8 +34,10 @@ from typing import Any
 import polars as pl
 
 from evals import stderr_progress
-from evals.bench.retrieval import RANDOM_DIM, BenchError, cached_root, machine
-from retrieval.config import load_config
+from evals.bench import BenchError
+from evals.bench.synthetic_roots import RANDOM_DIM, cached_root
+from evals.bench.timing import machine
+from retrieval.config import MemoryConfig, load_config
 from retrieval import published
 from retrieval.paths import DataRoot
 
@@ -57,12 +59,13 @@ def _best(call: Callable[[], Any], repeat: int) -> tuple[float, float, Any]:
     return wall, cpu, result
 
 
-def run_bench(n_items: int, *, new_share: float = 0.01, repeat: int = 3, seed: int = 0,
+def run_bench(n_items: int, *, config: MemoryConfig, new_share: float = 0.01, repeat: int = 3, seed: int = 0,
               cache_dir: Path | None = None, progress: Callable[[str], None] | None = None) -> dict[str, Any]:
     """Time the staged-version checks over ``n_items`` synthetic items; returns the report.
 
     Args:
         n_items: items in the synthetic staged version.
+        config: the memory config the items are built and checked with.
         new_share: share of texts the credential-scan ledger has not seen.
         repeat: timed runs per phase (the fastest counts).
         seed: the generator's seed.
@@ -78,11 +81,11 @@ def run_bench(n_items: int, *, new_share: float = 0.01, repeat: int = 3, seed: i
     runtime()
     gx_startup = time.perf_counter() - start
 
-    root, reused = cached_root(n_items, seed=seed, embed="random", cache_dir=cache_dir, progress=progress)
+    root, reused = cached_root(n_items, config=config, seed=seed, embed="random", cache_dir=cache_dir,
+                               progress=progress)
     if progress:
         progress(f"{'reusing' if reused else 'built'} {root}")
     paths = DataRoot.resolve(root)
-    config = load_config()
     table = ItemStore(paths).table()
     parquet = published.items_file(paths)
     if table is None or parquet is None:
@@ -144,7 +147,7 @@ def run_bench(n_items: int, *, new_share: float = 0.01, repeat: int = 3, seed: i
         "meets_target": per_100k < TARGET_SECONDS_PER_100K,
         "checks_passed": {k: r.passed for k, r in reports.items() if k in steady},
         "expectations": sum(len(reports[k].findings) for k in steady),
-        "machine": machine(),
+        "machine": machine(config),
     }
 
 
@@ -183,8 +186,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"BenchError: --new-share {args.new_share}; expected a share between 0 and 1", file=sys.stderr)
         return 2
     try:
-        report = run_bench(args.items, new_share=args.new_share, repeat=max(1, args.repeat), seed=args.seed,
-                           cache_dir=args.cache_dir, progress=progress)
+        report = run_bench(args.items, config=load_config(), new_share=args.new_share, repeat=max(1, args.repeat),
+                           seed=args.seed, cache_dir=args.cache_dir, progress=progress)
     except (BenchError, ValueError) as exc:
         print(f"{type(exc).__name__}: {exc}", file=sys.stderr)
         return 2

@@ -29,8 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from evals.bench.retrieval import cached_root, machine, synthetic_queries
 from evals.bench.serving import create_key, service_env, start  # the same server start the tests use
+from evals.bench.synthetic import synthetic_queries
+from evals.bench.synthetic_roots import cached_root
+from evals.bench.timing import machine
+from retrieval.config import MemoryConfig, load_config
 
 KINDS = ("inject", "remember", "append_turn")
 _THINGS = ("deploy window", "staging database", "on-call rota", "release train", "feature flag", "cache TTL",
@@ -145,8 +148,8 @@ def _lost(root: Path, written: dict[str, list], keys: list[str], url: str) -> di
             "lost_examples": missing_notes[:3]}
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    cached, _ = cached_root(args.items, seed=args.seed, embed=args.embed)
+def run(args: argparse.Namespace, memory_config: MemoryConfig) -> dict[str, Any]:
+    cached, _ = cached_root(args.items, config=memory_config, seed=args.seed, embed=args.embed)
     work = Path(tempfile.mkdtemp(prefix="memory-bench-service-"))
     root = work / "data"
     try:
@@ -169,7 +172,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             load = asyncio.run(_load(server.url, keys, queries, args))
             written = load.pop("written")
             if args.no_check:
-                return {**setup, **load, "machine": machine()}
+                return {**setup, **load, "machine": machine(memory_config)}
             started = time.perf_counter()
             done = _memory(root, "materialize", "--quiet", config=config, timeout=3600)
             materialize_s = time.perf_counter() - started
@@ -178,7 +181,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             check = _lost(root, written, keys, server.url)
         finally:
             server.stop()
-        return {**setup, **load, "materialize_s": round(materialize_s, 1), **check, "machine": machine()}
+        return {**setup, **load, "materialize_s": round(materialize_s, 1), **check, "machine": machine(memory_config)}
     finally:
         if not args.keep:
             shutil.rmtree(work, ignore_errors=True)
@@ -222,6 +225,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    report = run(args)
+    report = run(args, load_config())
     print(json.dumps(report, indent=2) if args.json else format_report(report))
     return 0 if report["errors"] == 0 and report.get("lost", 0) == 0 else 1

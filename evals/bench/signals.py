@@ -19,7 +19,7 @@ import numpy as np
 from evals.locomo import default_dir
 from retrieval.agent import signals
 from retrieval.agent.sessions import SCANNED_CHARS
-from retrieval.config import load_config
+from retrieval.config import MemoryConfig, load_config
 from retrieval.credentials import pii_from_config
 
 
@@ -46,8 +46,8 @@ def _time(texts: list[str], pii: tuple[str, ...]) -> tuple[dict[str, float], int
             "max": round(float(ms.max()), 3)}, high
 
 
-def run(long_chars: int) -> dict[str, Any]:
-    pii = pii_from_config(load_config())
+def run(long_chars: int, config: MemoryConfig) -> dict[str, Any]:
+    pii = pii_from_config(config)
     texts = _turns()
     short, high = _time(texts, pii)
     padded = [(t + " ") * max(1, long_chars // max(len(t) + 1, 1)) for t in texts[:200]]
@@ -62,7 +62,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                         help=f"length of the padded turns (default {SCANNED_CHARS}: what append_turn scans at most)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
-    report = run(args.long_chars)
+    report = run(args.long_chars, load_config())
     if args.json:
         print(json.dumps(report, indent=2))
     else:

@@ -53,7 +53,7 @@ def extraction_eval(context: dg.AssetExecutionContext, config: ExtractionEvalRun
 
     extractor = config.extractor or ("llm" if memory.config.llm_enabled else "offline")
     now = datetime.now(timezone.utc)
-    report = run_extraction_eval(config.dataset, extractor)
+    report = run_extraction_eval(config.dataset, extractor, config=memory.config)
     # ``dataset`` is the kind (gold | locomo); ``source`` what was scored, so a run is only
     # ever compared with runs over the same sessions.
     row = {**report, "extractor": extractor, "source": config.dataset,
@@ -127,7 +127,7 @@ def retrieval_eval(context: dg.AssetExecutionContext, config: RetrievalEvalRun, 
     files = sorted(locomo_dir.glob("*.json"))
     if not files:
         raise dg.Failure(f"no LoCoMo conversations under {locomo_dir} (set MEMORY_LOCOMO_DIR)")
-    report, _ = run_eval(files, k=config.k, extractor=extractor)
+    report, _ = run_eval(files, config=memory.config, k=config.k, extractor=extractor)
     now = datetime.now(timezone.utc)
     row = {**report, "extractor": extractor, "git_revision": eval_history.git_revision(),
            **{f"recall_at_{k}": v for k, v in report["recall_at_k"].items()}}
