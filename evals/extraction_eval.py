@@ -134,7 +134,7 @@ def affirmed(turns: Sequence[Turn]) -> set[int]:
             if t.role == "assistant" and reply.role == "user" and _AFFIRMS.match(reply.content)}
 
 
-def evidence(turns: Sequence[Turn], confirmed: set[int] = frozenset()) -> dict[int, list[str]]:
+def evidence(turns: Sequence[Turn], header: str, confirmed: set[int] = frozenset()) -> dict[int, list[str]]:
     """The transcript's trusted statements, by turn: user turns (injected memory and
     untrusted blocks removed, as the extractors see them) and the assistant turns the user
     confirmed (``confirmed``, or agreed with in the next turn); each as its sentences,
@@ -142,7 +142,7 @@ def evidence(turns: Sequence[Turn], confirmed: set[int] = frozenset()) -> dict[i
     confirmed = set(confirmed) | affirmed(turns)
     users = [t.speaker for t in turns if t.role == "user" and t.speaker.lower() not in _GENERIC]
     out: dict[int, list[str]] = {}
-    for seg in segments(list(turns)):
+    for seg in segments(list(turns), header):
         if not seg.trusted or not (seg.turn.role == "user" or seg.turn.turn in confirmed):
             continue
         if seg.turn.role == "user":
@@ -180,11 +180,11 @@ def _unsupported(facts: list[dict[str, Any]], candidates: list[int], support: di
 
 # --- scoring one session -----------------------------------------------------------------
 
-def score_gold_session(session: GoldSession, run: Run, matcher: FactMatcher, turns: list[Turn]) -> dict[str, Any]:
+def score_gold_session(session: GoldSession, run: Run, matcher: FactMatcher, turns: list[Turn], header: str) -> dict[str, Any]:
     """One gold session's numbers, with the facts behind each failure."""
     contents = [f["content"] for f in run.facts]
     golds = [g.content for g in session.facts]
-    support = evidence(turns, session.confirmed_turns)
+    support = evidence(turns, header, session.confirmed_turns)
     matcher.vectors([*contents, *golds, *session.optional, *session.must_not,
                      *(p for pieces in support.values() for p in pieces)])  # one batch
     matches = matcher.match(golds, contents)
@@ -237,11 +237,11 @@ def score_gold_session(session: GoldSession, run: Run, matcher: FactMatcher, tur
     }
 
 
-def score_locomo_session(session: LocomoSession, run: Run, matcher: FactMatcher) -> dict[str, Any]:
+def score_locomo_session(session: LocomoSession, run: Run, matcher: FactMatcher, header: str) -> dict[str, Any]:
     """One LoCoMo session: which observations an extracted fact says (many-to-one)."""
     contents = [f["content"] for f in run.facts]
     turn_ids = [set(f["source_turn_ids"] or []) for f in run.facts]
-    support = evidence(list(session.turns))
+    support = evidence(list(session.turns), header)
     matcher.vectors([*contents, *(o.text for o in session.observations)])  # one batch
     sims = matcher.similarity([o.text for o in session.observations], contents)
     best_similarity = [float(row.max()) if contents else 0.0 for row in sims]
@@ -387,13 +387,14 @@ def run_extraction_eval(dataset: str | Path = "gold", extractor: str | None = No
             if wanted is not None and session.session_id not in wanted:
                 continue
             turns = session_turns(session.session_id, session.turns)
-            rows.append(score_gold_session(session, run_session(impl, turns, config), matcher, turns))
+            rows.append(score_gold_session(session, run_session(impl, turns, config), matcher, turns, config.injection.header))
     else:
         for file in _locomo_files(path):
             for session in load_locomo(file):
                 if wanted is not None and session.session_id not in wanted:
                     continue
-                rows.append(score_locomo_session(session, run_session(impl, list(session.turns), config), matcher))
+                rows.append(score_locomo_session(session, run_session(impl, list(session.turns), config), matcher,
+                                                 config.injection.header))
     if not rows:
         raise NoSessions(f"{path}: no sessions to evaluate" + (f" among {sorted(wanted)}" if wanted else ""))
     return summary(kind, impl, rows, matcher, config, time.perf_counter() - started)

@@ -31,7 +31,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from retrieval.credentials import find_credentials
-from retrieval.text import MATCH_STOPWORDS, negated
+from retrieval.text import MATCH_STOPWORDS, NUMBER, negated, tokens
 from retrieval.llm import InvalidReply, LLMOutputFailed, complete_validated
 
 # Calibrated on CALIBRATION_PAIRS below (all-MiniLM-L6-v2): 43 paraphrase and 38
@@ -154,7 +154,7 @@ _NUMBER_WORDS = {
 }
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
 # A value, not part of a name: "MT-07", "TP6104", "p95" and "v2" are identifiers.
-_NUMBER = re.compile(r"(?<![A-Za-z0-9.])(?<![A-Za-z]-)\d+(?:[.:]\d+)*|\b(?:" + "|".join(_NUMBER_WORDS) + r")\b",
+_NUMBER = re.compile(r"(?<![A-Za-z0-9.])(?<![A-Za-z]-)" + NUMBER.pattern + r"|\b(?:" + "|".join(_NUMBER_WORDS) + r")\b",
                      re.IGNORECASE)
 def numbers(text: str) -> set[str]:
     """The values a text states: "11,799 miles", "ten", "1:58", "3.6.0" (leading zeros
@@ -176,7 +176,7 @@ def content_words(text: str, ignore: Sequence[str] = ()) -> set[str]:
     and numbers; no stopwords and none of the ``ignore`` names."""
     skip = {w.lower() for w in ignore}
     out = set()
-    for word in re.findall(r"[A-Za-z0-9][A-Za-z0-9+#/.-]*", _THOUSANDS.sub("", text.replace("'s ", " "))):
+    for word in tokens(_THOUSANDS.sub("", text.replace("'s ", " "))):
         word = word.lower().rstrip(".-")
         if not word or word in MATCH_STOPWORDS or word in skip or (len(word) < 2 and not word.isdigit()):
             continue

@@ -16,7 +16,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from retrieval.credentials import DEFAULT_PII
 from retrieval.inbox import write_event
 from retrieval.paths import DataRoot
 from retrieval.schema import EVENT_TYPES
@@ -64,7 +63,7 @@ def fired_triggers(paths: DataRoot) -> set[str]:
 
 def record(events_dir: Path, type: str, item_ids: Sequence[str], now: datetime, *,
            session_id: str | None = None, payload: dict[str, Any] | None = None,
-           pii: Iterable[str] = DEFAULT_PII) -> Event:
+           pii: Iterable[str]) -> Event:
     """Append one event (``retrieval.inbox.write_event``), its payload redacted of
     credentials and the ``pii`` kinds: the config's ``[privacy] redact``
     (``credentials.pii_from_config``), which every caller holding a config passes."""

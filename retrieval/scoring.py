@@ -50,12 +50,12 @@ Which side of a conflict to believe::
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TypeVar
 
 from retrieval.config import MemoryConfig
+from retrieval.text import TOKEN
 
 T = TypeVar("T")
 
@@ -151,14 +151,12 @@ def rank_score(config: MemoryConfig, relevance: float, memory: float, *, sentime
     return value
 
 
-_SUBJECT = re.compile(r"[A-Za-z][\w-]*")
-
-
 def subject_of(content: str) -> str:
     """The word an item's content opens with, lowercased, a possessive dropped: "Nate"
     for "Nate's turtles love the sun" and for "Nate said: …"."""
-    found = _SUBJECT.match(content.lstrip())
-    return found.group(0).lower() if found else ""
+    found = TOKEN.match(content.lstrip())
+    word = found.group(0) if found and found.group(0)[0].isalpha() else ""
+    return word.lower().removesuffix("'s").removesuffix("’s")
 
 
 def names_in(terms: Sequence[str]) -> frozenset[str]:

@@ -79,7 +79,8 @@ def extracted(*contents: str, trust: str = "trusted", **fields: Any) -> ev.Run:
 
 def score(raw: dict[str, Any], run: ev.Run, matcher: FactMatcher) -> dict[str, Any]:
     parsed = gs.parse_gold_session(raw, "test", CONFIG)
-    return ev.score_gold_session(parsed, run, matcher, gs.session_turns(parsed.session_id, parsed.turns))
+    return ev.score_gold_session(parsed, run, matcher, gs.session_turns(parsed.session_id, parsed.turns),
+                                 CONFIG.injection.header)
 
 
 # --- the matching rule ----------------------------------------------------------------------

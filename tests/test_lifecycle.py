@@ -19,7 +19,7 @@ from polars.testing import assert_frame_equal
 
 from memory_assets.lib.items import feedback
 from memory_assets.lib import lifecycle
-from retrieval.text import future_dates
+from retrieval.dates import future_dates
 from memory_assets.lib.extraction.fields import with_fields
 from memory_assets.lib.items.consolidation import consolidate, facts_to_items
 from retrieval import scoring

@@ -55,7 +55,8 @@ def test_prompts_are_read_one_way():
 
 # --- the lexicon: retrieval/text.py ----------------------------------------------------
 
-LEXICON = "retrieval/text.py"
+# The lexicon: words (``retrieval/text.py``) and the calendar (``retrieval/dates.py``).
+LEXICON = ("retrieval/text.py", "retrieval/dates.py")
 _FUNCTION = {"the", "and", "of", "to", "is", "in", "it", "was", "for", "with"}
 _MONTHS = {"january", "february", "march", "april", "june", "july", "august", "september", "october",
            "november", "december"}
@@ -108,14 +109,14 @@ def _patterns(tree: ast.Module) -> Iterator[tuple[int, set[str], str]]:
 
 
 def _violations(test) -> list[str]:
-    return sorted({f"{name}:{line}" for name, tree in _modules() if name != LEXICON
+    return sorted({f"{name}:{line}" for name, tree in _modules() if name not in LEXICON
                    for line, words, text in _patterns(tree) if test(words, text)})
 
 
 def test_one_stopword_list():
     """A list of words holding the commonest function words is a stopword list: it is
     built from ``retrieval.text``'s lists, not written again."""
-    found = [f"{name}:{line}" for name, tree in _modules() if name != LEXICON
+    found = [f"{name}:{line}" for name, tree in _modules() if name not in LEXICON
              for line, words in _word_lists(tree) if len(words & _FUNCTION) >= 5]
     assert found == []
 
@@ -125,12 +126,12 @@ def test_one_month_and_weekday_table():
 
 
 def test_one_date_reader():
-    """Reading a day from words ("next Friday", "October 12") happens in ``retrieval.text``
+    """Reading a day from words ("next Friday", "October 12") happens in ``retrieval.dates``
     only: nobody else turns a month or weekday name into a number or does calendar
     arithmetic with dateutil or dateparser."""
     found = []
     for name, tree in _modules():
-        if name == LEXICON:
+        if name in LEXICON:
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Name) and node.id in ("MONTH_NUMBERS", "WEEKDAY_NUMBERS"):
@@ -152,7 +153,7 @@ def test_one_sentiment_classifier():
 
 def test_one_way_to_strip_an_injected_block():
     """Only ``retrieval.text.strip_injected`` builds a pattern from the block's markers."""
-    found = [f"{name}:{node.lineno}" for name, tree in _modules() if name != LEXICON
+    found = [f"{name}:{node.lineno}" for name, tree in _modules() if name not in LEXICON
              for node in ast.walk(tree) if isinstance(node, ast.Call) and _dotted(node.func).endswith("compile")
              and "INJECTION_START" in ast.unparse(node)]
     assert found == []
@@ -330,9 +331,6 @@ def test_evals_build_with_the_stage_steps_not_with_dagster():
 # --- time conversion: retrieval/moments.py -----------------------------------------------
 
 MOMENTS = "retrieval/moments.py"
-# Owned by a change in flight in the same tree (its version stamp converts with astimezone);
-# it moves to ``retrieval.moments.utc`` with that change, and this entry goes then.
-_TIME_PENDING = {"memory_assets/lib/summaries/writing.py"}
 
 
 def _time_conversions(tree: ast.Module) -> Iterator[tuple[int, str]]:
@@ -354,10 +352,9 @@ def _time_conversions(tree: ast.Module) -> Iterator[tuple[int, str]]:
 
 def test_only_moments_turns_text_or_a_datetime_into_utc():
     """``retrieval.moments`` (``utc``, ``parse_utc``) is the one home of "every stored time is
-    UTC; without an offset it is UTC". ``evals/`` is left out for now: another change in
-    flight owns it, and its benches still call ``datetime.fromisoformat``."""
+    UTC; without an offset it is UTC"."""
     found = [f"{name}:{line} {call}" for name, tree in _modules()
-             if name != MOMENTS and name not in _TIME_PENDING and not name.startswith("evals/")
+             if name != MOMENTS
              for line, call in _time_conversions(tree)]
     assert found == []
 
@@ -396,24 +393,97 @@ def test_evals_load_the_config_only_in_a_commands_main():
     assert found == []
 
 
+# --- intent cues, tokens and numbers: retrieval/intent.py, retrieval/text.py --------------
+
+# The words by which a user asks the memory to keep something, takes something back or
+# sets a standing rule. "remind me" is left out: a profile question ("remind me about
+# Maya") asks it too, and reads it where it reads its other openings.
+_INTENT_PHRASES = re.compile(
+    r"keep in mind|scratch that|misspoke|make a note|from now on|going forward|(?:n't|not)\)? forget")
+
+
+def _as_words(pattern: str) -> str:
+    """A pattern read as the words it matches: ``keep\\s+in\\s+mind`` → "keep in mind"."""
+    return re.sub(r"\s+", " ", re.sub(r"\\[sbW][+*]?\??", " ", pattern.lower()).replace("'?", "'"))
+
+
+def test_one_home_for_intent_cues():
+    """A request to keep something, a correction and a standing rule are read by the signal
+    scan, the offline extractor and the query rewrite from ``retrieval.intent`` alone:
+    no other module writes those words into a pattern."""
+    found = sorted({f"{name}:{node.lineno}" for name, tree in _modules() if name != "retrieval/intent.py"
+                    for docs in [_docstrings(tree)]
+                    for node in ast.walk(tree) if id(node) not in docs
+                    and isinstance(node, ast.Constant) and isinstance(node.value, str)
+                    and _INTENT_PHRASES.search(_as_words(node.value))})
+    assert found == []
+
+
+def test_the_readers_of_intent_read_the_same_cues():
+    from memory_assets.lib.extraction import cues
+    from retrieval import intent
+    from retrieval.agent import rewrite, signals
+
+    # The turn that asks to keep something fires the signal and marks the extracted fact.
+    said = "Please remember that Maya's birthday is October 12."
+    assert "remember" in signals.scan(said) and cues.ASKS_TO_KEEP is intent.ASKS_TO_KEEP
+    assert cues.KEEP_PREFIX.sub("", "Remember that Maya's birthday is October 12") == "Maya's birthday is October 12"
+    # Telling a story or asking the memory is not a request to keep anything.
+    for story in ("I remember when we met in Lisbon", "I remembered the keys", "Do you remember my sister?"):
+        assert "remember" not in signals.scan(story), story
+    # The rewrite drops the words that ask the memory, and keeps what is asked.
+    assert rewrite.sentence_query("Do you remember what Maya's birthday is?", "Known context:") \
+        == "what Maya's birthday is?"
+    # One standing-rule opener for the scan and the extractor's rule reader.
+    assert "rule" in signals.scan("From here on out, tabs not spaces")
+    assert cues.RULE_LEAD.sub("", "From here on out, run the linter first") == "run the linter first"
+
+
+def test_one_tokenizer():
+    """Splitting text into words is ``retrieval.text.tokens`` (or ``TOKEN`` for spans): no
+    module writes its own word pattern (a class of letters repeated: ``[a-z][a-z'-]*``)."""
+    word_pattern = re.compile(r"^(?:\\b)?\[(?:\\w|A-Za-z|a-z|A-Z)[^\]]*\]\[[^\]]*\][*+]")
+    found = sorted(f"{name}:{node.lineno} {node.value}" for name, tree in _modules() if name not in LEXICON
+                   for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                   and word_pattern.match(node.value) and "\\s" not in node.value)  # a phrase of names is no tokenizer
+    assert found == []
+
+
+def test_one_number_pattern():
+    """A number written in digits is ``retrieval.text.NUMBER``: nobody else writes
+    ``\\d[\\d,.]*`` or ``\\d+(?:[.,]\\d+)*`` (credentials' formats aside: those are shapes of
+    secrets, not numbers)."""
+    shapes = re.compile(r"\\d\[\\d|\\d\+\(\?:\[")
+    found = sorted(f"{name}:{node.lineno}" for name, tree in _modules()
+                   if name not in (*LEXICON, "retrieval/credentials.py")
+                   for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+                   and shapes.search(node.value))
+    assert found == []
+
+
+def test_tokens_keep_words_and_numbers_whole():
+    from retrieval.text import numbers, tokens
+
+    said = "Hey, I'm O'Brien; us-east-1 at 9:30, $1,200 by 10/12/2026 on node.js & c++ and/or c#. Done... Zoë's café."
+    assert tokens(said) == ["Hey", "I'm", "O'Brien", "us-east-1", "at", "9:30", "1,200", "by", "10/12/2026", "on",
+                            "node.js", "c++", "and", "or", "c#", "Done", "Zoë's", "café"]
+    assert numbers("TP6104 costs $1,200 at 9:30. Gate 5.") == {"6104", "1,200", "9:30", "5"}
+
+
 # --- the default namespace: MemoryConfig.default_namespace ---------------------------------
 
-# Owned by a change in flight in the same tree; it asks ``config.default_namespace`` with that
-# change, and this entry goes then.
-_NAMESPACE_PENDING = {"memory_assets/lib/extraction/facts.py"}
 
 
 def test_the_default_namespace_is_asked_of_the_config():
     """Where data handed over without a namespace goes (``[pipeline] namespace``) is
     ``MemoryConfig.default_namespace``: no other module reads ``pipeline.namespace`` or
-    writes its value as a literal. ``evals/`` is left out for now: another change in flight
-    owns it, and its benches still read ``pipeline.namespace``."""
+    writes its value as a literal."""
     import tomllib
 
     default = tomllib.loads((ROOT / "retrieval/defaults.toml").read_text())["pipeline"]["namespace"]
     found = []
     for name, tree in _modules():
-        if name == "retrieval/config.py" or name in _NAMESPACE_PENDING or name.startswith("evals/"):
+        if name == "retrieval/config.py":
             continue
         docs = _docstrings(tree)
         for node in ast.walk(tree):

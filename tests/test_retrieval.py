@@ -273,13 +273,13 @@ def test_raw_user_message_is_rewritten_before_search(root):
     # Embedded: the question as a sentence, without the greeting and the ask to remember,
     # with the earlier message's names; full text: the content words.
     assert injection.query == "when the oil change is due WRX Saturday?"
-    assert injection.terms == keyword_query(context) == "oil change due WRX Saturday"
+    assert injection.terms == keyword_query(context, load_config().injection.header) == "oil change due WRX Saturday"
     assert injection.items[0].id == "wrx"
 
 
 def test_the_injected_block_never_reaches_the_query():
     block = f"{INJECTION_START}\nKnown context from previous sessions:\n~ Aaron is allergic to penicillin\n{INJECTION_END}"
-    query = rewrite([{"content": block + "\nWhat was the WRX oil change about?"}])
+    query = rewrite([{"content": block + "\nWhat was the WRX oil change about?"}], header=load_config().injection.header)
     assert "penicillin" not in query.text + query.terms
     assert query.text == "What was the WRX oil change about?" and query.terms == "WRX oil change"
 

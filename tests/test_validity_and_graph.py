@@ -178,7 +178,7 @@ def test_swapping_one_thing_for_another_still_names_the_old_one():
 
 
 def test_a_month_part_and_since_give_the_day_it_started():
-    from retrieval.text import stated_day
+    from retrieval.dates import stated_day
 
     said = datetime(2026, 8, 10, tzinfo=timezone.utc)
     assert str(stated_day("Bea's mum retired at the end of June.", said)) == "2026-06-30"

@@ -20,6 +20,7 @@ import polars as pl
 
 from evals.bench.synthetic import BENCH_NOW, synthetic_items
 from retrieval.config import MemoryConfig
+from retrieval.moments import parse_utc
 from retrieval.paths import DataRoot
 
 # The first build runs as of BENCH_NOW; the nightly run at 02:00 the next night.
@@ -65,7 +66,7 @@ def _sessions(rows: list[dict[str, Any]], first: int, start: datetime, end: date
     from memory_assets.lib.ingest.turns import resource_id
     from memory_assets.lib.extraction.facts import fact_id
 
-    namespace = config.pipeline.namespace
+    namespace = config.default_namespace
     n_sessions = max(1, -(-len(rows) // FACTS_PER_SESSION))
     span = (end - start) / n_sessions
     facts, resources = [], []
@@ -86,7 +87,7 @@ def _sessions(rows: list[dict[str, Any]], first: int, start: datetime, end: date
             resources.append({
                 "resource_id": resource_id(message), "session_id": session, "turn": message["turn"],
                 "external_id": None, "role": message["role"], "speaker": message["speaker"],
-                "content": message["content"], "content_at": datetime.fromisoformat(message["ts"]),
+                "content": message["content"], "content_at": parse_utc(message["ts"]),
                 "trust": "untrusted" if message["role"] == "tool" else "trusted", "source_format": "jsonl",
                 "source_file": f"{session}.jsonl", "ingested_at": ingested,
             })

@@ -158,7 +158,7 @@ def run(args: argparse.Namespace, memory_config: MemoryConfig) -> dict[str, Any]
         config.write_text(f"[service]\nwrites_per_minute = {args.writes_per_minute}\n"
                           f"concurrent_searches = {args.concurrent_searches}\n")
         # Every agent reads and writes the store's namespace: the heaviest read path.
-        keys = [create_key(root, f"agent-{n}", "--namespace", "default", env=service_env(config))
+        keys = [create_key(root, f"agent-{n}", "--namespace", config.default_namespace, env=service_env(config))
                 for n in range(args.clients)]
         started = time.perf_counter()
         server = start(root, keys[0], config=config, timeout=300, workers=args.workers)

@@ -16,7 +16,7 @@ from typing import Any
 import polars as pl
 
 from evals.bench import BenchError
-from retrieval import text
+from retrieval import dates
 from retrieval.config import MemoryConfig
 
 # The synthetic memory's clock: items are dated up to two years before it, and every
@@ -72,8 +72,8 @@ CITIES = ("Lisbon", "Denver", "Osaka", "Toronto", "Austin", "Cape Town", "Reykja
 PETS = ("dog", "cat", "rabbit", "parrot")
 PET_NAMES = ("Biscuit", "Luna", "Pepper", "Mochi", "Rufus", "Olive", "Ziggy", "Maple")
 EDITORS = ("VS Code", "Neovim", "PyCharm", "Emacs", "Zed")
-WEEKDAYS = tuple(d.title() for d in text.WEEKDAYS[:5])
-MONTHS = tuple(m.title() for m in text.MONTHS)
+WEEKDAYS = tuple(d.title() for d in dates.WEEKDAYS[:5])
+MONTHS = tuple(m.title() for m in dates.MONTHS)
 
 
 class Draw:
@@ -209,7 +209,7 @@ def synthetic_items(n_items: int, *, config: MemoryConfig, seed: int = 0) -> pl.
     if not templates:
         raise BenchError(f"none of the bench's categories is configured ({', '.join(config.categories)})")
     rng = random.Random(seed)
-    namespace = config.pipeline.namespace
+    namespace = config.default_namespace
     seen: set[str] = set()
     rows: list[dict[str, Any]] = []
     while len(rows) < n_items:

@@ -31,6 +31,7 @@ from retrieval.paths import DataRoot
 from retrieval.published import INSIGHTS_TABLE
 from retrieval.store import ItemStore
 from retrieval.text import QUERY_STOPWORDS as STOPWORDS
+from retrieval.text import tokens
 
 PROMPT_NAME = "cluster_insight"
 # Archived (not accessed for 90 days) and cold (6 months) items are the archive; purged
@@ -42,7 +43,6 @@ MAX_INSIGHT_CHARS = 300
 # Big clusters: the facts closest to the medoid describe it; the rest cost tokens.
 MAX_FACTS_PER_REQUEST = 25
 
-_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9'+&-]*[A-Za-z0-9+]|[A-Za-z]")
 _BLOCK_TAG = re.compile(r"</?\s*facts\s*>", re.IGNORECASE)
 
 
@@ -110,7 +110,7 @@ def _medoid(vectors: np.ndarray) -> int:
 def _terms(text: str) -> list[tuple[str, str]]:
     """(key, display) for each content word and each pair of adjacent content words."""
     words: list[str | None] = []
-    for token in _TOKEN.findall(text):
+    for token in (t for t in tokens(text) if t[0].isalpha()):
         token = token.removesuffix("'s").removesuffix("'")
         low = token.lower()
         words.append(None if low in STOPWORDS or len(low) < 3 else token)

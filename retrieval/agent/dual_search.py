@@ -30,7 +30,7 @@ from typing import Any
 import polars as pl
 
 from retrieval.config import MemoryConfig
-from retrieval.text import PHRASE_WORD, QUERY_STOPWORDS, normal_phrase
+from retrieval.text import QUERY_STOPWORDS, normal_phrase, tokens
 
 # How far each kind of edge carries the walk, besides its confidence.
 KIND_WEIGHT = {"mentions": 1.0, "relation": 1.0, "relates_to": 1.0, "supersedes": 0.5, "contradicts": 0.5}
@@ -124,7 +124,7 @@ class GraphIndex:
 
     def seeds(self, query: str, namespace: str | None) -> dict[str, float]:
         """The entities the query names (one to four words at a time), each at 1.0."""
-        words = [normal_phrase(w) for w in PHRASE_WORD.findall(query)]
+        words = [normal_phrase(w) for w in tokens(query)]
         words = [w for w in words if w]
         found: dict[str, float] = {}
         taken: set[int] = set()

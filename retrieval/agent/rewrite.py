@@ -12,23 +12,17 @@ is: the injected memory block, punctuation, greetings and asks-to-remember are g
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from retrieval.config import MemoryConfig
+from retrieval.intent import ASKS_TO_RECALL
 from retrieval.llm import chat_client, complete_validated, load_prompt
-from retrieval.text import POLITE, QUERY_STOPWORDS, strip_injected
-
-_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9'+&.-]*[A-Za-z0-9+]|[A-Za-z]|\d[\d,.:/-]*\d|\d")
+from retrieval.text import POLITE, QUERY_STOPWORDS, strip_injected, tokens
 
 _MAX_TERMS = 16
 _MAX_WORDS = 64  # of the sentence; MiniLM reads 256 word pieces
-# Phrases that are no part of what is asked.
-_ASKS_TO_REMEMBER = re.compile(
-    r"\b(?:do|did|can|could|would) you (?:still )?(?:remember|recall|tell me|remind me)(?: of| about| if| whether)?\b"
-    r"|\bremind me(?: of| about)?\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -48,17 +42,19 @@ class SearchQuery:
 CONTEXT_MESSAGES = 5
 
 
-def _text(context: str | Sequence[Mapping[str, Any]], last: int = CONTEXT_MESSAGES) -> list[str]:
+def _text(context: str | Sequence[Mapping[str, Any]], header: str, last: int = CONTEXT_MESSAGES) -> list[str]:
+    """The latest messages' texts, without the memory block the agent was given (``header``:
+    ``[injection] header``)."""
     if isinstance(context, str):
-        return [strip_injected(context)]
-    return [strip_injected(str(m.get("content", ""))) for m in list(context)[-last:]]
+        return [strip_injected(context, header)]
+    return [strip_injected(str(m.get("content", "")), header) for m in list(context)[-last:]]
 
 
 def keywords(text: str) -> list[str]:
     """Content words of ``text`` in order, entities (capitalized) and numbers kept as written."""
     out: list[str] = []
     seen: set[str] = set()
-    for token in _TOKEN.findall(text):
+    for token in tokens(text):
         low = token.lower().strip("'.")
         if low in QUERY_STOPWORDS or (len(low) < 2 and not low.isdigit()):
             continue
@@ -70,9 +66,9 @@ def keywords(text: str) -> list[str]:
     return out
 
 
-def keyword_query(context: str | Sequence[Mapping[str, Any]]) -> str:
+def keyword_query(context: str | Sequence[Mapping[str, Any]], header: str) -> str:
     """The offline rewrite: the latest message's terms first, then earlier messages' entities."""
-    texts = _text(context)
+    texts = _text(context, header)
     terms = keywords(texts[-1]) if texts else []
     terms += _earlier_entities(texts, {t.lower() for t in terms})
     return " ".join(terms[:_MAX_TERMS])
@@ -89,13 +85,13 @@ def _earlier_entities(texts: list[str], have: set[str]) -> list[str]:
     return out
 
 
-def sentence_query(context: str | Sequence[Mapping[str, Any]]) -> str:
+def sentence_query(context: str | Sequence[Mapping[str, Any]], header: str) -> str:
     """The offline rewrite for the vector search: the latest message's words in order,
     without greetings and asks-to-remember ("Hey, do you remember when…" → "when …"),
     a final "?" kept when it asks; then the earlier messages' names and numbers."""
-    texts = _text(context)
-    latest = _ASKS_TO_REMEMBER.sub(" ", texts[-1]) if texts else ""
-    words = [t for t in _TOKEN.findall(latest) if t.lower() not in POLITE][:_MAX_WORDS]
+    texts = _text(context, header)
+    latest = ASKS_TO_RECALL.sub(" ", texts[-1]) if texts else ""
+    words = [t for t in tokens(latest) if t.lower() not in POLITE][:_MAX_WORDS]
     words += _earlier_entities(texts, {w.lower() for w in words})
     if not words:
         return ""
@@ -109,6 +105,7 @@ class LLMRewriter:
     def __init__(self, config: MemoryConfig, timeout: float = 10.0):
         self.system = load_prompt("query_rewrite").text
         self.model = config.llm.model
+        self.header = config.injection.header
         self.client = chat_client(config, timeout=timeout, max_retries=1)
 
     def __call__(self, context: str | Sequence[Mapping[str, Any]]) -> str:
@@ -117,7 +114,7 @@ class LLMRewriter:
         Raises:
             LLMOutputFailed: the endpoint failed.
         """
-        transcript = "\n".join(f"- {t.strip()}" for t in _text(context) if t.strip())
+        transcript = "\n".join(f"- {t.strip()}" for t in _text(context, self.header) if t.strip())
         messages = [{"role": "system", "content": self.system}, {"role": "user", "content": transcript}]
         query, _ = complete_validated(self.client, messages, _first_line, str, model=self.model)
         return query
@@ -128,9 +125,10 @@ def _first_line(reply: str) -> str:
     return lines[0].strip().strip('"') if lines else ""
 
 
-def rewrite(context: str | Sequence[Mapping[str, Any]], *, llm: LLMRewriter | None = None) -> SearchQuery:
+def rewrite(context: str | Sequence[Mapping[str, Any]], *, header: str, llm: LLMRewriter | None = None) -> SearchQuery:
     """The search query for ``context``: the LLM's when given (one query for both
-    searches), else, or when the LLM fails, the sentence and its keywords."""
+    searches), else, or when the LLM fails, the sentence and its keywords. ``header`` is
+    ``[injection] header``: a memory block pasted back without its markers is not asked."""
     if llm is not None:
         try:
             query = llm(context)
@@ -138,4 +136,4 @@ def rewrite(context: str | Sequence[Mapping[str, Any]], *, llm: LLMRewriter | No
                 return SearchQuery(query, query)
         except Exception:  # the agent must get memory even when the LLM is down
             pass
-    return SearchQuery(sentence_query(context), keyword_query(context))
+    return SearchQuery(sentence_query(context, header), keyword_query(context, header))

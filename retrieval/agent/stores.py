@@ -141,4 +141,4 @@ class Stores:
             return SearchQuery(raw, raw)
         if self.config.llm_enabled and llm_configured() and not budget_aware and self.rewriter is None:
             self.rewriter = LLMRewriter(self.config)
-        return rewrite(context, llm=None if budget_aware else self.rewriter)
+        return rewrite(context, header=self.config.injection.header, llm=None if budget_aware else self.rewriter)

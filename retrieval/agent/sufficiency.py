@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import re
 
-from retrieval.text import MONTHS, WEEKDAYS
+from retrieval.dates import MONTHS, WEEKDAYS
+from retrieval.text import NUMBER, NUMBER_WORDS, tokens
 from retrieval.text import QUERY_STOPWORDS as STOPWORDS
 
 _TIME = re.compile(
@@ -21,10 +22,15 @@ _TIME = re.compile(
     r"weekend|week|weeks|month|months|year|years|morning|afternoon|evening|night|"
     r"spring|summer|autumn|fall|winter|" + "|".join(WEEKDAYS + MONTHS) + r")\b",
     re.IGNORECASE)
-_NUMBER = re.compile(
-    r"\b(?:\d[\d,.]*|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|"
-    r"dozen|hundred|thousand|million|twice|once|several|a few|a couple)\b", re.IGNORECASE)
-_NAME = re.compile(r"\b[A-Z][a-zA-Z'-]+")
+# A quantity: a number (``retrieval.text``), in words too, or a vague one ("a dozen", "twice").
+_QUANTITY = re.compile(
+    r"\b(?:" + NUMBER.pattern + "|" + "|".join(sorted(NUMBER_WORDS.keys() - {"a", "an"}, key=len, reverse=True))
+    + r"|dozen|hundred|thousand|million|twice|once|several|a couple)\b", re.IGNORECASE)
+
+
+def _names(text: str) -> list[str]:
+    """Capitalised words of two letters or more: the names a line or message says."""
+    return [t for t in tokens(text) if t[0].isupper() and len(t) > 1]
 _ASKS = (
     ("time", re.compile(r"\b(?:when|what (?:time|date|day|year|month)|how long ago)\b", re.IGNORECASE)),
     ("number", re.compile(r"\bhow (?:many|much|old|long|often|far)\b", re.IGNORECASE)),
@@ -52,10 +58,10 @@ def answers(line: str, kind: str | None, message: str) -> bool:
     if kind == "time":
         return bool(_TIME.search(line))
     if kind == "number":
-        return bool(_NUMBER.search(line))
+        return bool(_QUANTITY.search(line))
     if kind == "name":
-        said = {_word(w) for w in _NAME.findall(message)}
-        return any(_word(w) not in said and _word(w) not in STOPWORDS for w in _NAME.findall(line))
+        said = {_word(w) for w in _names(message)}
+        return any(_word(w) not in said and _word(w) not in STOPWORDS for w in _names(line))
     return False
 
 

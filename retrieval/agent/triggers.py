@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from retrieval.text import PHRASE_WORD, normal_phrase
+from retrieval.text import normal_phrase, tokens
 
 
 def forms(word: str) -> set[str]:
@@ -86,7 +86,7 @@ class NegativeRules:
             return []
         lowered = text.lower()
         matched: dict[int, list[str]] = {}
-        for word in {normal_phrase(w) for w in PHRASE_WORD.findall(lowered)}:
+        for word in {normal_phrase(w) for w in tokens(lowered)}:
             for index, pattern in by_form.get(word, ()):
                 matched.setdefault(index, []).append(pattern)
         for index, pattern, regex in literals:

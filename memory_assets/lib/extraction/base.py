@@ -58,9 +58,9 @@ class Segment:
     trusted: bool
 
 
-def segments(turns: list[Turn], header: str | None = None) -> list[Segment]:
+def segments(turns: list[Turn], header: str) -> list[Segment]:
     """Split each turn into trusted and untrusted segments, injected memory removed
-    (``header``: the block's header line, default ``[injection] header``)."""
+    (``header``: the block's header line, ``[injection] header``)."""
     out: list[Segment] = []
     for turn in turns:
         if turn.role == "system" or turn.content.strip() == WITHHELD:

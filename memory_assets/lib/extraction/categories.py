@@ -32,6 +32,7 @@ import numpy as np
 
 from memory_assets.lib.extraction import cues as C
 from retrieval.config import MemoryConfig
+from retrieval.text import TOKEN
 
 # How much nearer (cosine) than the default category a category must be for a clause
 # without keywords to leave its default. Tuned on half the gold sessions (the even ones
@@ -52,7 +53,6 @@ _TECHNICAL = re.compile(
     r"|\b\d+\.\d+\.\d+\b"                                # a version: "0.8.0"
     r"|\b[a-z]{2,}[A-Z]\w*"                              # camelCase
     r"|\b\w+\.(?:py|js|ts|go|rs|java|rb|json|ya?ml|toml|md|sh|sql|tf|env|cfg|ini|lock)\b")
-_WORDS = re.compile(r"[a-z][a-z'-]*")
 
 
 class Categorizer:
@@ -78,7 +78,7 @@ class Categorizer:
         keywords = sorted(self.owners, key=len, reverse=True)
         self.pattern = re.compile(r"\b(?:" + "|".join(re.escape(k) for k in keywords) + r")\b") if keywords else None
         # Single words match a token's lemma too; phrases match the lemmas joined.
-        self.words = {k for k in self.owners if re.fullmatch(r"[a-z][a-z'-]*", k)}
+        self.words = {k for k in self.owners if k[:1].isalpha() and TOKEN.fullmatch(k)}
         self.phrases = [(k, tuple(k.split())) for k in self.owners if " " in k]
         self._chosen: dict[tuple[str, str, tuple[str, ...]], tuple[str, list[str]]] = {}
         self.descriptions = {name: c.description for name, c in config.categories.items() if c.description.strip()}
@@ -109,7 +109,7 @@ class Categorizer:
         masked = re.sub(r"\blike\b", "____", lowered)
         for m in C.LIKE_AS_VERB.finditer(lowered):
             masked = masked[:m.start()] + lowered[m.start():m.end()] + masked[m.end():]
-        spans = list(_WORDS.finditer(masked))
+        spans = [m for m in TOKEN.finditer(masked) if m.group()[0].isalpha()]
         words = [m.group(0) for m in spans]
         forms = [_lemmas(w) for w in words]
         found: list[tuple[str, str]] = []

@@ -12,14 +12,14 @@ from memory_assets.lib.extraction import rules as R
 # The category of a clause: keywords (words and lemmas), then the nearest description.
 from memory_assets.lib.extraction.categories import Categorizer  # noqa: F401
 from retrieval.schema import Turn
-from retrieval.text import DATE, RELATIVE_DAYS
+from retrieval.dates import DATE, RELATIVE_DAYS
+from retrieval.text import tokens
 
 
 _ABBREV = re.compile(r"\b(" + "|".join(a if "(" in a else re.escape(a) for a in R.ABBREVIATIONS) + r")\.", re.IGNORECASE)
 # "…amazing!Thanks" splits; "sqlalchemy.exc.TimeoutError" does not.
 # "./..." (a Go package pattern) is a path, not the end of a sentence.
 _SENTENCE_END = re.compile(r"(?<=[.!?])(?<!/\.\.\.)[\"')\]]*\s+|\n+|(?<=[!?])(?=[A-Z][a-z])")
-_WORD = re.compile(r"[A-Za-z][A-Za-z'’-]*")
 _VERB = re.compile(
     r"\b(?:i|i'm|i've|i'll|i'd|we|we're|we've|he|she|they|you|it)\s+\w|"
     r"\b(?:am|is|are|was|were|be|been|being|'m|'s|'re|'ve|'ll|'d|have|has|had|do|does|did|will|would|can|could|"
@@ -105,7 +105,7 @@ def split_label(clause: str) -> tuple[str, str]:
     if not found:
         return "", clause
     head = found.group(1)
-    if len(head.split()) > 3 and R.FINITE_VERB.search(head) and not C.REMEMBER.search(head):
+    if len(head.split()) > 3 and R.FINITE_VERB.search(head) and not C.ASKS_TO_KEEP.search(head):
         return "", clause
     return head, clause[found.end():]
 
@@ -148,7 +148,7 @@ def content_words(text: str, names: tuple[str, ...] = ()) -> list[str]:
     """The words that carry information: no stopwords, verdicts, vague verbs or names."""
     lowered_names = {n.lower() for n in names}
     words = []
-    for word in _WORD.findall(text):
+    for word in (t for t in tokens(text) if t[0].isalpha()):
         w = word.lower().strip("'-").split("'")[0]
         if len(w) > 2 and w not in C.STOPWORDS and w not in R.EVALUATIVE and w not in R.VAGUE and w not in lowered_names:
             words.append(w)

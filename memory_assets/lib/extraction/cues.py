@@ -12,7 +12,10 @@ from __future__ import annotations
 import re
 
 from memory_assets.lib.extraction.rules import IRREGULAR_PAST, phrases as _any
-from retrieval.text import EXTRACTION_STOPWORDS, MONTHS, NEGATION, NOT_NAMES, WEEKDAYS
+from retrieval.dates import MONTHS, WEEKDAYS
+from retrieval.intent import (ASKS_TO_KEEP, CORRECTION_KIND, HENCEFORTH, IN_FUTURE, KEEP_PREFIX,  # noqa: F401
+                              REMIND_ME, REVERSAL, STANDING, TURN_REVERSAL)  # (read as C.*: one home for intent cues)
+from retrieval.text import EXTRACTION_STOPWORDS, NEGATION, NOT_NAMES, NUMBER
 
 _I = re.IGNORECASE
 _WEEKDAYS = "|".join(WEEKDAYS)  # regex alternations of retrieval.text's calendar words
@@ -23,10 +26,7 @@ _MONTHS = "|".join(MONTHS)
 
 # Checked in order; the first that matches names the kind.
 KIND_RULES: list[tuple[str, re.Pattern[str]]] = [
-    ("correction", re.compile(
-        r"^(?:no[,.!]?\s+)?actually\b|\b(?:no longer|not anymore|any ?more|changed (?:\w+ )?mind|change of plans?|"
-        r"switch(?:ed|ing)? (?:from|to)|scratch that|correction|i was wrong|now prefer|prefer \w+ now|"
-        r"not \w+ but)\b|^no,\s", _I)),
+    ("correction", CORRECTION_KIND),
     ("procedure", re.compile(
         r"\b(?:always (?:run|use|check|do|start|make sure|test|lint|format)|before (?:you |we |merging|"
         r"deploying|committing|pushing|release|each|every)|after (?:merging|deploying|each|every)|"
@@ -49,15 +49,6 @@ KIND_RULES: list[tuple[str, re.Pattern[str]]] = [
                         r"passionate about", r"can't stand", r"obsessed with", r"adores?", r"always wants?",
                         r"wants? (?:a|an|the|some)", r"(?:i|we) use")),
 ]
-# A statement that changes something said earlier in the session ("switching to a medium
-# roast", "start on April 15 now, not the 17th", "soccer moved to Field 5").
-REVERSAL = re.compile(
-    r"\b(?:after all|instead|any ?more|no longer|switch(?:ed|ing)? (?:to|from|over)|changed? (?:my|our) mind|"
-    r"changed? (?:it|that|this) to|mov(?:ed|es|ing) to|scratch that)\b|^actually\b|,\s*not (?:the )?\w+|\bnot the \w+", _I)
-# A plain negation: "Maya is not vegetarian", "Dev never agreed to marketing emails".
-# A turn that opens by taking back what was just said.
-TURN_REVERSAL = re.compile(r"^\W*(?:(?:hmm+|oh|wait|um+|uh)[,.!]*\s+)*(?:actually,?\s+no|no,?\s+actually|"
-                           r"scratch that|change of plans?|correction|wait,?\s+no)\b", _I)
 # The value a reversal says no longer holds: "not the 17th", "not 500".
 NEGATED_VALUE = re.compile(r"\bnot (?:the |at |on |in )?(\w+)", _I)
 
@@ -106,20 +97,13 @@ IMPLIED = _any(r"kind of", r"kinda", r"sort of", r"sorta", r"seems?", r"somewhat
                r"i feel like", r"apparently", r"supposedly", r"mostly", r"more or less")
 # Sentiment is ``retrieval.text.sentiment``: one classifier for facts and for the conversation.
 
-REMEMBER = _any(r"remember (?:this|that)", r"don't forget", r"do not forget", r"keep in mind",
-                r"make a note", r"note that", r"remind me")
 ACTION = re.compile(
     r"\b(?:due|overdue|need(?:s)? to|must|deadline|to-?do|by (?:" + _WEEKDAYS + r"|tomorrow|tonight|end of)|"
     r"expires?|expiring|remind me)\b|\bhaven'?t\b.*\byet\b", _I)
-# The phrase that asked for remembering is not part of the fact.
-REMEMBER_PREFIX = re.compile(
-    r"^(?:please\s+)?(?:remember|don't forget|do not forget|keep in mind|note|make a note)"
-    r"(?:\s+(?:this|that))?[:,]?\s+(?:that\s+)?", _I)
-
 # --- Talking to an assistant ------------------------------------------------------
 
 # A standing instruction to the assistant ("always run…", "never push…") is a rule to keep.
-RULE_LEAD = re.compile(r"^(?:from now on,?\s+|going forward,?\s+|in the future,?\s+)?(?:actually,?\s+)?"
+RULE_LEAD = re.compile(r"^(?:(?:" + HENCEFORTH + "|" + IN_FUTURE + r"),?\s+)?(?:actually,?\s+)?"
                        r"(?:(?:please|just|also|then)[\s,]+)*", _I)
 RULE_START = re.compile(
     RULE_LEAD.pattern + r"(?:always|never|don't|do not|avoid|make sure|stop|keep(?=[^,.;]*\d)|"
@@ -148,13 +132,9 @@ CONDITIONAL_RULE = re.compile(
 CONVENTION = re.compile(r"^(?:(?:just|please|also)\s+)*(?:use|default to|prefer|stick (?:with|to))\b", _I)
 # "…for this one", "…this time": a choice for the task at hand.
 ONE_OFF = re.compile(r"\b(?:this one|this time|for now|for this|right now|today|tonight|here)\b", _I)
-# "remind me to…" is something the user wants done later: keep it, as a wish.
-REMIND_ME = re.compile(r"^(?:please\s+)?remind (?:me|us)\s+", _I)
 # A confirmed offer ("Should I add tests?" "Yes.") is a one-off task unless it sets a
 # standing rule or a reminder.
 # (A confirmed offer with a date or a day is a commitment, kept too.)
-STANDING = _any(r"always", r"never", r"whenever", r"every(?:\s+\w+)?", r"each time", r"from now on",
-                r"going forward", r"in (?:the )?future", r"remind(?:er)?s?", r"by default")
 # "Here's what I set in the runner env:", "this is what you told me, pasted from the chat":
 # material handed to the assistant, not a statement about anything.
 PASTE_INTRO = re.compile(r"^(?:here's|here is|here are)\b|\bpasted\b|^(?:this|that) is what\b", _I)
@@ -303,8 +283,8 @@ UNITS = (r"miles?|mi|km|kilometers?|kg|lbs?|pounds?|%|percent|years?|months?|wee
          r"hrs?|minutes?|mins?|points?|dollars?|usd|euros?|gb|mb|tb|ms|seconds?|feet|ft|meters?|m|"
          r"inches|cm|mph|kph|degrees|k|people|times|books?|games?|kids|children|dogs?|cats?")
 QUANTITY = re.compile(
-    r"(?:[$€£]\s?\d[\d,]*(?:\.\d+)?(?:\s?(?:k|m|million|billion)\b)?)|"
-    r"\b\d[\d,]*(?:\.\d+)?\s?(?:" + UNITS + r")\b",
+    r"(?:[$€£]\s?" + NUMBER.pattern + r"(?:\s?(?:k|m|million|billion)\b)?)|"
+    r"\b" + NUMBER.pattern + r"\s?(?:" + UNITS + r")\b",
     _I,
 )
 # A relative day used as an adverb, written into the fact as its date ("got the bike out

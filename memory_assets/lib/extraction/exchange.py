@@ -14,13 +14,13 @@ from memory_assets.lib.extraction.clauses import (content_words, has_verb, is_ch
 from memory_assets.lib.extraction.people import Voice
 from retrieval.config import MemoryConfig
 from retrieval.schema import Candidate, Turn
-from retrieval.text import NEGATION
+from retrieval.text import NEGATION, tokens
 
 
 def token_set(text: str, names: tuple[str, ...] = ()) -> set[str]:
     """Lower-cased content words and identifiers ("tp6104", "postgres"), names left out."""
     skip = {n.lower() for n in names}
-    return {w for w in (t.lower().strip(".-'") for t in re.findall(r"[A-Za-z0-9][\w.+#/-]*", text))
+    return {w for w in (t.lower().strip(".-'") for t in tokens(text))
             if (len(w) > 2 or w.isdigit()) and w not in C.STOPWORDS and w not in skip}
 
 
@@ -46,7 +46,7 @@ def settle_reversals(found: list[Candidate], names: tuple[str, ...], reversing: 
 
     def replaced(earlier: Candidate, mine: set[str]) -> str:
         theirs = token_set(earlier.content, names)
-        words = [w for w in re.findall(r"[\w.+#/:'-]*\w", earlier.content) if w.lower() in theirs - mine]
+        words = [w for w in tokens(earlier.content) if w.lower() in theirs - mine]
         return " ".join(words[:4]) or earlier.content.rstrip(".")
 
     dropped: set[int] = set()
@@ -92,7 +92,7 @@ def denial_of(cand: Candidate, claims: list[tuple[int, str]], names: tuple[str, 
         shared = mine & theirs
         if turn < min(cand.source_turns) and (len(shared) >= min(2, len(mine)) or shared & proper):
             # What is denied is what both mention: "not vegetarian" replaces "vegetarian".
-            words = list(dict.fromkeys(w for w in re.findall(r"[\w.+#/:'-]*\w", claim) if w.lower() in shared))
+            words = list(dict.fromkeys(w for w in tokens(claim) if w.lower() in shared))
             if not words:
                 continue
             return dataclasses.replace(cand, supersedes=" ".join(words[:4]), kind="correction",

@@ -53,7 +53,7 @@ def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryCo
     and so do the ``forgotten`` ones (candidate, the topic the user asked to forget)."""
     by_turn = {t.turn: t for t in turns}
     # A session belongs to one user or agent: the one it was handed over for.
-    namespace = next((t.namespace for t in turns if t.namespace), None) or config.pipeline.namespace
+    namespace = next((t.namespace for t in turns if t.namespace), None) or config.default_namespace
     # …and may be about one project: a fact about its work is scoped to it (``scopes``).
     session_project = next((t.project for t in turns if t.project), None)
     facts: list[dict] = []

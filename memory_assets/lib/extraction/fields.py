@@ -2,7 +2,7 @@
 
 An extractor may give them; what it leaves out is read here, once, from what was said:
 the ``directive`` of a rule-like fact (below) and the future days it points to
-(``remind_on``, ``retrieval.text.future_dates``). The same reading runs when the agent rewords an item
+(``remind_on``, ``retrieval.dates.future_dates``). The same reading runs when the agent rewords an item
 (``update``), so the fields follow the words. Nothing later parses the wording back:
 lessons read ``directive``, forward triggers read ``remind_on``.
 """
@@ -17,7 +17,7 @@ import polars as pl
 
 from retrieval.schema import FACT_SCHEMA
 from retrieval.lessons import LESSON_KINDS
-from retrieval.text import future_dates
+from retrieval.dates import future_dates
 
 TYPED = ("subject", "directive", "reported_by", "remind_on")
 # Structure columns added later (issue 14); a fact written before has them null or empty.

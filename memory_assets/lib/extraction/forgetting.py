@@ -18,7 +18,6 @@ nothing; the request itself is never stored (``gate._memory_request``).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -27,9 +26,9 @@ import polars as pl
 
 from retrieval.privacy import forget_request
 from retrieval.text import QUERY_STOPWORDS as STOPWORDS
+from retrieval.text import tokens
 from retrieval.schema import Candidate, Turn
 
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]*")
 # Words a topic phrase is built with that say nothing about which memory is meant.
 _TOPIC_FILLER = frozenset({"my", "our", "the", "fact", "that", "i", "i'm", "im", "me", "mine", "about", "said",
                            "told", "you", "was", "were", "is", "am", "are", "stuff", "thing", "things"})
@@ -51,13 +50,13 @@ def _stem(word: str) -> str:
 
 def topic_terms(topic: str) -> frozenset[str]:
     """The content words of a topic, stemmed: what an item must mention to be about it."""
-    words = (_stem(w) for w in _WORD.findall(topic))
+    words = (_stem(w) for w in tokens(topic))
     return frozenset(w for w in words if w not in STOPWORDS and w not in _TOPIC_FILLER and len(w) > 1)
 
 
 def about(text: str, terms: frozenset[str]) -> bool:
     """``text`` mentions every term (a topic with no content word matches nothing)."""
-    return bool(terms) and terms <= {_stem(w) for w in _WORD.findall(text)}
+    return bool(terms) and terms <= {_stem(w) for w in tokens(text)}
 
 
 def requests(turns: Sequence[Turn]) -> list[ForgetRequest]:

@@ -25,7 +25,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from retrieval.text import MONTHS, WEEKDAYS, normal_phrase
+from retrieval.dates import MONTHS, WEEKDAYS
+from retrieval.text import TOKEN, normal_phrase
 
 from . import structure
 
@@ -184,7 +185,7 @@ def _imperative(steps: list[str]) -> bool:
         lemmas = getAllLemmas(first)
         if first in lemmas.get("VERB", ()):
             continue
-        if not lemmas and re.fullmatch(r"[a-z][\w.-]*", first):
+        if not lemmas and first[:1].isalpha() and TOKEN.fullmatch(first):
             continue  # a command's name ("git", "kubectl", "npm")
         return False
     return True

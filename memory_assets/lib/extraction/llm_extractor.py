@@ -388,7 +388,7 @@ class LLMExtractor:
                 every reply failed validation; carries the last raw reply and the tokens
                 spent so far.
         """
-        segs = segments(turns)
+        segs = segments(turns, self.config.injection.header)
         max_words = int(
             self.config.llm.max_words_per_request
         )

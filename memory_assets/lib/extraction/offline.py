@@ -35,7 +35,8 @@ from memory_assets.lib.extraction.people import (Mention, Voice, antecedent_in, 
 from memory_assets.lib.items.gate import steers_agent
 from retrieval.config import MemoryConfig
 from retrieval.schema import Candidate, Turn
-from retrieval.text import DATE, sentiment
+from retrieval.dates import DATE
+from retrieval.text import sentiment
 
 
 # --- The extractor ----------------------------------------------------------------
@@ -60,7 +61,7 @@ class OfflineExtractor:
         """Candidate facts from one session's turns, in order."""
         self._technical_session = technical_session(turns)
         by_turn: dict[int, list[Segment]] = {}
-        for seg in segments(turns):
+        for seg in segments(turns, self.config.injection.header):
             by_turn.setdefault(seg.turn.turn, []).append(seg)
         ordered = [t for t in turns if t.role != "system"]
         names = tuple(dict.fromkeys(speaker_name(t) for t in turns if t.role == "user"))
@@ -115,7 +116,7 @@ class OfflineExtractor:
         reversing = {t.turn for t in ordered if t.role == "user" and C.TURN_REVERSAL.match(t.content)}
         speakers = {t.turn: speaker_name(t) for t in ordered}
         # What others claimed: the assistant's sentences, tool output, pasted data.
-        claims = [(seg.turn.turn, sentence) for seg in segments(turns)
+        claims = [(seg.turn.turn, sentence) for seg in segments(turns, self.config.injection.header)
                   if not seg.trusted or seg.turn.role == "assistant" for sentence in sentences(seg.text)]
         settled = settle_reversals(out, names, reversing, speakers)
         return ExtractionResult(candidates=[denial_of(c, claims, names, self.config) for c in settled])
@@ -166,9 +167,9 @@ class OfflineExtractor:
         if R.CHATTER_OPENERS.match(raw):
             return None
         label, body = split_label(raw)
-        remember = bool(C.REMEMBER.search(raw))
+        remember = bool(C.ASKS_TO_KEEP.search(raw))
         clause = strip_filler(drop_tail_question(body), names)
-        clause = R.ANNOUNCEMENT.sub("", C.REMEMBER_PREFIX.sub("", clause)).strip()
+        clause = R.ANNOUNCEMENT.sub("", C.KEEP_PREFIX.sub("", clause)).strip()
         cue = f"{label}: {clause}" if label else clause  # "Change of plan: …" is a correction cue
         clause = re.sub(r"^no[,.!]+\s+(?=\w)", "", clause, flags=re.IGNORECASE)
         # "Since the reorg I'm based at…": a time phrase before the speaker's own clause,
@@ -324,7 +325,7 @@ class OfflineExtractor:
         turn's prerequisites and warnings (``kinds.procedure_in``)."""
         content = procedure.content(voice.name, int(self.config.gate.max_chars))
         cand = self._candidate(content, content, seg.text, seg.turn, voice, "procedure",
-                               bool(C.REMEMBER.search(seg.text)), directive=procedure.directive())
+                               bool(C.ASKS_TO_KEEP.search(seg.text)), directive=procedure.directive())
         return dataclasses.replace(cand, steps=list(procedure.steps), prerequisites=list(procedure.prerequisites),
                                    warnings=list(procedure.warnings))
 

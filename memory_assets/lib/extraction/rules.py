@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from retrieval.intent import HENCEFORTH, IN_FUTURE
 from retrieval.text import NOT_AFTER_POSSESSIVE  # noqa: F401  (read as R.NOT_AFTER_POSSESSIVE)
 
 _I = re.IGNORECASE
@@ -214,7 +215,7 @@ LEADING_TIME_PHRASE = re.compile(
     r"(?=(?:I|I'm|I've|I'll|we|we're|we've|my|our)\b)", _I)
 # "From now on, window seats for me": a standing choice without a verb.
 STANDING_FOR_ME = re.compile(
-    r"^(?P<when>(?:from now on|going forward|from here on(?: out)?|in (?:the )?future),?)\s+"
+    r"^(?P<when>(?:" + HENCEFORTH + "|" + IN_FUTURE + r"),?)\s+"
     r"(?P<what>(?!I\b)[\w'-]+(?:\s+[\w'-]+){0,4}?)\s+(?:for me|please)\s*(?:[.!]|[,;]\s.*)?$", _I)
 # Words too vague to make a clause informative on their own.
 VAGUE = frozenset(

@@ -21,6 +21,7 @@ from memory_assets.lib.extraction.facts import GatedFacts, build_facts
 from memory_assets.lib.extraction.offline import OfflineExtractor
 from retrieval import events
 from retrieval.config import MemoryConfig
+from retrieval.credentials import pii_from_config
 from retrieval.files import stamp
 from retrieval.llm import Prompt, Usage, load_prompt
 from retrieval.paths import DataRoot
@@ -98,7 +99,7 @@ def extract_session(paths: DataRoot, session_id: str, extractor: Extractor, conf
     gated = build_facts(candidates, turns, config, session_id=session_id,
                         extractor=extractor.name, prompt_version=extractor.version, now=now,
                         forgotten=[(c, r.topic) for c, r in forgotten])
-    retired = _retire_what_was_asked(paths, asked, gated.namespace, session_id, now)
+    retired = _retire_what_was_asked(paths, asked, gated.namespace, session_id, now, pii_from_config(config))
     warehouse.write_frame(warehouse.fact_file(paths, session_id), gated.facts)
     warehouse.write_frame(paths.rejections / f"{session_id}.parquet", gated.rejections)
     warehouse.crash_point("extraction")
@@ -115,7 +116,7 @@ def extract_session(paths: DataRoot, session_id: str, extractor: Extractor, conf
 
 
 def _retire_what_was_asked(paths: DataRoot, asked: list[forgetting.ForgetRequest], namespace: str,
-                           session_id: str, now: datetime) -> int:
+                           session_id: str, now: datetime, pii: tuple[str, ...]) -> int:
     """One ``forget`` event per request for the stored items it names (audited like any
     forget, folded by the next ``memory_items`` run)."""
     if not asked:  # most sessions: no need to read the published items
@@ -125,5 +126,5 @@ def _retire_what_was_asked(paths: DataRoot, asked: list[forgetting.ForgetRequest
     for resource_id, ids in matches.items():
         events.record(paths.events, "forget", ids, now, session_id=session_id,
                       payload={"reason": "the user asked to forget it", "topic": by_turn[resource_id].topic,
-                               "request_resource_id": resource_id})
+                               "request_resource_id": resource_id}, pii=pii)
     return sum(len(ids) for ids in matches.values())

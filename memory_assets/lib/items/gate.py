@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import polars as pl
 
+from retrieval.intent import HENCEFORTH
 from retrieval.config import MemoryConfig
 from retrieval.credentials import find_credentials, redact
 from retrieval.privacy import WITHHELD, forget_request, off_the_record
@@ -80,7 +81,7 @@ INSTRUCTION_PATTERNS = (
     r"|(?:that\s+)?(?:came\s+)?before|above)",
     r"\byou\s+must\s+now\b",
     r"\byou\s+are\s+now\b",
-    r"\bfrom\s+now\s+on,?\s+you\s+(?:must|will|shall|should|are)\b",
+    r"\b(?:" + HENCEFORTH + r"),?\s+you\s+(?:must|will|shall|should|are)\b",
     r"\b(?:new|updated|revised)\s+instructions?\s*:",
     r"\bsystem\s+(?:prompt|message)\s*:",
     r"^\s*(?:system|assistant)\s*:",

@@ -8,37 +8,32 @@ pointer to its successor, so nothing is lost and it is never injected again.
 
 from __future__ import annotations
 
-import re
 
 import numpy as np
 import polars as pl
 
 from memory_assets.lib.items.similarity import epoch_us, partitions, similarity_blocks
 from retrieval.spans import spanned
-from retrieval.text import PREFERENCE_VERBS, STOPWORDS
+from retrieval.text import PREFERENCE_VERBS, STOPWORDS, TOKEN, tokens
 
-_WORD = re.compile(r"[a-z0-9][a-z0-9'+.-]*")
 # The verb of a preference is not what was replaced: "want black" replaces "black".
 _STOP = STOPWORDS | PREFERENCE_VERBS
 
 
 def hint_words(text: str) -> set[str]:
-    return {w.strip(".'") for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 1}
-
-
-_TOKEN = re.compile(r"[A-Za-z0-9][A-Za-z0-9'+.-]*")
+    return {w.strip(".'") for w in tokens(text.lower()) if w not in _STOP and len(w) > 1}
 
 
 def mentions(content: str, words: set[str], *, names: bool = False) -> bool:
     """Every hint word occurs in ``content`` as a common word, not inside a name:
     "switched from black" replaces "likes black", never "a bag from Black Diamond".
     With ``names`` (the hint is itself a name: "ditched Evernote"), names count too."""
-    tokens = _TOKEN.findall(content)
     common: set[str] = set()
-    for i, token in enumerate(tokens):
+    for i, m in enumerate(TOKEN.finditer(content)):
+        token = m.group()
         word = token.lower().strip(".'")
         # Capitalized mid-sentence (and not the pronoun I) reads as a proper noun.
-        if not names and i > 0 and token[:1].isupper() and not tokens[i - 1].endswith((".", "!", "?")):
+        if not names and i > 0 and token[:1].isupper() and not content[:m.start()].rstrip().endswith((".", "!", "?")):
             continue
         common.add(word)
     return words <= common

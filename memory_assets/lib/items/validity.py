@@ -38,7 +38,7 @@ import polars as pl
 from memory_assets.lib.extraction.structure import key_parts, normal
 from retrieval.config import MemoryConfig
 from retrieval.spans import spanned
-from retrieval.text import PEOPLE_NOUNS, STOPWORDS, denies_or_ends
+from retrieval.text import PEOPLE_NOUNS, STOPWORDS, denies_or_ends, numbers
 
 # Subject heads that are things, not someone ("it", "that"): never a person of their own.
 _THINGS = frozenset("it this that there they we you i".split())
@@ -64,13 +64,6 @@ def single_valued(row: dict, config: MemoryConfig) -> bool:
     return bool(config.graph.possessed_is_single and relation == "is" and len((row["subject_key"] or "").split()) > 1)
 
 
-_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
-
-
-def _numbers(text: str | None) -> frozenset[str]:
-    return frozenset(_NUMBER.findall(text or ""))
-
-
 def _differ(old: dict, new: dict) -> bool | None:
     """True: different values; False: the same; None: one refines the other. The same
     value with other numbers around it ("goes to bed at 11:30" → "at 10:15") differs."""
@@ -78,7 +71,7 @@ def _differ(old: dict, new: dict) -> bool | None:
     if not a or not b:
         return None
     if a == b:
-        na, nb = _numbers(old["content"]), _numbers(new["content"])
+        na, nb = numbers(old["content"]), numbers(new["content"])
         return True if na and nb and not (na & nb) else False
     if a <= b or b <= a:
         return None

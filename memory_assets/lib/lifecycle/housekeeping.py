@@ -12,7 +12,7 @@ before they replace the previous ones).
   the trust pass guards against), nor do uncertain ones (below ``injection.uncertain_below``).
 - **Forward triggers**: the days items point to, so the agent can preload them on the
   day. Each active item's ``remind_on`` days (read from what was said when it was
-  extracted: ``retrieval.text.future_dates``) become one row per (item, day); none more
+  extracted: ``retrieval.dates.future_dates``) become one row per (item, day); none more
   than a week past.
 - **MEMORY.md**: what the agent has learned for good, the items the lifecycle promoted
   (``policy.should_promote``). Promotion is a ratchet: an item leaves MEMORY.md only by

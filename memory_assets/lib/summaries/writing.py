@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import Any
 
 import polars as pl
@@ -33,14 +33,14 @@ from retrieval.citations import cited_ids, strip_citations, summary_lines
 from retrieval.config import MemoryConfig
 from retrieval.llm import InvalidReply, LLMOutputFailed, Prompt, complete_validated, load_prompt
 from retrieval.llm import chat_client as llm_client
+from retrieval.moments import utc
 from retrieval.scoring import belief, memory_score
 from retrieval.spans import spanned
-from retrieval.text import normalize
+from retrieval.text import normalize, tokens
 from retrieval.text import QUERY_STOPWORDS as STOPWORDS
 
 PROMPT_NAME = "summarize_category"
 
-_WORD = re.compile(r"[a-z0-9][a-z0-9'+.,:/-]*[a-z0-9]|[a-z0-9]")
 _FENCE = re.compile(r"^\s*```(?:markdown|md)?\s*(.*?)\s*```\s*$", re.DOTALL)
 # Text inside a fact that could close our data blocks early is neutralised.
 _BLOCK_TAG = re.compile(r"</?\s*(facts|current-summary)\s*>", re.IGNORECASE)
@@ -180,7 +180,7 @@ def _ts(value: datetime | None) -> float:
 
 
 def _words(text: str) -> frozenset[str]:
-    words = (w.removesuffix("'s") for w in _WORD.findall(text.lower()))
+    words = (w.removesuffix("'s") for w in tokens(text.lower()))
     return frozenset(w for w in words if w not in STOPWORDS)
 
 
@@ -200,7 +200,7 @@ def _one_line(text: str) -> str:
 
 def version_stamp(now: datetime) -> str:
     """``now`` to the second, for a summary's version and its archived file's name."""
-    return now.astimezone(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return utc(now).strftime("%Y%m%dT%H%M%SZ")
 
 
 def _summary(category: str, text: str, config: MemoryConfig, now: datetime, **fields: Any) -> Summary:
