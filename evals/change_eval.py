@@ -14,7 +14,17 @@ per case, in the case's own namespace:
 - **distractor**: every item stating the first value is still active, and nothing the
   later sessions said retired anything;
 - **as_of**: searching the case's question as of a day between the sessions finds the
-  old value and not the new one (change cases), and searching it now finds the new value.
+  old value and not the new one (change cases), and searching it now finds the new value;
+- **block**: the block an agent gets for the case's question (one ``inject`` in the case's
+  namespace, the day after its last session) shows the new value, and the old one only
+  after it and marked (a change); shows the value that still holds (a distractor);
+- **wrong retirements**: items retired that the later sessions did not replace (beside a
+  change's old value, or anything at all in a distractor), counted on their own.
+
+The set is split in two (``splits.json``): ``check`` cases are frozen (their file hashes
+are recorded there, and a changed check file is an error) and are never tuned on; the
+rest is ``tune``. Every figure is reported for the whole set and for each half: a gap
+between the halves is overfitting.
 
 ``run_change_eval`` returns the figures; ``memory eval changes`` prints them.
 """
@@ -22,13 +32,14 @@ per case, in the case's own namespace:
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +49,7 @@ from memory_assets.lib.ingest.transcripts import parse_ts
 from retrieval.config import MemoryConfig, load_config
 
 CHANGES = Path(__file__).with_name("changes")
+SPLITS = "splits.json"  # in the case folder: {"check": {case_id: sha256 of its file}}
 KINDS = ("change", "distractor")
 AREAS = ("preference", "tool", "schedule", "place", "number", "role")
 SEARCH_K = 5
@@ -70,6 +82,7 @@ class ChangeCase:
     as_of: datetime
     question: str
     path: Path = field(default=Path("."), repr=False)
+    split: str = "tune"
 
 
 def load_case(path: Path) -> ChangeCase:
@@ -111,10 +124,36 @@ def load_case(path: Path) -> ChangeCase:
                       [w.lower() for w in old], [w.lower() for w in new], as_of, need("question", str), path)
 
 
+def file_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def check_split(folder: Path) -> dict[str, str]:
+    """The frozen ``check`` cases of ``folder`` (case id → the sha256 of its file), ``{}``
+    when the folder has no ``splits.json``."""
+    path = Path(folder) / SPLITS
+    if not path.exists():
+        return {}
+    try:
+        return dict(json.loads(path.read_text(encoding="utf-8"))["check"])
+    except (json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise ChangeSetError(f"{path}: not a split file ({exc})") from None
+
+
 def load_cases(folder: Path = CHANGES) -> list[ChangeCase]:
-    cases = [load_case(p) for p in sorted(Path(folder).glob("*.json"))]
+    cases = [load_case(p) for p in sorted(Path(folder).glob("*.json")) if p.name != SPLITS]
     if not cases:
         raise ChangeSetError(f"{folder}: no case files (*.json)")
+    frozen = check_split(folder)
+    missing = sorted(set(frozen) - {c.case_id for c in cases})
+    if missing:
+        raise ChangeSetError(f"{folder}: check cases missing: {', '.join(missing)}")
+    for case in cases:
+        if case.case_id in frozen:
+            if file_hash(case.path) != frozen[case.case_id]:
+                raise ChangeSetError(f"{case.path}: a frozen check case was edited; restore it (check cases are "
+                                     "never tuned on) or move it to tune in a reviewed change of splits.json")
+            case.split = "check"
     seen: dict[str, Path] = {}
     for case in cases:
         for s in case.sessions:
@@ -168,6 +207,34 @@ def _mentions(content: str, words: Sequence[str]) -> bool:
     return all(w in low for w in words)
 
 
+def _sessions(row: dict) -> set[str]:
+    """The sessions an item was learned in."""
+    return {t.split(":")[0] for t in row.get("source_turn_ids") or []} | {row.get("session_id")}
+
+
+def score_block(case: ChangeCase, injection: Any) -> tuple[bool, str | None]:
+    """Whether the block for the case's question is right, and why not. An old line is one
+    learned in the first session that states the old value (a later line naming it, "cancelled
+    PureGym", tells of the change)."""
+    first = case.sessions[0].session_id
+    lines = [(h.content, injection.flags.get(h.id, [])) for h in injection.items]
+    learned_first = [first in _sessions(h.row or {}) for h in injection.items]
+    if case.kind == "distractor":
+        if any(_mentions(c, case.old) for c, _ in lines):
+            return True, None
+        return False, "the block does not show the value that still holds"
+    new_at = next((i for i, (c, _) in enumerate(lines) if _mentions(c, case.new)), None)
+    if new_at is None:
+        return False, "the block does not show the new value"
+    for i, (content, flags) in enumerate(lines):
+        if learned_first[i] and _mentions(content, case.old) and not _mentions(content, case.new):
+            if i < new_at:
+                return False, f"the old value comes first: {content!r}"
+            if not flags:
+                return False, f"the old value is shown unmarked: {content!r}"
+    return True, None
+
+
 def score_case(case: ChangeCase, items: pl.DataFrame, client: Any) -> dict[str, Any]:
     """One case's verdict and, when it fails, why."""
     mine = items.filter(pl.col("namespace") == case.case_id)
@@ -175,13 +242,10 @@ def score_case(case: ChangeCase, items: pl.DataFrame, client: Any) -> dict[str, 
     later = {s.session_id for s in case.sessions[1:]}
     rows = mine.select("id", "content", "status", "invalid_at", "session_id", "superseded_by", "source_turn_ids").to_dicts()
 
-    def sessions(row: dict) -> set[str]:
-        return {t.split(":")[0] for t in row["source_turn_ids"] or []} | {row["session_id"]}
-
-    old = [r for r in rows if _mentions(r["content"], case.old) and sessions(r) & first and not _mentions(r["content"], case.new)]
-    new = [r for r in rows if _mentions(r["content"], case.new) and sessions(r) & later]
-    retired_by_later = [r for r in rows if r["status"] == "superseded" and sessions(r) & first]
-    out: dict[str, Any] = {"case_id": case.case_id, "kind": case.kind, "area": case.area,
+    old = [r for r in rows if _mentions(r["content"], case.old) and _sessions(r) & first and not _mentions(r["content"], case.new)]
+    new = [r for r in rows if _mentions(r["content"], case.new) and _sessions(r) & later]
+    retired_by_later = [r for r in rows if r["status"] == "superseded" and _sessions(r) & first]
+    out: dict[str, Any] = {"case_id": case.case_id, "kind": case.kind, "area": case.area, "split": case.split,
                            "old_items": [(r["content"], r["status"]) for r in old],
                            "new_items": [(r["content"], r["status"]) for r in new]}
     reasons: list[str] = []
@@ -214,9 +278,38 @@ def score_case(case: ChangeCase, items: pl.DataFrame, client: Any) -> dict[str, 
         # is €3,400" beside "rent is €1,240 now"). Reported, not part of the verdict.
         olds = {r["id"] for r in old}
         out["collateral"] = [r["content"] for r in retired_by_later if r["id"] not in olds]
+    out["wrong_retirements"] = out["retired"] if case.kind == "distractor" else out["collateral"]
+    after = max(s.ended_at for s in case.sessions) + timedelta(days=1)
+    injection = client.inject(case.question, now=after, record=False)
+    out["block"] = [line for line in injection.text.splitlines() if line.startswith("~")]
+    out["block_ok"], why = score_block(case, injection)
+    if why:
+        out["block_reason"] = why
     out["ok"] = not reasons
     out["reasons"] = reasons
     return out
+
+
+def summarize(verdicts: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The figures of a set of verdicts: the store view, the block view, as_of, distractors,
+    and wrong retirements counted on their own."""
+    changes = [v for v in verdicts if v["kind"] == "change"]
+    distractors = [v for v in verdicts if v["kind"] == "distractor"]
+    return {
+        "changes": len(changes),
+        "changes_correct": sum(v["ok"] for v in changes),
+        "change_accuracy": round(sum(v["ok"] for v in changes) / max(len(changes), 1), 4),
+        "block_correct": sum(bool(v["block_ok"]) for v in changes),
+        "as_of_correct": sum(bool(v.get("as_of_ok")) for v in changes),
+        "now_correct": sum(bool(v.get("now_ok")) for v in changes),
+        "distractors": len(distractors),
+        "distractors_retiring": sum(bool(v["retired"]) for v in distractors),
+        "distractors_block_correct": sum(bool(v["block_ok"]) for v in distractors),
+        "wrong_retirements": sum(len(v["wrong_retirements"]) for v in verdicts),
+        "collateral_retired": sum(len(v.get("collateral", [])) for v in changes),
+        "changes_with_collateral": sum(bool(v.get("collateral")) for v in changes),
+        "extraction_misses": sum(any("(extraction)" in r for r in v["reasons"]) for v in verdicts),
+    }
 
 
 def run_change_eval(folder: Path = CHANGES, *, config: MemoryConfig, extractor: str = "offline",
@@ -243,21 +336,11 @@ def run_change_eval(folder: Path = CHANGES, *, config: MemoryConfig, extractor: 
         for case in cases:
             client = MemoryClient(target, namespace=case.case_id)
             verdicts.append(score_case(case, items, client))
-    changes = [v for v in verdicts if v["kind"] == "change"]
-    distractors = [v for v in verdicts if v["kind"] == "distractor"]
     return {
         **built,
         "extractor": extractor,
-        "changes": len(changes),
-        "changes_correct": sum(v["ok"] for v in changes),
-        "change_accuracy": round(sum(v["ok"] for v in changes) / max(len(changes), 1), 4),
-        "as_of_correct": sum(bool(v.get("as_of_ok")) for v in changes),
-        "now_correct": sum(bool(v.get("now_ok")) for v in changes),
-        "distractors": len(distractors),
-        "distractors_retiring": sum(bool(v["retired"]) for v in distractors),
-        "collateral_retired": sum(len(v.get("collateral", [])) for v in changes),
-        "changes_with_collateral": sum(bool(v.get("collateral")) for v in changes),
-        "extraction_misses": sum(any("(extraction)" in r for r in v["reasons"]) for v in verdicts),
+        **summarize(verdicts),
+        "splits": {split: summarize([v for v in verdicts if v["split"] == split]) for split in ("tune", "check")},
         "seconds": round(time.perf_counter() - started, 1),
         "cases": verdicts,
     }
@@ -277,13 +360,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.json:
         print(json.dumps(report, indent=2, default=str))
         return 0
-    print(f"change cases: {report['changes_correct']}/{report['changes']} correct "
-          f"(as_of {report['as_of_correct']}/{report['changes']}, now {report['now_correct']}/{report['changes']}); "
-          f"distractors retiring something: {report['distractors_retiring']}/{report['distractors']}; "
-          f"other facts retired beside a change: {report['collateral_retired']} "
-          f"(in {report['changes_with_collateral']} cases); "
-          f"extraction misses: {report['extraction_misses']}; {report['seconds']} s")
+    for name, figures in (("all", report), *report["splits"].items()):
+        print(f"{name}: changes right in the store {figures['changes_correct']}/{figures['changes']}, "
+              f"in the block {figures['block_correct']}/{figures['changes']} "
+              f"(as_of {figures['as_of_correct']}, now {figures['now_correct']}); "
+              f"distractors held {figures['distractors'] - figures['distractors_retiring']}/{figures['distractors']}; "
+              f"wrong retirements {figures['wrong_retirements']}; extraction misses {figures['extraction_misses']}")
+    print(f"{report['seconds']} s")
     for v in report["cases"]:
-        if not v["ok"]:
-            print(f"  {v['case_id']} ({v['kind']}): {'; '.join(v['reasons'])}")
+        why = [*v["reasons"], *([v["block_reason"]] if v.get("block_reason") else [])]
+        if why:
+            print(f"  {v['case_id']} ({v['kind']}, {v['split']}): {'; '.join(why)}")
     return 0
