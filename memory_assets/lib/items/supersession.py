@@ -29,13 +29,14 @@ def mentions(content: str, words: set[str], *, names: bool = False) -> bool:
     "switched from black" replaces "likes black", never "a bag from Black Diamond".
     With ``names`` (the hint is itself a name: "ditched Evernote"), names count too."""
     common: set[str] = set()
-    for i, m in enumerate(TOKEN.finditer(content)):
-        token = m.group()
-        word = token.lower().strip(".'")
+    before = None  # where the previous token ended: a sentence starts where ".", "!" or "?" lies between
+    for m in TOKEN.finditer(content):
+        token, gap = m.group(), "." if before is None else content[before:m.start()]
+        before = m.end()
         # Capitalized mid-sentence (and not the pronoun I) reads as a proper noun.
-        if not names and i > 0 and token[:1].isupper() and not content[:m.start()].rstrip().endswith((".", "!", "?")):
+        if not names and token[:1].isupper() and not any(c in ".!?" for c in gap):
             continue
-        common.add(word)
+        common.add(token.lower().strip(".'"))
     return words <= common
 
 
