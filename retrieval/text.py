@@ -161,6 +161,16 @@ CHANGE_VERBS = frozenset("""
 switch move change migrate transition ditch drop replace swap convert upgrade downgrade relocate
 promote transfer reschedule shift trade bump raise lower increase decrease reduce retire resign quit
 """.split())
+# Verbs that say a value changed when told as done: "joined the data team", "has stopped
+# drinking coffee"; in the present they tell a plan or a habit ("school starts next week").
+DONE_CHANGE_VERBS = frozenset("join leave start stop close cancel sell register enrol enroll".split())
+# A verb with a particle or preposition that says a value changed: "gave up milk", "went
+# with Postgres", "it went up to $49", "stepped down as lead", "signed up with Mint".
+CHANGE_PHRASAL = frozenset({
+    ("give", "up"), ("go", "with"), ("go", "up"), ("go", "down"), ("step", "down"), ("step", "up"),
+    ("sign", "up"), ("switch", "over"), ("move", "over"), ("trade", "in"), ("settle", "on"), ("opt", "for"),
+    ("take", "over"), ("take", "up"),
+})
 # Verbs that give something a value and leave it so: "set the limit to 2 hours" (said in
 # the past, still the current value; unlike "lived in Porto", not history).
 SETTING_VERBS = frozenset("set put turn".split())

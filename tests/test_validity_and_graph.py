@@ -37,6 +37,17 @@ from retrieval.store import ItemStore
     ("Bea didn't switch to Linux after all.", "Bea", "uses", "Linux", False, True),
     ("Before Bea moved to Lisbon, Bea lived in Porto for six years.", "Bea", "lives_in", "Porto", False, True),
     ("This week only, Bea's gym session is on Thursday.", "Bea", "scheduled_at", "Thursday", False, True),
+    # A past-tense change holds now: joining, leaving, giving up, going with, going up.
+    ("Bea joined the data team in March.", "Bea", "works_at", "data team", True, False),
+    ("Bea gave up sugar in tea last spring.", "Bea", "give_up", "sugar", True, False),
+    ("Bea went with Postgres in the end.", "Bea", "go_with", "Postgres", True, False),
+    ("Bea's rent went up to $1,400 in May.", "Bea", "is", "$1,400", True, False),
+    # "now" however deep the parser hangs it; not "right now"; "also" adds, it does not replace.
+    ("Bea is at the climbing wall round the corner from Bea's flat now.", "Bea", "be_at", "climbing wall", True, False),
+    ("Bea is at 12 km right now.", "Bea", "be_at", "12 km", False, False),
+    ("Bea also started using Obsidian for journaling.", "Bea", "uses", "Obsidian", False, False),
+    # A denial in the past tense is not history: it still corrects.
+    ("Bea never agreed to marketing emails.", "Bea", "agree_to", "marketing emails", False, False),
 ])
 def test_a_fact_is_read_into_subject_relation_and_value(text, name, relation, value, change, tentative):
     shape = structure.read_all([text], load_config(), [name])[0]
@@ -252,6 +263,32 @@ def test_a_change_restated_in_the_same_session_retires_nothing_more(embedder):
              ("2026-03-20", "Bea's teacher swapped Bea to Friday evenings."),
              ("2026-03-20", "Violin is Fridays now.")]
     assert _retired(embedder, facts) == [(facts[2][1], facts[0][1])]
+
+
+def test_a_change_matched_only_by_the_users_name_must_give_a_value_of_the_same_kind(embedder):
+    # "has a Kindle now" names no slot: the only thing it shares with the older facts is
+    # Bea's name, and a device is not a feeling or a distance.
+    facts = [("2026-02-03", "Bea keeps waking up groggy."), ("2026-02-03", "Bea is at 12 km on long runs."),
+             ("2026-03-20", "Bea has a Kindle now.")]
+    assert _retired(embedder, facts) == []
+    # A name for a name: the gym she goes to.
+    facts = [("2026-02-03", "Bea keeps waking up groggy."),
+             ("2026-02-03", "Bea has been going to the Anytime Fitness near work three times a week."),
+             ("2026-03-20", "Bea is at the PureGym round the corner from Bea's flat now.")]
+    assert _retired(embedder, facts) == [(facts[2][1], facts[1][1])]
+
+
+def test_a_relative_named_two_ways_is_one_person(embedder):
+    facts = [("2026-02-03", "Bea's partner Niamh is a librarian at Trinity and she's organising a book swap."),
+             ("2026-02-03", "Niamh loves crosswords."),
+             ("2026-03-20", "Niamh's just started a new job as an archivist at RTE.")]
+    assert _retired(embedder, facts) == [(facts[2][1], facts[0][1])]
+
+
+def test_a_value_added_beside_the_old_one_retires_nothing(embedder):
+    facts = [("2026-02-03", "Bea uses Notion for all Bea's work notes."),
+             ("2026-03-20", "Bea also started using Obsidian for journaling.")]
+    assert _retired(embedder, facts) == []
 
 
 def test_the_one_tool_for_a_role_is_replaced_without_a_change_word(embedder):

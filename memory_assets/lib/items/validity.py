@@ -38,7 +38,7 @@ import polars as pl
 from memory_assets.lib.extraction.structure import key_parts, normal
 from retrieval.config import MemoryConfig
 from retrieval.spans import spanned
-from retrieval.text import PEOPLE_NOUNS, STOPWORDS, denies_or_ends, numbers
+from retrieval.text import CHANGE_ADVERBS, PEOPLE_NOUNS, STOPWORDS, denies_or_ends, numbers
 
 # Subject heads that are things, not someone ("it", "that"): never a person of their own.
 _THINGS = frozenset("it this that there they we you i".split())
@@ -61,7 +61,8 @@ def single_valued(row: dict, config: MemoryConfig) -> bool:
     if relation in config.graph.single_valued:
         return True
     # "Aaron's budget is $3,000": one attribute of Aaron, one value at a time.
-    return bool(config.graph.possessed_is_single and relation == "is" and len((row["subject_key"] or "").split()) > 1)
+    key = row.get("said_key") or row["subject_key"] or ""  # "Kenji's sister" is one attribute, though she is Aiko
+    return bool(config.graph.possessed_is_single and relation == "is" and len(key.split()) > 1)
 
 
 def _differ(old: dict, new: dict) -> bool | None:
@@ -127,6 +128,19 @@ def _named(key: str | None, names: frozenset[str] | None = None) -> bool:
         names is None or head in names or key in names)
 
 
+# "Siobhan's partner Niamh", "my brother Tom" (rendered "Aaron's brother Tom"): the relative is the named person.
+_RELATIVE = re.compile(r"\b([A-Z][\w-]*)['’]s (" + "|".join(sorted(PEOPLE_NOUNS)) + r") ([A-Z][\w-]+)")
+
+
+def aliases_in(contents) -> dict[str, str]:
+    """Subject keys that name one person two ways: "siobhan's partner" → "niamh"."""
+    out: dict[str, str] = {}
+    for text in contents:
+        for owner, noun, name in _RELATIVE.findall(text or ""):
+            out[f"{owner.lower()}'s {noun}"] = name.lower()
+    return out
+
+
 def whose(key: str | None, me: str | None, names: frozenset[str] | None = None) -> str | None:
     """The person a subject belongs to: ``person_of`` a named one; the user (``me``, the
     person most of the user's facts are about) for an unnamed thing ("it", "the rent")."""
@@ -161,6 +175,13 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
             continue
         members.sort(key=when)
         names = names_in(rows[i]["content"] for i in members)
+        # Words the user writes in lower case: "school" is no one's name, "Bea" is.
+        common_words = frozenset(w for i in members for w in re.findall(r"\b[a-z][\w-]*", rows[i]["content"] or ""))
+        # "Siobhan's partner Niamh is a librarian" and "Niamh started a new job": one person.
+        aliases = aliases_in(rows[i]["content"] for i in members)
+        for i in members:
+            if (key := rows[i]["subject_key"]) in aliases:
+                rows[i] = {**rows[i], "subject_key": aliases[key], "said_key": key}
         people = Counter(person_of(rows[i]["subject_key"]) for i in members if _named(rows[i]["subject_key"], names))
         me = people.most_common(1)[0][0] if people else None
         retired_by: dict[int, int] = {}
@@ -176,7 +197,7 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                     old = rows[o]
                     if (o not in retired and old["created_at"] < new["created_at"] and old["relation"] == new["relation"]
                             and same_subject(old, new)
-                            and ((one_value and _differ(old, new)) or (change and _ended(old, new)))):
+                            and ((one_value and single_valued(old, config) and _differ(old, new)) or (change and _ended(old, new)))):
                         pairs.append((n, o))
                         retired.add(o)
                         retired_by[o] = n
@@ -200,7 +221,10 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                                  and rows[o]["created_at"] < new["created_at"] and _comparable(rows[o], new, me, names)]
                         # The same relation first ("swapped Bea to Fridays" replaces a schedule,
                         # not the most alike exam), any relation when none of it is alike enough.
-                        same = [o for o in older if rows[o]["relation"] == new["relation"]]
+                        # (A relation as general as "is" or "has" names no slot: "has a Kindle now"
+                        # is not about "has a coffee around 4pm".)
+                        same = [o for o in older if rows[o]["relation"] == new["relation"]] \
+                            if new["relation"] not in GENERAL_RELATIONS else []
                         if same and float(np.max(vectors[same] @ vectors[n])) >= floor:
                             older = same
                         else:
@@ -210,17 +234,34 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                             # mode" ~ "dark mode"), or reads as the same fact: "moved the
                             # billing cron to 02:30" does not retire "the team deploys billing
                             # on Thursdays", however alike the two are otherwise.
-                            anchors = [w[:_ANCHOR] for w in (key_parts(new["subject_key"])[1], _head(new["value"])) if w]
-                            older = [o for o in older if any(a in (rows[o]["content"] or "").lower() for a in anchors)
-                                     or float(vectors[o] @ vectors[n]) >= _SAME_FACT]
+                            # The user's name anchors only a value of the same kind: "is at the
+                            # PureGym now" may replace "goes to the Anytime Fitness" (a name for a
+                            # name), not "keeps waking up groggy" or "is at 12 km".
+                            # (A bare name, that is: every fact of that person's names them; a
+                            # relative, "Bea's mum", anchors her facts alone.)
+                            person = (key_parts(new["subject_key"])[0] is None and " " not in new["subject_key"]
+                                      and new["subject_key"] not in _THINGS and new["subject_key"] not in common_words)
+                            slot_anchor = _head(new["value"])
+                            subject_anchor = key_parts(new["subject_key"])[1][:_ANCHOR]
+
+                            def anchored(o: int) -> bool:
+                                text = (rows[o]["content"] or "").lower()
+                                if slot_anchor and slot_anchor[:_ANCHOR] in text:
+                                    return True
+                                if subject_anchor and subject_anchor in text:
+                                    return not person or value_kind(rows[o]["value"]) == value_kind(new["value"]) is not None
+                                return float(vectors[o] @ vectors[n]) >= _SAME_FACT
+
+                            older = [o for o in older if anchored(o)]
                         if older:
                             sims = vectors[older] @ vectors[n]
                             # The fact that names the same kind of thing as the new value
                             # ("moved to the fraud team" → "…on the payments team") first.
                             slot = _head(new["value"])
                             named = np.array([bool(slot) and slot in _words(rows[o]["content"]) for o in older])
-                            best = int(np.argmax(np.where(named & (sims >= floor), sims + 1.0, sims)))
-                            if sims[best] >= floor and older[best] not in retired:
+                            # (A fact that names the slot may read less alike: a lower bar for it.)
+                            best = int(np.argmax(np.where(named & (sims >= floor - _NAMED_SLACK), sims + 1.0, sims)))
+                            if sims[best] >= floor - (_NAMED_SLACK if named[best] else 0.0) and older[best] not in retired:
                                 pairs.append((n, older[best]))
                                 retired.add(older[best])
                                 retired_by[older[best]] = n
@@ -228,6 +269,8 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
     return pairs
 
 
+# Relations too general to name a slot by themselves ("is", "has", "does", "goes").
+GENERAL_RELATIONS = frozenset("is have do go get keep take make give put be_at be_on be_in be_with".split())
 # A change of another relation must name what changed: the first letters of its subject's
 # head noun or of its value's kind found in the older fact ("pickup" in "picks up"), or be
 # this alike to it.
@@ -235,10 +278,26 @@ _ANCHOR = 4
 _SAME_FACT = 0.7
 
 
+_NAMED_SLACK = 0.1
+
+
+def value_kind(value: str | None) -> str | None:
+    """What kind of value it is, coarsely: "number" ("12 km", "$49"), "name" ("PureGym",
+    "Anytime Fitness"), "thing" ("oat flat white"); None for no value."""
+    if not value or not value.strip():
+        return None
+    # Its head, before any preposition: "staff nurse at St. Luke's" is a thing, "new GP" a name.
+    head = re.split(r"\s(?:at|on|in|for|of|with|from|to|by)\s", value, maxsplit=1)[0]
+    words = [w for w in head.split() if w.lower() not in STOPWORDS]
+    if any(any(c.isupper() for c in w) for w in words):
+        return "name"  # "MySQL 8", "iPhone 13", "new GP"
+    return "number" if any(c.isdigit() for c in value) else "thing"
+
+
 def _head(value: str | None) -> str | None:
     """The last content word of a value: what kind of thing it is ("fraud detection team"
     → "team", "90 minutes" → "minutes"); None for a bare number or name."""
-    words = [w for w in (normal(value) or "").split() if w not in STOPWORDS and w.isalpha()]
+    words = [w for w in (normal(value) or "").split() if w not in STOPWORDS and w not in CHANGE_ADVERBS and w.isalpha()]
     return words[-1] if words else None
 
 
