@@ -167,6 +167,8 @@ FACT_SCHEMA: dict[str, pl.DataType] = {
     "value": pl.String(),
     "states_change": pl.Boolean(),
     "tentative": pl.Boolean(),
+    # The words that say it changed ("switched", "now", "gave up", "no longer"), as written.
+    "change_cue": pl.String(),
     "valid_from": pl.Datetime("us", "UTC"),
     "steps": pl.List(pl.String()),
     "prerequisites": pl.List(pl.String()),
@@ -195,6 +197,8 @@ ITEM_SCHEMA: dict[str, pl.DataType] = {
     # When a later fact replaced this one (bi-temporal: ``valid_from`` ≤ t < ``invalid_at``
     # is when it was true); null while it holds. Nothing is deleted: ``as_of`` reads it.
     "invalid_at": pl.Datetime("us", "UTC"),
+    # Why the successor retired it: the rule, the slot (subject · relation) and the cue.
+    "retired_why": pl.String(),
     "contradicts": pl.List(pl.String()),
     "promoted": pl.Boolean(),
     "expires_at": pl.Datetime("us", "UTC"),

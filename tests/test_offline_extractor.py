@@ -769,6 +769,17 @@ def test_a_time_phrase_before_the_speakers_clause_is_not_a_subordinate_clause(te
     assert [c.content for c in said(text)] == [fact]
 
 
+@pytest.mark.parametrize(("text", "fact"), [
+    ("Since switching to Ting Mobile, how do I turn on wifi calling?", "Aaron switched to Ting Mobile."),
+    ("Since the move to Galway I have no idea where anything is. Is there a parkrun?", "Aaron moved to Galway."),
+    ("Now that I've joined the platform team, what should I read first?", "Aaron joined the platform team."),
+    ("After moving over to Fastmail, can I keep my old aliases?", "Aaron moved over to Fastmail."),
+])
+def test_a_change_told_on_the_way_to_a_question_is_kept(text, fact):
+    """Every change statement becomes a fact: told as the lead-in to a question, it is still one."""
+    assert fact in [c.content for c in said(text)]
+
+
 def test_a_standing_choice_without_a_verb_is_a_preference():
     found = said("From now on, aisle seats for me, my knees need the room.")
     assert found[0].content == "Aaron prefers aisle seats from now on." and found[0].kind == "preference"

@@ -120,6 +120,21 @@ def test_a_later_sessions_new_value_retires_the_old_item_with_invalid_at(changed
         assert before["invalid_at"] == after["valid_from"] and after["status"] == "active"
 
 
+def test_memory_show_says_what_retired_an_item_when_and_why(changed, capsys):
+    from memory_assets.cli import main as memory
+
+    root, _ = changed
+    items = _items(root, "theme")
+    old = items.filter(pl.col("content").str.contains("dark mode")).row(0, named=True)
+    new = items.filter(pl.col("content").str.contains("light mode")).row(0, named=True)
+    assert new["change_cue"] == "switched"  # the words that said it changed, kept at extraction
+    capsys.readouterr()
+    assert memory(["--data-root", str(root), "show", old["id"]]) == 0
+    retired = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("retired:"))
+    assert new["id"] in retired and str(new["valid_from"].date()) in retired
+    assert "slot: bea" in retired and "cue: 'switched'" in retired
+
+
 def test_a_change_only_considered_retires_nothing(changed):
     root, _ = changed
     items = _items(root, "maybe")
@@ -224,7 +239,7 @@ def _retired(embedder, facts: list[tuple[str, str]]) -> list[tuple[str, str]]:
                      "session_id": f"s-{day}", "supersedes_hint": shape.replaced})
     vectors = embedder.embed([t for _, t in facts])
     pairs = validity.retire_replaced(pl.DataFrame(rows), vectors, config)
-    return [(facts[n][1], facts[o][1]) for n, o in pairs]
+    return [(facts[n][1], facts[o][1]) for n, o, _rule in pairs]
 
 
 def test_a_relatives_change_retires_nothing_of_the_users(embedder):

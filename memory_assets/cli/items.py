@@ -143,6 +143,10 @@ def cmd_show(args: argparse.Namespace) -> int:
         how = ("replaced by" if other["id"] == item.get("superseded_by") else
                "replaces" if other["id"] == item.get("supersedes") else "related to")
         print(f"{how}: {other['id']}  [{other.get('status')}] {other.get('content')}")
+    if item.get("status") == "superseded":
+        # What retired it, when, and why (the rule, the slot and the cue: ``validity.why``).
+        print(f"retired: by {item.get('superseded_by') or 'a fact since removed'}, invalid from "
+              f"{_field(item.get('invalid_at'))}; why: {item.get('retired_why') or 'not recorded (retired before reasons were kept)'}")
     return 0
 
 

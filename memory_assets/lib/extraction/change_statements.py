@@ -1,0 +1,34 @@
+"""Every change statement becomes a fact (issue 29): the two shapes the clause rules
+miss, as the speaker's first-person words for ``OfflineExtractor`` to render.
+
+- A change told on the way to something else, often a question: "Since switching to
+  OUTsurance, how do I…" → "I switched to OUTsurance" (``cues.CHANGE_LEAD``).
+- A first-person sentence with a change cue ("gave up", "these days", "now", "went up
+  to"; ``cues.CHANGE_STATEMENT``) that no clause rule read: kept whole, its tail question
+  dropped. A question or a wish says no change; the structure step marks a hypothetical
+  or considered one tentative, and it retires nothing.
+"""
+
+from __future__ import annotations
+
+from memory_assets.lib.extraction import cues as C
+from memory_assets.lib.extraction import rules as R
+from memory_assets.lib.extraction.clauses import drop_tail_question, has_verb, is_question, strip_filler
+
+
+def lead_change(sentence: str) -> str | None:
+    """The change a sentence opens with, in the first person: "I moved to Galway"."""
+    lead = C.CHANGE_LEAD.match(sentence.strip())
+    if lead is None or not (lead["prep"] or (lead["verb"] or "").lower() in C.CHANGE_LEAD_OBJECT):
+        return None  # "Since the move I'm based at…" names no new value after the move
+    return f"I {C.CHANGE_LEAD_PAST[(lead['verb'] or lead['noun']).lower()]} {lead['rest'].strip()}"
+
+
+def change_statement(sentence: str, names: tuple[str, ...]) -> str | None:
+    """The sentence, without its tail question and filler, when it says in the first
+    person that a value changed; None otherwise."""
+    text = strip_filler(drop_tail_question(sentence), names).strip()
+    if (not text or is_question(text) or not R.FIRST_PERSON.search(text) or not C.CHANGE_STATEMENT.search(text)
+            or not has_verb(text) or R.SUBORDINATE_START.match(text) and "," not in text):
+        return None
+    return text
