@@ -176,7 +176,11 @@ CHANGE_PHRASAL = frozenset({
 SETTING_VERBS = frozenset("set put turn".split())
 # Adverbs and words that mark the statement as the new state: "Aaron now works at Stripe",
 # "doesn't drink coffee anymore", "these days", "nowadays", "instead".
-CHANGE_ADVERBS = frozenset("now anymore nowadays instead lately".split())
+CHANGE_ADVERBS = frozenset("now anymore nowadays instead".split())
+# Changes that begin something ("started pottery", "joined a club", "signed up for a
+# class"): a new value beside the others unless it names the slot it fills, or the
+# relation holds one value at a time. (The structure step's cues are lemmas.)
+BEGINNING_CUES = frozenset({"start", "join", "sign up", "take up", "begin", "enrol", "enroll", "register"})
 CHANGE_PHRASES = re.compile(
     r"\b(?:no longer|any more|" + HENCEFORTH + r"|these days|starting (?:today|now|this|next|on|from)|"
     r"(?:is|are|am|'s|'m|'re) (?:now )?(?:down|up|back) to|(?:go|goes|going|gone|went) over to|"

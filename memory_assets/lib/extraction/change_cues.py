@@ -27,18 +27,24 @@ def changes(verb) -> bool:
     ("joined", "has stopped"), or a phrasal one by its particle or preposition ("gave
     up", "went with", "went up to")."""
     lemma = verb.lemma_.lower()
-    # The particle may be parsed into the value: "went up to $49" ("up" a quantmod of the amount).
+    return lemma in CHANGE_VERBS or (lemma in DONE_CHANGE_VERBS and verb.tag_ in ("VBD", "VBN")) or _particle(verb) is not None
+
+
+def _particle(verb) -> str | None:
+    """The particle that makes a phrasal change verb: a particle anywhere ("gave it up"), a
+    preposition or adverb right after the verb ("went with Postgres", "went up to $49",
+    where the parser may hang "up" on the amount), not one further on ("went on a trip
+    with workmates" is no choice of workmates)."""
+    lemma = verb.lemma_.lower()
     after = [verb.nbor(1)] if verb.i + 1 < len(verb.doc) else []
-    return lemma in CHANGE_VERBS or (lemma in DONE_CHANGE_VERBS and verb.tag_ in ("VBD", "VBN")) or any(
-        (lemma, c.lower_) in CHANGE_PHRASAL for c in (*verb.children, *after)
-        if c.dep_ in ("prt", "prep", "advmod", "quantmod"))
+    return next((c.lower_ for c in (*verb.children, *after) if (lemma, c.lower_) in CHANGE_PHRASAL and (
+        c.dep_ == "prt" or c.dep_ in ("prep", "advmod", "quantmod") and c.i == verb.i + 1)), None)
 
 
 def verb_words(verb) -> str:
-    """A change verb as written, with its particle: "gave up", "went with", "switched"."""
-    parts = [verb] + [c for c in verb.children if c.dep_ == "prt" or (
-        c.dep_ in ("prep", "advmod", "quantmod") and (verb.lemma_.lower(), c.lower_) in CHANGE_PHRASAL)]
-    return " ".join(t.text for t in sorted(parts, key=lambda t: t.i))
+    """A change verb's lemma with its particle: "give up", "go with", "switch"."""
+    lemma, particle = verb.lemma_.lower(), _particle(verb)
+    return f"{lemma} {particle}" if particle else lemma
 
 
 def clause_of(token):
@@ -65,9 +71,9 @@ def cue(doc, root, pred, subj, replaced: str | None) -> str | None:
     adverb = next((t.text for t in doc if t.lower_ in CHANGE_ADVERBS and t.dep_ in ("advmod", "npadvmod")
                    and clause_of(t) in main and not (t.i > 0 and doc[t.i - 1].lower_ in _NOT_NOW)), None)
     if adverb:
-        return adverb
+        return adverb.lower()
     if phrase := CHANGE_PHRASES.search(text):
-        return phrase.group(0)
+        return phrase.group(0).lower()
     if replaced is not None:
         return "instead of" if "instead" in text.lower() else f"from {replaced}"
     if subj is not None and any(c.dep_ == "amod" and c.lower_ == "new" for c in subj.children):

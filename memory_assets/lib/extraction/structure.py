@@ -357,6 +357,8 @@ def read(doc, config: MemoryConfig) -> Structure:
     elif value_labels & PLACE_LABELS and relation in graph.place_relations:
         relation = "lives_in" if subj is not None and (subj.ent_type_ == "PERSON" or subj.pos_ == "PRON") else "located_in"
     relation = graph.relations.get(relation, relation)
+    if relation == "earns" and not (value and re.search(r"\d|\$|€|£", value)):
+        relation = lemma  # "makes a huge difference" earns nothing
 
     cue = change_cues.cue(doc, root, pred, subj, replaced)
     change = cue is not None
@@ -366,7 +368,7 @@ def read(doc, config: MemoryConfig) -> Structure:
     past = (pred.tag_ == "VBD" and not negated and not change_cues.changes(pred) and lemma not in SETTING_VERBS and lemma != "be" and not any(
         t.lower_ in CHANGE_ADVERBS for t in pred.children)) or bool(re.search(r"\bused to\b", text, re.I))
     tentative = considering or modal or question or conditional or temporary(text) or past or (
-        negated and lemma in CHANGE_VERBS)  # "didn't switch to Linux after all"
+        negated and (lemma in CHANGE_VERBS or change_cues.changes(pred)))  # "didn't switch to Linux", "won't give up"
     return Structure(subject=subject, subject_key=subject_key, relation=relation or None, value=value,
                      change=change and not tentative, replaced=replaced,
                      tentative=tentative, cue=cue if change and not tentative else None, entities=entities(doc),

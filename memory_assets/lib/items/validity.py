@@ -39,7 +39,7 @@ import polars as pl
 from memory_assets.lib.extraction.structure import key_parts, normal
 from retrieval.config import MemoryConfig
 from retrieval.spans import spanned
-from retrieval.text import CHANGE_ADVERBS, PEOPLE_NOUNS, STOPWORDS, denies_or_ends, numbers, tokens
+from retrieval.text import BEGINNING_CUES, CHANGE_ADVERBS, PEOPLE_NOUNS, STOPWORDS, denies_or_ends, numbers, tokens
 
 # Subject heads that are things, not someone ("it", "that"): never a person of their own.
 _THINGS = frozenset("it this that there they we you i".split())
@@ -248,8 +248,11 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                         # not the most alike exam), any relation when none of it is alike enough.
                         # (A relation as general as "is" or "has" names no slot: "has a Kindle now"
                         # is not about "has a coffee around 4pm".)
+                        # A change that begins something ("started pottery", "joined a club")
+                        # replaces only a value of a one-value relation ("joined Stripe" as an employer).
+                        beginning = (new.get("change_cue") or "") in BEGINNING_CUES
                         same = [o for o in older if rows[o]["relation"] == new["relation"]] \
-                            if new["relation"] not in GENERAL_RELATIONS else []
+                            if new["relation"] not in GENERAL_RELATIONS and (not beginning or one_value) else []
                         if same and float(np.max(vectors[same] @ vectors[n])) >= floor:
                             older = same
                         else:
@@ -270,6 +273,8 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                             subject_anchor = key_parts(new["subject_key"])[1][:_ANCHOR]
 
                             def anchored(o: int) -> bool:
+                                if beginning:  # a second club, a new hobby: beside the others
+                                    return False
                                 text = (rows[o]["content"] or "").lower()
                                 if slot_anchor and slot_anchor[:_ANCHOR] in text:
                                     return True
