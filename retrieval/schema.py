@@ -167,7 +167,7 @@ FACT_SCHEMA: dict[str, pl.DataType] = {
     "value": pl.String(),
     "states_change": pl.Boolean(),
     "tentative": pl.Boolean(),
-    # The words that say it changed ("switched", "now", "gave up", "no longer"), as written.
+    # What says it changed, as lemmas ("switch", "give up", "now", "no longer"): ``change_cues``.
     "change_cue": pl.String(),
     "valid_from": pl.Datetime("us", "UTC"),
     "steps": pl.List(pl.String()),

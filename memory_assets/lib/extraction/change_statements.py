@@ -4,7 +4,7 @@ miss, as the speaker's first-person words for ``OfflineExtractor`` to render.
 - A change told on the way to something else, often a question: "Since switching to
   OUTsurance, how do I…" → "I switched to OUTsurance" (``cues.CHANGE_LEAD``).
 - A first-person sentence with a change cue ("gave up", "these days", "now", "went up
-  to"; ``cues.CHANGE_STATEMENT``) that no clause rule read: kept whole, its tail question
+  to"; ``cues.CHANGE_DONE`` and ``retrieval.text``'s change adverbs and phrases) that no clause rule read: kept whole, its tail question
   dropped. A question or a wish says no change; the structure step marks a hypothetical
   or considered one tentative, and it retires nothing.
 """
@@ -14,6 +14,7 @@ from __future__ import annotations
 from memory_assets.lib.extraction import cues as C
 from memory_assets.lib.extraction import rules as R
 from memory_assets.lib.extraction.clauses import drop_tail_question, has_verb, is_question, strip_filler
+from retrieval.text import CHANGE_ADVERBS, says_changed, tokens
 
 
 def lead_change(sentence: str) -> str | None:
@@ -28,7 +29,8 @@ def change_statement(sentence: str, names: tuple[str, ...]) -> str | None:
     """The sentence, without its tail question and filler, when it says in the first
     person that a value changed; None otherwise."""
     text = strip_filler(drop_tail_question(sentence), names).strip()
-    if (not text or is_question(text) or not R.FIRST_PERSON.search(text) or not C.CHANGE_STATEMENT.search(text)
-            or not has_verb(text) or R.SUBORDINATE_START.match(text) and "," not in text):
+    if not text or is_question(text) or not R.FIRST_PERSON.search(text) or not has_verb(text) \
+            or R.SUBORDINATE_START.match(text) and "," not in text:
         return None
-    return text
+    said = C.CHANGE_DONE.search(text) or says_changed(text) or any(w.lower() in CHANGE_ADVERBS for w in tokens(text))
+    return text if said else None

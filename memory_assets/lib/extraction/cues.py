@@ -78,14 +78,14 @@ CHANGE_LEAD = re.compile(
 # The lead-ins whose verb takes its new value as an object ("since joining Acme"); the
 # others name it after a preposition ("since moving to Galway", not "since the move I'm…").
 CHANGE_LEAD_OBJECT = frozenset({"join", "start", "leav", "quit"})
-# A statement that a value changed, by the words issue 29 lists and their kin: such a
-# sentence said in the first person always yields a fact, even when no clause rule
-# reads its shape (``OfflineExtractor._stated``).
-CHANGE_STATEMENT = re.compile(
+# A change told as done, by the verbs issue 29 lists and their kin (the adverbs and
+# phrases, "now", "these days", "no longer", are ``retrieval.text``'s): such a sentence
+# said in the first person always yields a fact, even when no clause rule reads its
+# shape (``change_statements``).
+CHANGE_DONE = re.compile(
     r"\b(?:switched|moved|left|joined|started|stopped|dropped|upgraded|downgraded|relocated|closed|"
     r"cancel(?:l)?ed|quit|stepped down|gave up|given up|went (?:up|down|with)|signed up|traded|replaced|swapped|"
-    r"ditched|migrated|transferred|retired|resigned|now|no longer|these days|nowadays|any ?more|"
-    r"(?:up|down) to|instead|" + HENCEFORTH + r")\b", _I)
+    r"ditched|migrated|transferred|retired|resigned)\b", _I)
 # The past tense of each lead-in's stem or noun: "switching" → "switched", "the move" → "moved".
 CHANGE_LEAD_PAST = {"switch": "switched", "mov": "moved", "relocat": "relocated", "chang": "changed", "join": "joined",
                     "start": "started", "transfer": "transferred", "transferr": "transferred", "upgrad": "upgraded",

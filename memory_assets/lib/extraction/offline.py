@@ -170,9 +170,9 @@ class OfflineExtractor:
     def _change_statement(self, sentence: str, turn: Turn, voice: Voice, names: tuple[str, ...]) -> Candidate | None:
         """A first-person sentence that says a value changed, when no clause rule read it (``change_statements``)."""
         text = change_statement(sentence, names)
-        if text is None or not informative(content := as_said(text, voice, turn), text, voice, names, kind_of(text)):
+        if text is None or not informative(content := as_said(text, voice, turn), text, voice, names, kind := kind_of(text)):
             return None
-        return self._candidate(content, text, sentence, turn, voice, kind_of(text), bool(C.ASKS_TO_KEEP.search(text)))
+        return self._candidate(content, text, sentence, turn, voice, kind, bool(C.ASKS_TO_KEEP.search(text)))
 
     def _clause(self, raw: str, sentence: str, turn: Turn, voice: Voice, names: tuple[str, ...],
                 agent: bool, antecedent: str | None, people: tuple[int, list[Mention]]) -> Candidate | None:

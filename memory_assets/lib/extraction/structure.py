@@ -75,7 +75,7 @@ class Structure:
     change: bool = False
     replaced: str | None = None
     tentative: bool = False
-    cue: str | None = None  # the words that say it changed, as written
+    cue: str | None = None  # what says it changed, as lemmas: "switch", "give up", "now" (``change_cues``)
     entities: list[str] = field(default_factory=list)
     # For the episode/note split (``kinds.memory_kinds``): the main verb is a past-tense
     # action ("went", not "was" or "had"), and the sentence names a date or a time.
@@ -220,6 +220,7 @@ def read(doc, config: MemoryConfig) -> Structure:
     if root.lemma_ in ("say", "tell", "mention") and (inner := next((c for c in root.children if c.dep_ == "ccomp"), None)) is not None:
         root = inner
     pred, considering = _predicate(root)
+    pred_changes = change_cues.changes(pred)  # "switched", "gave up", "went up to"
     graph = config.graph
     modal = any(c.dep_ == "aux" and c.lower_ in MODAL_AUXILIARIES for c in (*root.children, *pred.children))
     question = text.rstrip().endswith("?")
@@ -320,7 +321,7 @@ def read(doc, config: MemoryConfig) -> Structure:
     while value_tokens and value_tokens[-1].lower_ in CHANGE_ADVERBS:
         value_tokens.pop()  # "does the long run on Saturdays now": the value is "…on Saturdays"
     value = _span_text(value_tokens) or None
-    if value and (level := re.match(r"(?:up|down|back) to (.+)", value)) and change_cues.changes(pred):
+    if value and (level := re.match(r"(?:up|down|back) to (.+)", value)) and pred_changes:
         # "The rent went up to $1,400": the rent is $1,400 now.
         value, relation = level.group(1), "is"
     role = _exclusive_role(lemma, objects, preps, value_token)
@@ -361,17 +362,16 @@ def read(doc, config: MemoryConfig) -> Structure:
         relation = lemma  # "makes a huge difference" earns nothing
 
     cue = change_cues.cue(doc, root, pred, subj, replaced)
-    change = cue is not None
     # A state told in the past tense is history, not the present value: "Before moving to
     # Lisbon, Ines lived in Porto" must not retire "Ines lives in Lisbon".
     # ("never agreed to marketing emails" denies a claim: not history.)
-    past = (pred.tag_ == "VBD" and not negated and not change_cues.changes(pred) and lemma not in SETTING_VERBS and lemma != "be" and not any(
+    past = (pred.tag_ == "VBD" and not negated and not pred_changes and lemma not in SETTING_VERBS and lemma != "be" and not any(
         t.lower_ in CHANGE_ADVERBS for t in pred.children)) or bool(re.search(r"\bused to\b", text, re.I))
     tentative = considering or modal or question or conditional or temporary(text) or past or (
-        negated and (lemma in CHANGE_VERBS or change_cues.changes(pred)))  # "didn't switch to Linux", "won't give up"
+        negated and pred_changes)  # "didn't switch to Linux", "won't give up"
     return Structure(subject=subject, subject_key=subject_key, relation=relation or None, value=value,
-                     change=change and not tentative, replaced=replaced,
-                     tentative=tentative, cue=cue if change and not tentative else None, entities=entities(doc),
+                     change=cue is not None and not tentative, replaced=replaced,
+                     tentative=tentative, cue=None if tentative else cue, entities=entities(doc),
                      past_action=root.tag_ == "VBD" and root.lemma_ not in ("be", "have"),
                      dated=any(e.label_ in ("DATE", "TIME") for e in doc.ents))
 
@@ -450,8 +450,7 @@ def read_all(contents: Sequence[str], config: MemoryConfig, subjects: Sequence[s
             shape = dataclasses.replace(
                 shape, subject=_restore(shape.subject, name), value=_restore(shape.value, name),
                 subject_key=shape.subject_key.replace(STAND_IN.lower(), name.lower()) if shape.subject_key else None,
-                replaced=_restore(shape.replaced, name), cue=_restore(shape.cue, name),
-                entities=[_restore(e, name) for e in shape.entities])
+                replaced=_restore(shape.replaced, name), entities=[_restore(e, name) for e in shape.entities])
         out.append(shape)
     return out
 

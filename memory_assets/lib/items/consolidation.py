@@ -243,8 +243,7 @@ def _retire(items: pl.DataFrame, pairs: list[validity.Retirement], now: datetime
             continue
         old["status"] = "superseded"
         old["superseded_by"] = new["id"]
-        old["retired_why"] = validity.why(old, new, rule if rule != "hint" else
-                                          f"the later fact names what it replaces ({new.get('supersedes_hint')!r})")
+        old["retired_why"] = validity.why(old, new, rule)
         old["updated_at"] = now
         new["supersedes"] = new["supersedes"] or old["id"]
         superseded.append((new["id"], old["id"]))

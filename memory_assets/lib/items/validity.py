@@ -150,8 +150,9 @@ def whose(key: str | None, me: str | None, names: frozenset[str] | None = None) 
 
 class Retirement(NamedTuple):
     """The newer row ``new`` retires the older row ``old`` by ``rule``: "one value" (one
-    value at a time), "ended" (the newer says the value no longer holds) or "change" (a
-    stated change of the same slot)."""
+    value at a time), "ended" (the newer says the value no longer holds), "change" (a
+    stated change of the same slot) or "hint" (the newer names what it replaces:
+    ``supersession``)."""
     new: int
     old: int
     rule: str
@@ -168,8 +169,8 @@ def why(old: dict, new: dict, rule: str) -> str:
                                   new.get("relation") or old.get("relation")) if x)
     values = f"{old.get('value')!r} → {new.get('value')!r}" if old.get("value") or new.get("value") else ""
     cue = new.get("change_cue")
-    return "; ".join(x for x in (_RULES.get(rule, rule), f"slot: {slot}" if slot else "", values,
-                                 f"cue: {cue!r}" if cue else "") if x)
+    said = _RULES[rule] + (f" ({new['supersedes_hint']!r})" if rule == "hint" and new.get("supersedes_hint") else "")
+    return "; ".join(x for x in (said, f"slot: {slot}" if slot else "", values, f"cue: {cue!r}" if cue else "") if x)
 
 
 @spanned("consolidate: validity")
@@ -220,10 +221,12 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                 one_value, change = single_valued(new, config), new["states_change"]
                 for o in heads.get(head, ()) if one_value or change else ():
                     old = rows[o]
-                    if (o not in retired and old["created_at"] < new["created_at"] and old["relation"] == new["relation"]
-                            and same_subject(old, new)
-                            and ((one_value and single_valued(old, config) and _differ(old, new)) or (change and _ended(old, new)))):
-                        pairs.append(Retirement(n, o, "one value" if one_value and _differ(old, new) else "ended"))
+                    if not (o not in retired and old["created_at"] < new["created_at"]
+                            and old["relation"] == new["relation"] and same_subject(old, new)):
+                        continue
+                    other_value = one_value and single_valued(old, config) and _differ(old, new)
+                    if other_value or (change and _ended(old, new)):
+                        pairs.append(Retirement(n, o, "one value" if other_value else "ended"))
                         retired.add(o)
                         retired_by[o] = n
                 if change:
@@ -251,6 +254,8 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                         # A change that begins something ("started pottery", "joined a club")
                         # replaces only a value of a one-value relation ("joined Stripe" as an employer).
                         beginning = (new.get("change_cue") or "") in BEGINNING_CUES
+                        # What kind of thing the new value is ("fraud detection team" → "team").
+                        slot = _head(new["value"])
                         same = [o for o in older if rows[o]["relation"] == new["relation"]] \
                             if new["relation"] not in GENERAL_RELATIONS and (not beginning or one_value) else []
                         if same and float(np.max(vectors[same] @ vectors[n])) >= floor:
@@ -267,16 +272,15 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                             # name), not "keeps waking up groggy" or "is at 12 km".
                             # (A bare name, that is: every fact of that person's names them; a
                             # relative, "Bea's mum", anchors her facts alone.)
-                            person = (key_parts(new["subject_key"])[0] is None and " " not in new["subject_key"]
-                                      and new["subject_key"] not in _THINGS and new["subject_key"] not in common_words)
-                            slot_anchor = _head(new["value"])
-                            subject_anchor = key_parts(new["subject_key"])[1][:_ANCHOR]
+                            key = new["subject_key"]
+                            person = " " not in key and key not in _THINGS and key not in common_words
+                            subject_anchor = key_parts(key)[1][:_ANCHOR]
 
                             def anchored(o: int) -> bool:
                                 if beginning:  # a second club, a new hobby: beside the others
                                     return False
                                 text = (rows[o]["content"] or "").lower()
-                                if slot_anchor and slot_anchor[:_ANCHOR] in text:
+                                if slot and slot[:_ANCHOR] in text:
                                     return True
                                 if subject_anchor and subject_anchor in text:
                                     return not person or value_kind(rows[o]["value"]) == value_kind(new["value"]) is not None
@@ -287,7 +291,6 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                             sims = vectors[older] @ vectors[n]
                             # The fact that names the same kind of thing as the new value
                             # ("moved to the fraud team" → "…on the payments team") first.
-                            slot = _head(new["value"])
                             named = np.array([bool(slot) and slot in _words(rows[o]["content"]) for o in older])
                             # (A fact that names the slot may read less alike: a lower bar for it.)
                             best = int(np.argmax(np.where(named & (sims >= floor - _NAMED_SLACK), sims + 1.0, sims)))
@@ -306,8 +309,7 @@ GENERAL_RELATIONS = frozenset("is have do go get keep take make give put be_at b
 # this alike to it.
 _ANCHOR = 4
 _SAME_FACT = 0.7
-
-
+# How much less alike a fact that names the slot may read (the lower bar for it).
 _NAMED_SLACK = 0.1
 
 
