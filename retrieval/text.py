@@ -181,6 +181,10 @@ CHANGE_ADVERBS = frozenset("now anymore nowadays instead".split())
 # class"): a new value beside the others unless it names the slot it fills, or the
 # relation holds one value at a time. (The structure step's cues are lemmas.)
 BEGINNING_CUES = frozenset({"start", "join", "sign up", "take up", "begin", "enrol", "enroll", "register"})
+# Changes that end something ("quit Blokhaus", "closed my Monzo account", "gave up
+# coffee"): their value is the old one, and they retire the fact that holds it.
+ENDING_CUES = frozenset({"quit", "leave", "stop", "close", "cancel", "sell", "drop", "ditch", "give up",
+                         "retire", "resign", "step down", "trade in"})
 CHANGE_PHRASES = re.compile(
     r"\b(?:no longer|any more|" + HENCEFORTH + r"|these days|starting (?:today|now|this|next|on|from)|"
     r"(?:is|are|am|'s|'m|'re) (?:now )?(?:down|up|back) to|(?:go|goes|going|gone|went) over to|"

@@ -495,7 +495,8 @@ def test_a_clean_run_passes_every_check_and_publishes(built):
     assert result.success
     evaluations = result.get_asset_check_evaluations()
     assert {e.check_name for e in evaluations} == {
-        "items_schema", "items_valid", "items_embeddings", "graph_valid", "published_embeddings", "published_was_audited"}
+        "items_schema", "items_valid", "items_embeddings", "graph_valid", "published_embeddings", "published_was_audited",
+        "conflicts_resolved"}
     assert all(e.passed for e in evaluations), [(e.check_name, e.description) for e in evaluations if not e.passed]
     version = ItemStore(paths).published_version()
     assert version != previous and audit.passed(paths, version)
@@ -504,6 +505,20 @@ def test_a_clean_run_passes_every_check_and_publishes(built):
     entities, edges = (pl.read_parquet(p) for p in published.graph_files(paths))
     assert metadata["entities"]["entities"].value == entities.height > 0
     assert metadata["edges"]["edges"].value == edges.height > 0
+
+
+def test_the_nightly_check_reports_each_unresolved_conflict_and_not_a_settled_one():
+    from memory_assets.lib.quality import conflicts_report
+
+    items = pl.DataFrame({"id": ["vim", "neovim", "old-rent", "rent"], "namespace": ["bea"] * 4,
+                          "content": ["Bea uses Vim.", "Bea switched to Neovim.", "Rent is 1,100.", "Rent is 1,250."],
+                          "status": ["active", "active", "superseded", "active"],
+                          "contradicts": [["neovim"], ["vim"], ["rent"], ["old-rent"]]})
+    report = conflicts_report(items)
+    assert not report.passed and report.severity == "WARN"
+    examples = report.metadata()["failed: conflicts_resolved"]["examples"]
+    assert {e["id"] for e in examples} == {"vim", "neovim"}  # the rent was settled: one side is retired
+    assert conflicts_report(items.with_columns(status=pl.lit("active")).head(0)).passed
 
 
 def test_the_pipeline_checked_every_session_it_ingested(built):

@@ -51,7 +51,8 @@ ROWS = [
     _row("guess", "Aaron probably likes rally racing", confidence=0.25, category="hobbies"),
     _row("old", "Aaron rotated the WRX tires at 6,000 miles", days_old=400),
     _row("meet-a", "Aaron's standup meeting is at 9:00 on weekdays", category="work", contradicts=["meet-b"]),
-    _row("meet-b", "Aaron's standup meeting is at 14:00 on weekdays", category="work", contradicts=["meet-a"]),
+    _row("meet-b", "Aaron's standup meeting is at 14:00 on weekdays", category="work", contradicts=["meet-a"],
+         days_old=1),
     _row("other-ns", "Aaron's WRX is blue", namespace="agent-b"),
     *[_row(f"filler-{i}", f"Aaron noted vehicle detail number {i} about the WRX service history and parts")
       for i in range(12)],
@@ -105,13 +106,12 @@ def test_untrusted_item_is_tagged(root):
     assert injection.flags["phish"] == ["[untrusted]"]
 
 
-def test_conflicting_pair_is_flagged_on_both_sides_the_likelier_first(root):
+def test_conflicting_pair_is_flagged_on_both_sides_the_newer_first(root):
     injection = _client(root).inject("When is Aaron's standup meeting?", now=NOW, record=False)
     assert {"meet-a", "meet-b"} <= {h.id for h in injection.items}
     flags = sorted(f for h in ("meet-a", "meet-b") for f in injection.flags[h] if f.startswith("[conflict"))
-    assert flags == ["[conflict: lower confidence]", "[conflict]"]
-    order = [h.id for h in injection.items if h.id.startswith("meet-")]
-    assert injection.flags[order[0]] == ["[conflict]"]
+    assert flags == ["[conflict]", "[conflict]"]
+    assert [h.id for h in injection.items if h.id.startswith("meet-")] == ["meet-b", "meet-a"]
 
 
 def _hit(item_id: str, confidence: float, contradicts=(), created_days_ago: int = 1):
@@ -133,9 +133,11 @@ def test_the_higher_confidence_side_of_a_conflict_ranks_first_and_the_other_is_t
     flags = trust.flags(ordered, load_config(), NOW, pairs=pairs)
     assert flags["birthday-14"] == ["[conflict]"]
     assert flags["birthday-12"][:2] == ["[conflict: lower confidence]", "[uncertain]"]
-    # On equal confidence the later statement is believed.
+    # On equal confidence both are plain conflicts, the later statement first (newest first).
     tie = [_hit("older", 0.9, ["newer"], created_days_ago=30), _hit("newer", 0.9, ["older"], created_days_ago=2)]
-    assert [h.id for h in trust.order(tie, trust.conflicts(tie, None, 0.8))] == ["newer", "older"]
+    tied = trust.conflicts(tie, None, 0.8)
+    assert [h.id for h in trust.order(tie, tied)] == ["newer", "older"]
+    assert trust.flags(tie, load_config(), NOW, pairs=tied) == {"older": ["[conflict]"], "newer": ["[conflict]"]}
 
 
 def test_low_confidence_is_uncertain_and_old_is_stale(root):

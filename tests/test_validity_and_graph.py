@@ -240,7 +240,7 @@ def _retired(embedder, facts: list[tuple[str, str]]) -> list[tuple[str, str]]:
                      "session_id": f"s-{day}", "supersedes_hint": shape.replaced})
     vectors = embedder.embed([t for _, t in facts])
     pairs = validity.retire_replaced(pl.DataFrame(rows), vectors, config)
-    return [(facts[n][1], facts[o][1]) for n, o, _rule in pairs]
+    return [(facts[n][1], facts[o][1]) for n, o, rule in pairs if rule != "conflict"]
 
 
 def test_a_relatives_change_retires_nothing_of_the_users(embedder):
@@ -331,6 +331,70 @@ def test_an_office_is_one_place_at_a_time(embedder):
 
 
 # --- the graph ------------------------------------------------------------------------------
+
+def test_ending_something_retires_the_fact_that_holds_it_whatever_its_relation(embedder):
+    facts = [("2026-02-03", "Bea boulders at Blokhaus three times a week."),
+             ("2026-02-03", "Bea banks with Monzo."), ("2026-02-03", "Bea's sister climbs at Blokhaus too."),
+             ("2026-03-20", "Bea quit Blokhaus, the new place is Boulderwerk."),
+             ("2026-03-21", "Bea closed Bea's Monzo account last week.")]
+    assert sorted(_retired(embedder, facts)) == sorted([(facts[3][1], facts[0][1]), (facts[4][1], facts[1][1])])
+
+
+def _slot_rows(new_change: bool, similarity: float, *, new_relation: str = "uses", old_relation: str = "uses"):
+    """Bea's older fact "uses Vim" and a newer one "uses Neovim", alike at ``similarity``."""
+    import numpy as np
+
+    base = {"namespace": "bea", "project": None, "subject_key": "bea", "tentative": False, "status": "active",
+            "supersedes_hint": None, "supersedes": None}
+    rows = [{**base, "id": "old", "relation": old_relation, "value": "Vim", "states_change": False, "change_cue": None,
+             "valid_from": None, "created_at": datetime(2026, 2, 3, tzinfo=timezone.utc), "content": "Bea uses Vim.",
+             "session_id": "s1"},
+            {**base, "id": "new", "relation": new_relation, "value": "Neovim", "states_change": new_change,
+             "change_cue": "switch" if new_change else None, "valid_from": None,
+             "created_at": datetime(2026, 3, 20, tzinfo=timezone.utc), "content": "Bea uses Neovim.", "session_id": "s2"}]
+    vectors = np.array([[1.0, 0.0], [similarity, (1 - similarity ** 2) ** 0.5]], dtype=np.float32)
+    return pl.DataFrame(rows), vectors
+
+
+def test_a_change_of_a_slot_too_unlike_to_retire_is_a_conflict_not_a_silent_guess():
+    from memory_assets.lib.items import validity
+
+    config = load_config()
+    floor, bar = config.graph.change_min_similarity, config.graph.conflict_min_similarity
+    unsure = (floor + bar) / 2
+    # Sure enough: retired. Unsure: both stay, paired as a conflict. Too unlike: nothing.
+    assert [p.rule for p in validity.retire_replaced(*_slot_rows(True, floor + 0.05), config)] == ["change"]
+    assert [tuple(p) for p in validity.retire_replaced(*_slot_rows(True, unsure), config)] == [(1, 0, "conflict")]
+    assert validity.retire_replaced(*_slot_rows(True, bar - 0.05), config) == []
+    # Without a change word, two values of a relation that holds many ("uses") are no conflict;
+    # a one-value relation on one side ("drives") is.
+    assert validity.retire_replaced(*_slot_rows(False, 0.9), config) == []
+    assert [p.rule for p in validity.retire_replaced(*_slot_rows(False, 0.9, new_relation="drives",
+                                                                 old_relation="drives"), config)] == ["one value"]
+
+
+def test_a_conflict_links_both_items_and_the_block_shows_both_marked_newest_first(tmp_path):
+    from memory_assets.lib.items import consolidation, validity
+    from retrieval.agent import trust
+    from retrieval.agent.search import to_hit
+
+    items, _vectors = _slot_rows(True, 0.4)
+    items = items.with_columns(contradicts=pl.lit([], dtype=pl.List(pl.String)), superseded_by=pl.lit(None, pl.String),
+                               retired_why=pl.lit(None, pl.String), updated_at=pl.col("created_at"))
+    superseded: list[tuple[str, str]] = []
+    now = datetime(2026, 4, 1, tzinfo=timezone.utc)
+    linked = consolidation._retire(items, [validity.Retirement(1, 0, "conflict")], now, superseded)
+    assert superseded == [] and linked["status"].to_list() == ["active", "active"]
+    assert linked["contradicts"].to_list() == [["new"], ["old"]]
+    # Once more (the next night): no second link.
+    again = consolidation._retire(linked, [validity.Retirement(1, 0, "conflict")], now, superseded)
+    assert again["contradicts"].to_list() == [["new"], ["old"]]
+    hits = [to_hit({**row, "importance": 0.5, "confidence": 0.9, "category": "tools", "source_trust": "trusted",
+                    "source_resource_ids": [], "source_turn_ids": []}, 1.0, 1.0) for row in again.to_dicts()]
+    pairs = trust.conflicts(hits, None, 0.8)
+    assert [h.id for h in trust.order(hits, pairs)] == ["new", "old"]
+    assert trust.flags(hits, load_config(), now, pairs=pairs) == {"old": ["[conflict]"], "new": ["[conflict]"]}
+
 
 def test_the_graph_is_published_with_the_items_and_passes_its_checks(changed):
     root, _ = changed

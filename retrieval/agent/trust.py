@@ -4,10 +4,11 @@ One pass for both tiers: a tier-1 summary line carries the ids, confidence and l
 the items it cites, so it is flagged by the same rules as an item.
 
 Flags, appended to the item's line in the block:
-- ``[conflict]`` on the more likely side of a pair in the set that disagree (an explicit
-  ``contradicts`` link, or two near-identical statements with different numbers or
-  opposite polarity) and ``[conflict: lower confidence]`` on the other; ``order`` puts
-  the higher-confidence side first (the newer one on a tie);
+- ``[conflict]`` on both sides of a pair in the set that disagree (an explicit
+  ``contradicts`` link: a contradiction or a slot given two values, or two near-identical
+  statements with different numbers or opposite polarity), ``[conflict: lower
+  confidence]`` instead on the side held with lower confidence; ``order`` puts the
+  higher-confidence side first, the newer one on a tie (DESIGN principle 9: newest first);
 - ``[uncertain]`` below the configured confidence (0.7, the write gate's usefulness bar:
   a confirmed candidate, or an item a contradiction lowered);
 - ``[archived]`` / ``[cold]`` for an item recalled from the archive to fill the block;
@@ -72,9 +73,11 @@ def _likelier(a: Hit, b: Hit) -> bool:
 
 
 def losers(hits: Sequence[Hit], pairs: set[tuple[str, str]]) -> set[str]:
-    """The less likely side of each conflicting pair."""
+    """The side of each conflicting pair held with lower confidence (none on a tie: then
+    both are plain ``[conflict]``, the newer first)."""
     by_id = {h.id: h for h in hits}
-    return {(b if _likelier(by_id[a], by_id[b]) else a) for a, b in pairs if a in by_id and b in by_id}
+    return {(b if by_id[a].confidence > by_id[b].confidence else a) for a, b in pairs
+            if a in by_id and b in by_id and by_id[a].confidence != by_id[b].confidence}
 
 
 def order(hits: Sequence[Hit], pairs: set[tuple[str, str]]) -> list[Hit]:

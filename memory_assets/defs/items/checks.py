@@ -12,7 +12,7 @@ import dagster as dg
 
 from memory_assets.defs.runtime import MemoryRoot
 from memory_assets.lib.items.staging import STAGED_CHECKS, audit_staged
-from memory_assets.lib.quality import audit, embeddings_report
+from memory_assets.lib.quality import audit, conflicts_report, embeddings_report
 from memory_assets.defs.check_results import failed_result, to_check_result
 from retrieval.store import ItemStore
 
@@ -75,6 +75,12 @@ def memory_items_checks(context: dg.AssetCheckExecutionContext, memory: MemoryRo
             description="The published version is one whose blocking checks passed (catches a publish "
                         "that bypassed the audit, e.g. published_items launched alone).",
         ),
+        dg.AssetCheckSpec(
+            "conflicts_resolved", asset="published_items",
+            description="No active item is still contradicted by another active item (a slot given two "
+                        "values with no rule sure enough to retire one). WARN with the pairs: the agent "
+                        "is shown both marked [conflict] until one is settled.",
+        ),
     ],
 )
 def published_items_checks(context: dg.AssetCheckExecutionContext, memory: MemoryRoot) -> Iterator[dg.AssetCheckResult]:
@@ -82,13 +88,15 @@ def published_items_checks(context: dg.AssetCheckExecutionContext, memory: Memor
     paths, config = memory.paths, memory.config
     table = ItemStore(paths).table()
     if table is None:
-        for check in ("published_embeddings", "published_was_audited"):
+        for check in ("published_embeddings", "published_was_audited", "conflicts_resolved"):
             yield failed_result(asset="published_items", check=check, reason="nothing is published yet")
         return
     version = int(table.version)
     yield to_check_result(embeddings_report(table, config, subject=f"published items v{version}"),
                           asset="published_items", check="published_embeddings",
                           metadata={"published_version": version})
+    yield to_check_result(conflicts_report(ItemStore(paths).items(), subject=f"published items v{version}"),
+                          asset="published_items", check="conflicts_resolved", metadata={"published_version": version})
     entry = audit.verdict(paths, version)
     ok = audit.passed(paths, version)
     yield dg.AssetCheckResult(

@@ -232,14 +232,22 @@ def _carried_onto(adopted: pl.DataFrame, previous: pl.DataFrame | None) -> pl.Da
 def _retire(items: pl.DataFrame, pairs: list[validity.Retirement], now: datetime,
             superseded: list[tuple[str, str]]) -> pl.DataFrame:
     """Mark each (new, old, rule) row pair: the old one superseded by the new one (appended
-    to ``superseded``), with why (``validity.why``); an old row already retired is left as it is."""
+    to ``superseded``), with why (``validity.why``); an old row already retired is left as it is.
+    A "conflict" pair retires nothing: once the retirements are done, the two rows, if both
+    still stand, name each other in ``contradicts`` (the trust pass marks both)."""
     rows: dict[int, dict] = {}
-    for new_i, old_i, rule in pairs:
+    for new_i, old_i, _rule in pairs:
         for i in (old_i, new_i):
             if i not in rows:
                 rows[i] = items.row(i, named=True)
+    for new_i, old_i, rule in sorted(pairs, key=lambda p: p.rule == "conflict"):
         old, new = rows[old_i], rows[new_i]
         if old["status"] not in ("active", "candidate"):
+            continue
+        if rule == "conflict":
+            if new["status"] in ("active", "candidate") and new["id"] not in (old["contradicts"] or []):
+                old["contradicts"] = [*(old["contradicts"] or []), new["id"]]
+                new["contradicts"] = [*(new["contradicts"] or []), old["id"]]
             continue
         old["status"] = "superseded"
         old["superseded_by"] = new["id"]

@@ -20,7 +20,15 @@ An older item is retired by a newer one of the same user and subject when:
   most of the user's facts are about), so "Kwame's brother switched to Android" retires
   nothing of Kwame's. When the most alike earlier item was already retired by another
   fact of the same session, the change is a restatement and retires nothing more;
-- or the newer one says the old value ended ("doesn't drink coffee anymore").
+- or the newer one says the old value ended ("doesn't drink coffee anymore"), or ends
+  what it names ("quit Blokhaus", "closed my Monzo account": ``retrieval.text.ENDING_CUES``),
+  which retires the same person's fact holding that value, whatever its relation.
+
+When the newer one gives the same slot (subject and relation) another value and no rule
+is sure enough to retire the older (a stated change that reads less alike than the bar,
+or a one-value relation on one side only), the pair is a conflict: both stay active,
+linked by ``contradicts``, and are served marked ``[conflict]``, newest first; the
+nightly check ``conflicts_resolved`` lists them until one side is settled.
 
 Never when the newer one is tentative (considered, asked, conditional or temporary:
 "thinking about switching", "this week only"), when one value only refines the other
@@ -39,7 +47,7 @@ import polars as pl
 from memory_assets.lib.extraction.structure import key_parts, normal
 from retrieval.config import MemoryConfig
 from retrieval.spans import spanned
-from retrieval.text import BEGINNING_CUES, CHANGE_ADVERBS, PEOPLE_NOUNS, STOPWORDS, denies_or_ends, numbers, tokens
+from retrieval.text import BEGINNING_CUES, CHANGE_ADVERBS, ENDING_CUES, PEOPLE_NOUNS, STOPWORDS, denies_or_ends, numbers, tokens
 
 # Subject heads that are things, not someone ("it", "that"): never a person of their own.
 _THINGS = frozenset("it this that there they we you i".split())
@@ -152,7 +160,8 @@ class Retirement(NamedTuple):
     """The newer row ``new`` retires the older row ``old`` by ``rule``: "one value" (one
     value at a time), "ended" (the newer says the value no longer holds), "change" (a
     stated change of the same slot) or "hint" (the newer names what it replaces:
-    ``supersession``)."""
+    ``supersession``); or, by "conflict", gives the same slot another value with no rule
+    sure enough to retire the older (``_conflicting``): both stay, marked."""
     new: int
     old: int
     rule: str
@@ -229,6 +238,17 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                         pairs.append(Retirement(n, o, "one value" if other_value else "ended"))
                         retired.add(o)
                         retired_by[o] = n
+                if change and (new.get("change_cue") or "") in ENDING_CUES and n not in retired_by.values():
+                    # 2b. A change that ends what it names ("quit Blokhaus", "closed my Monzo
+                    # account") retires the earlier fact of the same person holding that value,
+                    # whatever its relation ("boulders at Blokhaus", "banks with Monzo").
+                    ended = [o for o in members if o not in retired and o != n and rows[o]["created_at"] < new["created_at"]
+                             and not rows[o]["tentative"] and _holds(rows[o], new, me, names)]
+                    if ended:
+                        o = max(ended, key=lambda o: float(vectors[o] @ vectors[n]))
+                        pairs.append(Retirement(n, o, "ended"))
+                        retired.add(o)
+                        retired_by[o] = n
                 if change:
                     # 3. A stated change with a new value retires the one most alike earlier
                     # fact of the same person (an unnamed thing, "rent", is the user's own).
@@ -298,8 +318,39 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                                 pairs.append(Retirement(n, older[best], "change"))
                                 retired.add(older[best])
                                 retired_by[older[best]] = n
+                if n not in retired_by.values() and (o := _conflicting(n, heads.get(head, ()), rows, vectors, retired,
+                                                                   config)) is not None:
+                    pairs.append(Retirement(n, o, "conflict"))
             heads[head].append(n)
     return pairs
+
+
+def _conflicting(n: int, earlier, rows: dict[int, dict], vectors: np.ndarray, retired: set[int],
+                 config: MemoryConfig) -> int | None:
+    """The earlier fact a newer one contradicts without retiring it: the same subject and
+    relation (one that names a slot), another value, said in another session and alike at
+    ``[graph] conflict_min_similarity`` or more (the most alike one), where the newer says
+    it changed or one of them holds one value at a time (a value of the same kind), and
+    no rule was sure enough to retire the older. Both are then served, marked
+    ``[conflict]``, newest first: unsure, show both. (Two values of a relation that holds
+    many, "likes jazz" and "likes opera", are no conflict.)"""
+    new = rows[n]
+    one_value = single_valued(new, config)
+    if (new.get("change_cue") or "") in BEGINNING_CUES and not one_value:
+        return None  # a second club, a new hobby: beside the others
+    if not new["value"] or new["relation"] in GENERAL_RELATIONS or new.get("supersedes_hint"):
+        return None
+    kind = value_kind(new["value"])
+    found = [o for o in earlier if o not in retired and not rows[o]["tentative"] and rows[o]["status"] == "active"
+             and rows[o]["relation"] == new["relation"] and rows[o].get("session_id") != new.get("session_id")
+             and rows[o]["created_at"] < new["created_at"] and same_subject(rows[o], new)
+             and (new["states_change"] or value_kind(rows[o]["value"]) == kind and (one_value or single_valued(rows[o], config)))
+             and _differ(rows[o], new)]
+    if not found:
+        return None
+    sims = vectors[found] @ vectors[n]
+    best = int(np.argmax(sims))
+    return found[best] if float(sims[best]) >= float(config.graph.conflict_min_similarity) else None
 
 
 # Relations too general to name a slot by themselves ("is", "has", "does", "goes").
@@ -331,6 +382,15 @@ def _head(value: str | None) -> str | None:
     → "team", "90 minutes" → "minutes"); None for a bare number or name."""
     words = [w for w in (normal(value) or "").split() if w not in STOPWORDS and w not in CHANGE_ADVERBS and w.isalpha()]
     return words[-1] if words else None
+
+
+def _holds(old: dict, new: dict, me: str | None, names: frozenset[str] | None) -> bool:
+    """``old`` holds the value an ending change names, for the same person: the same
+    value, or one naming the other ("Monzo" ~ "Monzo account"), not a mere shared word."""
+    a, b = _words(old["value"]), _words(new["value"])
+    if not a or not b or not (a <= b or b <= a):
+        return False
+    return whose(old["subject_key"], me, names) == whose(new["subject_key"], me, names)
 
 
 def _same_session(a: dict, b: dict) -> bool:
