@@ -30,6 +30,10 @@ The cues, each a regular expression matched case-insensitively:
   beyond the task at hand (those, "whenever", "every time", "by default", reminders);
   ``HENCEFORTH`` / ``IN_FUTURE`` — the phrases that open one ("from now on, …").
 
+- **About someone**: ``ABOUT_SOMEONE`` — words by which a question asks about a person as a
+  whole ("What attributes describe John?", "What is Aaron's personality like?"): the
+  relevance floor reads such a question as about the person, not a topic.
+
 Changing a cue the offline extractor reads changes what gets extracted: bump
 ``OfflineExtractor.version`` with it. Agent-safe: this module imports nothing of ours.
 """
@@ -55,6 +59,10 @@ STANDING = re.compile(r"\b(?:always|never|whenever|every(?:\s+\w+)?|each\s+time|
 # --- asking the memory to keep something --------------------------------------------------
 
 # Where a request starts: the text's or a sentence's start, or after a softener.
+ABOUT_SOMEONE = frozenset("""
+describe described description attributes attribute traits trait personality character qualities quality
+characteristics know known tell overview background profile
+""".split())
 REQUEST_START = r"(?:^|[.!?;:\n]\s*|,\s*|\b(?:please|pls|and|also|just|so|oh|ok(?:ay)?|hey)\s+)"
 _FORGET = r"(?:don'?t|do\s+not|never)\s+forget"
 ASKS_TO_KEEP = re.compile(

@@ -617,3 +617,49 @@ def test_candidate_rows_leave_the_snapshot_only_until_a_list_is_full(root, tmp_p
     assert len({i for ids in converted for i in ids}) == sum(len(ids) for ids in converted)  # each row once
     fetched = {r["id"] for name in ("vector", "fts") for r in seen[name]}
     assert len({i for ids in converted for i in ids}) < len(fetched)
+
+
+def test_a_question_about_something_the_store_never_heard_of_gets_no_lines_that_only_name_the_person(root):
+    # Every line of the store names Aaron; none is about coffee: nothing is injected.
+    injection = _client(root).inject("What coffee does Aaron like?", now=NOW, record=False)
+    assert injection.items == [] and injection.text == ""
+    # A question that names no one, or whose words some line says, is served as before.
+    assert "wrx" in {h.id for h in _client(root).inject("When is Aaron's oil change due?", now=NOW, record=False).items}
+    # The floor can be turned off (the ablation): then the lines about Aaron come back.
+    assert _client(root, relevance_floor=False).inject("What coffee does Aaron like?", now=NOW, record=False).items
+
+
+def test_a_line_about_the_topic_in_other_words_is_the_only_one_served(tmp_path):
+    from retrieval.agent.retrieve import topic_of
+
+    paths = _root_with(tmp_path, [*ROWS[:4], _row("espresso", "Aaron drinks a double espresso after lunch",
+                                                  category="preferences")])
+    injection = MemoryClient(paths.root).inject("What coffee does Aaron like?", now=NOW, record=False)
+    assert [h.id for h in injection.items] == ["espresso"]
+    # What the topic is: the question without the people it names ("July" is no one).
+    assert topic_of("What coffee does Aaron like?", "coffee Aaron", frozenset({"aaron"})) == (
+        "What coffee does like?", ("coff",))
+    assert topic_of("Where did Aaron go in July?", "Aaron July", frozenset({"aaron"}))[1] == ("july",)
+    assert topic_of("What attributes describe Aaron?", "attributes describe Aaron", frozenset({"aaron"})) is None
+    assert topic_of("When is the oil change due?", "oil change due", frozenset({"aaron"})) is None
+
+
+def _root_with(tmp_path, rows) -> DataRoot:
+    from retrieval.schema import ITEM_SCHEMA
+
+    paths = DataRoot.resolve(tmp_path / "data")
+    facts = pl.DataFrame([{k: v for k, v in r.items() if not k.startswith("_")} for r in rows], schema=FACT_SCHEMA)
+    items = facts_to_items(facts, NOW).with_columns(status=pl.Series([r["_status"] for r in rows]),
+                                                    embedding_model=pl.lit("local:all-MiniLM-L6-v2")).select(list(ITEM_SCHEMA))
+    publish.publish(paths, publish.write_items(paths, items, Embedder(load_config()).embed(items["content"].to_list()), NOW))
+    return paths
+
+
+def test_an_archived_line_that_answers_outranks_active_lines_that_do_not(tmp_path):
+    paths = _root_with(tmp_path, [*ROWS, _row("coffee", "Aaron's coffee order is a flat white with oat milk",
+                                             category="preferences", status="archived", days_old=200)])
+    injection = MemoryClient(paths.root).inject("What coffee does Aaron like?", now=NOW, record=False)
+    assert injection.items[0].id == "coffee" and "[archived]" in injection.flags["coffee"]
+    # Without a question naming its topic, an archived line still waits for a free place.
+    assert "coffee" not in {h.id for h in MemoryClient(paths.root).inject(
+        "When is Aaron's WRX service due?", now=NOW, record=False).items}
