@@ -25,7 +25,7 @@ from retrieval.agent.candidates import candidates
 from retrieval.agent.injection import Injection, build_block
 from retrieval.agent.options import RetrievalOptions
 from retrieval.agent.rewrite import SearchQuery, keywords
-from retrieval.agent.search import Hit, fuse, lance_query, to_hit, vectors_for
+from retrieval.agent.search import Hit, fts_list, fuse, lance_query, to_hit, vectors_for
 from retrieval.agent.stores import Messages, Stores, context_text
 from retrieval.agent.view import RECALLABLE, View
 from retrieval.citations import summary_lines
@@ -78,7 +78,7 @@ def _about(content: str, stems: tuple[str, ...]) -> bool:
 def _on_topic(stores: Stores, lists: dict[str, list[dict[str, Any]]], topic: tuple[str, tuple[str, ...]] | None,
               floor: float) -> set[str] | None:
     """The candidates a question that names someone is about, when none of them says a
-    word of its topic: those whose vector is within ``floor`` of the question without
+    word of its topic, in its content or in the turns it was said in: those whose vector is within ``floor`` of the question without
     the names ("What coffee does like?"), often none. None when the floor needs no such
     test: the question names no one, or some candidate says a word of its topic (then
     the lines about the person around it are context, as they always were).
@@ -93,6 +93,10 @@ def _on_topic(stores: Stores, lists: dict[str, list[dict[str, Any]]], topic: tup
     rows = {r["id"]: r for name in ("vector", "fts", "graph") for r in lists.get(name, [])}
     text, stems = topic
     if any(_about(r["content"], stems) for r in rows.values()):
+        return None
+    # …or in the words it was said in (full-text search reads each item's source turns).
+    words = [w for w in keywords(text) if w.lower().startswith(stems)]
+    if words and {r["id"] for r in fts_list(stores.table(), " ".join(words), limit=len(rows), where=None)} & rows.keys():
         return None
     chosen = list(rows.values())
     stored = vectors_for(stores.table(), [r.get("_rowid") for r in chosen], [r["id"] for r in chosen])
