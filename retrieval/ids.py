@@ -16,12 +16,20 @@ import hashlib
 from bisect import bisect_left
 from collections.abc import Iterable
 
+from retrieval.text import normalize
+
 PREFIX = "m:"
 MIN_DIGITS = 4
 
 
 class AmbiguousId(LookupError):
     """A short id that more than one published item starts with."""
+
+
+def content_hash(content: str) -> str:
+    """SHA-256 of the normalized text: the same fact in other spacing or case is one fact
+    (what dedup, extraction and import key a memory's text by)."""
+    return hashlib.sha256(normalize(content).encode("utf-8")).hexdigest()
 
 
 def digits(item_id: str) -> str:

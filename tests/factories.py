@@ -12,7 +12,7 @@ from pathlib import Path
 
 import polars as pl
 
-from memory_assets.lib.items.dedup import content_hash
+from retrieval.ids import content_hash
 from retrieval.paths import DataRoot
 from retrieval.store import ItemStore
 

@@ -13,6 +13,7 @@ from memory_assets.lib.items.consolidation import consolidate, facts_to_items
 from retrieval import scoring
 from retrieval.config import ConfigError, load_config
 from retrieval.embeddings import Embedder
+from retrieval.ids import content_hash
 from retrieval.schema import FACT_SCHEMA
 from tests.factories import fact
 
@@ -29,8 +30,8 @@ def embedder():
 
 
 def test_content_hash_ignores_case_spacing_and_edge_punctuation():
-    assert dedup.content_hash("Aaron drives a WRX.") == dedup.content_hash("  aaron   drives a wrx ")
-    assert dedup.content_hash("Aaron drives a WRX") != dedup.content_hash("Aaron drives a BRZ")
+    assert content_hash("Aaron drives a WRX.") == content_hash("  aaron   drives a wrx ")
+    assert content_hash("Aaron drives a WRX") != content_hash("Aaron drives a BRZ")
 
 
 def test_semantic_duplicates_merge_keeping_the_fresher_wording(embedder):

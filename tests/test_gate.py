@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_assets.lib.items.gate import REASONS, Rejection, check, preview
+from memory_assets.lib.extraction.gate import REASONS, Rejection, check, preview
 from retrieval.config import MemoryConfig, load_config
 from retrieval.schema import Candidate
 
@@ -248,6 +248,6 @@ def test_short_preview_is_unchanged() -> None:
     ("Packet pickup is on October 16 and 17 at the Expo Center.", False),
 ])
 def test_steers_agent_names_untrusted_lines_aimed_at_the_model(line: str, steers: bool) -> None:
-    from memory_assets.lib.items.gate import steers_agent
+    from memory_assets.lib.extraction.gate import steers_agent
 
     assert steers_agent(line) is steers

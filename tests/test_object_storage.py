@@ -274,7 +274,7 @@ def test_a_conflict_on_object_storage_is_found_without_reading_stored_vectors(s3
     from evals.bench.s3 import s3_env
     from memory_assets.lib.items import publish
     from memory_assets.lib.items.consolidation import facts_to_items
-    from memory_assets.lib.items.dedup import content_hash
+    from retrieval.ids import content_hash
     from retrieval import MemoryClient
     from retrieval.agent import search
     from retrieval.config import load_config

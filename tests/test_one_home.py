@@ -299,6 +299,23 @@ def test_lib_is_pipeline_logic_and_dagster_objects_live_in_defs():
     assert {"ingest", "extraction", "items", "lifecycle", "quality"} <= stages
 
 
+def test_data_moves_one_way_from_extraction_to_items():
+    """Ingest and extraction never import a later stage (items, lifecycle, summaries, the
+    archive, erasure): the write gate and the content hash they need live with them or in
+    the kernel, so ``extraction`` and ``items`` form no import cycle."""
+    later = ("items", "lifecycle", "summaries", "archive", "erasure")
+    found = []
+    for stage in ("ingest", "extraction"):
+        for path in sorted((ROOT / "memory_assets/lib" / stage).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, (ast.Import, ast.ImportFrom)):
+                    names = _imported(node) + ([f"{node.module}.{a.name}" for a in node.names]
+                                               if isinstance(node, ast.ImportFrom) and node.module else [])
+                    found += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names
+                              if any(n.startswith(f"memory_assets.lib.{s}") for s in later)]
+    assert found == []
+
+
 def _imported(node: ast.Import | ast.ImportFrom) -> list[str]:
     return [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
 

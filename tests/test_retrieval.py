@@ -12,7 +12,7 @@ import pytest
 
 from memory_assets.lib.items import publish
 from retrieval import ids
-from memory_assets.lib.items.dedup import content_hash
+from retrieval.ids import content_hash
 from memory_assets.lib.items.consolidation import facts_to_items
 from memory_assets.cli.runner import materialize_pending
 from retrieval import MemoryClient

@@ -9,7 +9,7 @@ import pytest
 
 from memory_assets.cli import main
 from memory_assets.lib.items import publish
-from memory_assets.lib.items.dedup import content_hash
+from retrieval.ids import content_hash
 from memory_assets.lib.items.consolidation import facts_to_items
 from retrieval import MemoryClient
 from retrieval.config import load_config

@@ -50,7 +50,7 @@ def first_build_vectors(embed: str, seed: int, cache_dir: Path | None, progress:
                         config: MemoryConfig) -> Iterator[dict[str, int]]:
     """During the first build, ``Embedder.embed`` returns random unit vectors (``random``) or
     looks texts up in the retrieval bench's cached model vectors before embedding (``model``)."""
-    from memory_assets.lib.items.dedup import content_hash
+    from retrieval.ids import content_hash
     from retrieval.embeddings import Embedder
 
     stats = {"embedded": 0, "precomputed": 0, "random": 0}

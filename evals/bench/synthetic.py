@@ -198,7 +198,7 @@ def synthetic_items(n_items: int, *, config: MemoryConfig, seed: int = 0) -> pl.
     Facts get importance and confidence from ``retrieval.scoring`` and become items through
     ``facts_to_items``; about 5% are untrusted and 3% superseded by a later item.
     """
-    from memory_assets.lib.items.dedup import content_hash
+    from retrieval.ids import content_hash
     from memory_assets.lib.extraction.facts import fact_id
     from memory_assets.lib.items.consolidation import facts_to_items
     from retrieval import scoring

@@ -15,8 +15,8 @@ import polars as pl
 
 from memory_assets.lib.extraction import kinds, scopes, structure
 from memory_assets.lib.extraction.fields import read_fields
-from memory_assets.lib.items import gate
-from memory_assets.lib.items.dedup import content_hash
+from memory_assets.lib.extraction import gate
+from retrieval.ids import content_hash
 from retrieval import scoring
 from retrieval.config import MemoryConfig
 from retrieval.schema import (

@@ -33,7 +33,7 @@ from memory_assets.lib.extraction.fields import assistant_directive, extended_di
 from memory_assets.lib.extraction.kinds import Procedure, procedure_in
 from memory_assets.lib.extraction.people import (Mention, Voice, antecedent_in, as_said, note_people, resolve_people,
                                                  resolve_pronoun, rewrite_first_person)
-from memory_assets.lib.items.gate import steers_agent
+from memory_assets.lib.extraction.gate import steers_agent
 from retrieval.config import MemoryConfig
 from retrieval.schema import Candidate, Turn
 from retrieval.dates import DATE

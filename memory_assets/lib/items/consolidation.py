@@ -16,7 +16,8 @@ import numpy as np
 import polars as pl
 
 from memory_assets.lib.extraction.fields import with_fields
-from memory_assets.lib.items import dedup, feedback, gate, supersession, validity
+from memory_assets.lib.extraction import gate
+from memory_assets.lib.items import dedup, feedback, supersession, validity
 from retrieval.config import MemoryConfig
 from retrieval.schema import ITEM_SCHEMA
 from retrieval.spans import spanned

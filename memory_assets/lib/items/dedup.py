@@ -11,7 +11,6 @@ nothing the duplicate pointed at is lost. Every merge is returned for the merge 
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,12 +19,7 @@ import polars as pl
 from memory_assets.lib.items import supersession
 from memory_assets.lib.items.similarity import partitions, similarity_blocks
 from retrieval.spans import spanned
-from retrieval.text import disagree, normalize
-
-
-def content_hash(content: str) -> str:
-    """SHA-256 of the normalized text: the same fact in other spacing or case is one fact."""
-    return hashlib.sha256(normalize(content).encode("utf-8")).hexdigest()
+from retrieval.text import disagree
 
 
 @dataclass(frozen=True)

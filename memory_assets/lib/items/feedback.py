@@ -17,7 +17,7 @@ import polars as pl
 from memory_assets.lib.extraction.fields import read_fields
 from memory_assets.lib.items import dedup
 from memory_assets.lib import warehouse
-from memory_assets.lib.items.dedup import content_hash
+from retrieval.ids import content_hash
 from retrieval.config import MemoryConfig
 from retrieval.moments import parse_utc
 from retrieval.paths import DataRoot

@@ -39,7 +39,7 @@ from memory_assets.lib import lifecycle, warehouse
 from memory_assets.lib.extraction import direct
 from memory_assets.lib.extraction.facts import build_facts
 from memory_assets.lib.ingest.turns import resource_id
-from memory_assets.lib.items.dedup import content_hash
+from retrieval.ids import content_hash
 from retrieval import interchange, scoring
 from retrieval.config import MemoryConfig
 from retrieval.paths import DataRoot
