@@ -332,6 +332,15 @@ def test_an_office_is_one_place_at_a_time(embedder):
 
 # --- the graph ------------------------------------------------------------------------------
 
+@pytest.mark.parametrize(("text", "key"), [
+    ("Jonas eats cheese and eggs again these days, he's vegetarian now.", "jonas"),
+    ("Bea said she is moving to Leeds.", "bea"),
+    ("He moved to Leeds.", "he"),  # no one named before it: left as said
+])
+def test_he_or_she_is_the_person_named_before_it(text, key):
+    assert structure.read_all([text], load_config(), ["Bea"])[0].subject_key == key
+
+
 def test_ending_something_retires_the_fact_that_holds_it_whatever_its_relation(embedder):
     facts = [("2026-02-03", "Bea boulders at Blokhaus three times a week."),
              ("2026-02-03", "Bea banks with Monzo."), ("2026-02-03", "Bea's sister climbs at Blokhaus too."),

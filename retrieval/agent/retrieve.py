@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from retrieval.agent.candidates import candidates
 from retrieval.agent.injection import Injection, build_block
 from retrieval.agent.options import RetrievalOptions
 from retrieval.agent.rewrite import SearchQuery, keywords
-from retrieval.agent.search import Hit, fts_list, fuse, lance_query, to_hit, vectors_for
+from retrieval.agent.search import Hit, fuse, lance_query, to_hit, vectors_for
 from retrieval.agent.stores import Messages, Stores, context_text
 from retrieval.agent.view import RECALLABLE, View
 from retrieval.citations import summary_lines
@@ -48,21 +48,28 @@ class Retrieved:
     query: SearchQuery = field(default_factory=lambda: SearchQuery("", ""))
     cap: int = 10
 
-def topic_of(query: str, terms: str, subjects: frozenset[str]) -> tuple[str, tuple[str, ...]] | None:
+class Topic(NamedTuple):
+    """What a question that names someone asks about them (``topic_of``)."""
+    text: str                  # the question without the names: "What coffee does like?"
+    stems: tuple[str, ...]     # the first letters of its other words (``_STEM``)
+
+
+def topic_of(query: str, terms: str, subjects: frozenset[str], attributes: Mapping[str, str] | None = None) -> Topic | None:
     """What a question asks about the people it names: "What coffee does Aaron like?"
     names Aaron (a capitalised word that is some candidate's ``subjects``; "July" and
-    "North Carolina" are no one) and asks about coffee. Returns the question with the
-    names taken out and the first letters of its other words (``_STEM``), or None when
-    it names no one or asks nothing else ("What attributes describe John?" asks about
-    John: ``retrieval.intent.ABOUT_SOMEONE``)."""
+    "North Carolina" are no one) and asks about coffee. None when it names no one or
+    asks nothing else ("What attributes describe John?" asks about John:
+    ``retrieval.intent.ABOUT_SOMEONE``)."""
     words = keywords(terms)
-    names = scoring.names_in(words) & subjects
+    names = {w.lower() for w in words if w[:1].isupper() and w.lower() in subjects}
     content = [w.lower() for w in words if w.lower() not in names and w.lower() not in ABOUT_SOMEONE and not w[:1].isdigit()]
     if not names or not content:
         return None
     pattern = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
                          + r")(?:['’]s)?\b", re.IGNORECASE)
-    return " ".join(pattern.sub(" ", query).split()), tuple(dict.fromkeys(w[:_STEM] for w in content))
+    # An attribute names the relation it is stored as: "manager" → reports_to (``[graph] attributes``).
+    content += [(attributes or {})[w] for w in content if w in (attributes or {})]
+    return Topic(" ".join(pattern.sub(" ", query).split()), tuple(dict.fromkeys(w[:_STEM] for w in content)))
 
 
 # A question's word matches an item's word that begins with its first letters
@@ -70,52 +77,25 @@ def topic_of(query: str, terms: str, subjects: frozenset[str]) -> tuple[str, tup
 _STEM = 4
 
 
-def _about(content: str, stems: tuple[str, ...]) -> bool:
-    """The line says a word of the topic (one that begins with one of ``stems``)."""
-    return any(w.lower().startswith(stems) for w in tokens(content))
+def _about(row: Mapping[str, Any], stems: tuple[str, ...]) -> bool:
+    """The line is about the topic: a word of it (one that begins with one of ``stems``)
+    is in its content or names its relation or subject (the fields extraction wrote:
+    "Wojciech moved to Busan" is ``lives_in``, about "Where does Wojciech live?")."""
+    said = f"{row.get('content') or ''} {(row.get('relation') or '').replace('_', ' ')} {row.get('subject_key') or ''}"
+    return any(w.lower().startswith(stems) for w in tokens(said))
 
 
-def _on_topic(stores: Stores, lists: dict[str, list[dict[str, Any]]], topic: tuple[str, tuple[str, ...]] | None,
-              floor: float) -> set[str] | None:
-    """The candidates a question that names someone is about, when none of them says a
-    word of its topic, in its content or in the turns it was said in: those whose vector is within ``floor`` of the question without
-    the names ("What coffee does like?"), often none. None when the floor needs no such
-    test: the question names no one, or some candidate says a word of its topic (then
-    the lines about the person around it are context, as they always were).
-
-    A name weighs so much in a sentence's embedding that every line about Aaron reads
-    alike to "What coffee does Aaron like?" (cosine 0.3–0.5 on the samples), and
-    full-text search matches them on "Aaron": without this test a question about
-    something the store never heard of fills the block with the person's other facts.
-    The vectors are read only in that case."""
-    if topic is None:
-        return None
-    rows = {r["id"]: r for name in ("vector", "fts", "graph") for r in lists.get(name, [])}
-    text, stems = topic
-    if any(_about(r["content"], stems) for r in rows.values()):
-        return None
-    # …or in the words it was said in (full-text search reads each item's source turns).
-    words = [w for w in keywords(text) if w.lower().startswith(stems)]
-    if words and {r["id"] for r in fts_list(stores.table(), " ".join(words), limit=len(rows), where=None)} & rows.keys():
-        return None
-    chosen = list(rows.values())
-    stored = vectors_for(stores.table(), [r.get("_rowid") for r in chosen], [r["id"] for r in chosen])
-    close = np.asarray(stored, dtype=np.float32) @ stores.embed(text)
-    return {r["id"] for r, cosine in zip(chosen, close) if float(cosine) >= floor}
-
-
-def _relevant(config: MemoryConfig, options: RetrievalOptions, lists: dict[str, list[dict[str, Any]]],
-              on_topic: set[str] | None = None) -> Callable[[str], bool]:
+def _relevant(config: MemoryConfig, options: RetrievalOptions,
+              lists: dict[str, list[dict[str, Any]]]) -> Callable[[str], bool]:
     """The relevance floor: an item the query is about has a cosine to it of at least
     ``[injection] min_similarity``, or full-text search matched it on a query word.
     Fused relevance is relative (the best row is always 1.0), so it cannot tell "the
-    best of the relevant" from "the best of nothing"; this is the absolute test. For a
-    question about someone that no candidate answers in its words, only the ``on_topic``
-    ones pass (``_on_topic``)."""
+    best of the relevant" from "the best of nothing"; this is the absolute test.
+
+    (A line that matches only the person a question names still passes: tried and
+    measured in docs/retrieval.md, "What the floor does not do yet".)"""
     if not options.relevance_floor:
         return lambda item_id: True
-    if on_topic is not None:
-        return lambda item_id: item_id in on_topic
     floor = float(config.injection.min_similarity)
     close = {r["id"] for r in lists.get("vector", []) if 1.0 - float(r.get("_distance", 1.0)) >= floor}
     # An item the graph reached is about an entity the query names.
@@ -140,9 +120,9 @@ def rank(stores: Stores, view: View, config: MemoryConfig, options: RetrievalOpt
     if not fused:
         return [], None
     topic = topic_of(query, query if terms is None else terms, frozenset(
-        scoring.subject_of(r["content"]) for rows in lists.values() for r in rows)) if options.relevance_floor else None
-    on_topic = _on_topic(stores, lists, topic, float(config.injection.min_similarity))
-    relevant = _relevant(config, options, lists, on_topic)
+        scoring.subject_of(r["content"]) for rows in lists.values() for r in rows),
+        config.graph.attributes)
+    relevant = _relevant(config, options, lists)
     top = fused[0][1]
     # The names the query uses, for the subject modifier (scoring only).
     names = scoring.names_in(keywords(query if terms is None else terms)) if options.scoring else frozenset()
@@ -172,13 +152,13 @@ def rank(stores: Stores, view: View, config: MemoryConfig, options: RetrievalOpt
         else:
             score = relevance
         entry = (score * penalty[status] * (1.0 if view.owns(row) else view.shared_penalty), relevance, row)
-        if status != "active" and topic is not None and _about(row["content"], topic[1]):
+        if status != "active" and topic is not None and _about(row, topic.stems):
             status = "answering"  # an archived line that says the topic: before the active lines that don't
         groups.setdefault(status, []).append(entry)
     hits: list[Hit] = []
     if groups.get("answering") and topic is not None:
         # The active lines that say the topic, then the archived ones that do, then the rest.
-        says = [_about(e[2]["content"], topic[1]) for e in groups["active"]]
+        says = [_about(e[2], topic.stems) for e in groups["active"]]
         groups = {"active": [e for e, yes in zip(groups["active"], says) if yes], "answering": groups["answering"],
                   "others": [e for e, yes in zip(groups["active"], says) if not yes],
                   **{s: groups[s] for s in RECALLABLE if s != "active"}}

