@@ -566,3 +566,64 @@ def test_memory_client_is_a_thin_front():
     tree = ast.parse((ROOT / "retrieval/agent/client.py").read_text(encoding="utf-8"))
     [client] = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "MemoryClient"]
     assert client.end_lineno - client.lineno + 1 <= MAX_CLIENT_LINES
+
+
+# --- structure before prose ------------------------------------------------------------
+
+# Calls that read words back out of an item's ``content`` (a pattern, the tokenizer, a
+# number or polarity reader) instead of a field extraction wrote.
+_PARSERS = frozenset({"search", "findall", "finditer", "match", "fullmatch", "sub", "split", "tokens", "keywords",
+                      "numbers", "names_in", "aliases_in", "mentions", "disagree", "denies_or_ends", "negated",
+                      "contradict", "subject_of", "content_words"})
+# The stages after extraction, which should read fields only (ARCHITECTURE.md, "Structure
+# before prose"), and the trust pass.
+_LATER = ("memory_assets/lib/items", "memory_assets/lib/lifecycle", "memory_assets/lib/summaries",
+          "memory_assets/lib/archive", "retrieval/agent/trust.py")
+# What still parses content there, each with the field that is to replace it. The list
+# only shrinks: a new entry fails the test, and so does one that no longer parses.
+_STILL_PARSING = {
+    "memory_assets/lib/items/dedup.py::semantic_dedup disagree": "numbers and polarity as fields",
+    "memory_assets/lib/items/graph.py::_stated_aliases search": "the alias an appositive states ('X's partner Niamh')",
+    "memory_assets/lib/items/supersession.py::mentions finditer": "the replaced value as a field (supersedes_hint)",
+    "memory_assets/lib/items/supersession.py::resolve mentions": "the replaced value as a field (supersedes_hint)",
+    "memory_assets/lib/items/validity.py::_differ numbers": "numbers as a field",
+    "memory_assets/lib/items/validity.py::_ended denies_or_ends": "polarity as a field",
+    "memory_assets/lib/items/validity.py::retire_replaced aliases_in": "the alias an appositive states",
+    "memory_assets/lib/items/validity.py::retire_replaced names_in": "entities typed as people",
+    "memory_assets/lib/items/validity.py::retire_replaced tokens": "entities typed as people",
+    "memory_assets/lib/lifecycle/policy.py::_contradictions contradict": "numbers and polarity as fields",
+    "retrieval/agent/trust.py::conflicts disagree": "numbers and polarity as fields",
+}
+
+
+def _reads_content(node: ast.AST) -> bool:
+    for n in ast.walk(node):
+        if isinstance(n, ast.Attribute) and n.attr == "content" or isinstance(n, ast.Name) and n.id in ("content", "contents"):
+            return True
+        if isinstance(n, ast.Subscript) and isinstance(n.slice, ast.Constant) and n.slice.value == "content":
+            return True
+        if (isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get" and n.args
+                and isinstance(n.args[0], ast.Constant) and n.args[0].value == "content"):
+            return True
+    return False
+
+
+def test_no_later_stage_parses_content_again():
+    """Extraction writes the fields (subject, relation, value, cue, tentative…); the later
+    stages read them and never parse ``content`` back. What still does is listed with the
+    field that will replace it, and the list may only shrink."""
+    found = set()
+    for where in _LATER:
+        paths = [ROOT / where] if where.endswith(".py") else sorted((ROOT / where).rglob("*.py"))
+        for path in paths:
+            for function in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    continue
+                for call in ast.walk(function):
+                    if not isinstance(call, ast.Call):
+                        continue
+                    name = call.func.attr if isinstance(call.func, ast.Attribute) else getattr(call.func, "id", None)
+                    if name in _PARSERS and any(_reads_content(a) for a in call.args):
+                        found.add(f"{path.relative_to(ROOT)}::{function.name} {name}")
+    assert found - set(_STILL_PARSING) == set(), "a later stage parses content: read a field instead"
+    assert set(_STILL_PARSING) - found == set(), "no longer parses content: take it off the list"

@@ -214,9 +214,8 @@ def _exclusive_role(lemma: str, objects: list, preps: list, value_token):
 
 
 def _antecedent(doc, pronoun):
-    """Whom "he" or "she" stands for: the nearest person named before it in the fact
-    ("Jonas eats eggs again, he's vegetarian now" → Jonas; "Bea's brother says he moved"
-    → Bea's brother, a person noun, not its possessor); None when no one is."""
+    """Whom "he" or "she" stands for: the nearest person named before it ("Jonas eats eggs
+    again, he's vegetarian now" → Jonas; "Bea's brother says he moved" → the brother)."""
     for token in reversed(doc[:pronoun.i]):
         if token.pos_ == "PROPN" and token.dep_ != "poss" and (token.ent_type_ in ("PERSON", "") or token.text == STAND_IN):
             return token
