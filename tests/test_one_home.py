@@ -589,8 +589,6 @@ _STILL_PARSING = {
     "memory_assets/lib/items/validity.py::_differ numbers": "numbers as a field",
     "memory_assets/lib/items/validity.py::_ended denies_or_ends": "polarity as a field",
     "memory_assets/lib/items/validity.py::retire_replaced aliases_in": "the alias an appositive states",
-    "memory_assets/lib/items/validity.py::retire_replaced names_in": "entities typed as people",
-    "memory_assets/lib/items/validity.py::retire_replaced tokens": "entities typed as people",
     "memory_assets/lib/lifecycle/policy.py::_contradictions contradict": "numbers and polarity as fields",
     "retrieval/agent/trust.py::conflicts disagree": "numbers and polarity as fields",
 }

@@ -233,7 +233,8 @@ def _retired(embedder, facts: list[tuple[str, str]]) -> list[tuple[str, str]]:
     for n, ((day, text), shape) in enumerate(zip(facts, shapes)):
         said = datetime.fromisoformat(f"{day}T09:00:00+00:00") + timedelta(minutes=n)
         f = fields(Candidate(text, "personal"), shape, said)
-        rows.append({"id": f"i{n}", "namespace": "bea", "subject_key": f["subject_key"], "relation": f["relation"],
+        rows.append({"id": f"i{n}", "namespace": "bea", "entities": shape.entities, "subject_key": f["subject_key"],
+                     "relation": f["relation"],
                      "value": f["value"], "states_change": f["states_change"], "tentative": f["tentative"],
                      "change_cue": f["change_cue"],
                      "status": "active", "valid_from": f["valid_from"], "created_at": said, "content": text,

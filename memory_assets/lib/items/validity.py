@@ -47,12 +47,12 @@ import polars as pl
 from memory_assets.lib.extraction.structure import key_parts, normal
 from retrieval.config import MemoryConfig
 from retrieval.spans import spanned
-from retrieval.text import BEGINNING_CUES, CHANGE_ADVERBS, ENDING_CUES, PEOPLE_NOUNS, STOPWORDS, denies_or_ends, numbers, tokens
+from retrieval.text import BEGINNING_CUES, CHANGE_ADVERBS, ENDING_CUES, PEOPLE_NOUNS, STOPWORDS, denies_or_ends, numbers
 
 # Subject heads that are things, not someone ("it", "that"): never a person of their own.
 _THINGS = frozenset("it this that there they we you i".split())
 
-_FIELDS = ("id", "namespace", "project", "subject_key", "relation", "value", "states_change", "tentative", "change_cue", "status",
+_FIELDS = ("id", "namespace", "project", "entities", "subject_key", "relation", "value", "states_change", "tentative", "change_cue", "status",
            "valid_from", "created_at", "content", "session_id", "supersedes_hint", "supersedes")
 
 
@@ -118,13 +118,10 @@ def person_of(key: str | None) -> str:
     return owner if owner and head not in PEOPLE_NOUNS else (key or "")
 
 
-# A word written with a capital inside a sentence, or with a possessive: a name ("Kwame's").
-_NAME = re.compile(r"(?:(?<=[\w,;:] )[A-Z][\w-]*|\b[A-Z][\w-]*(?=['’]s\b))")
-
-
-def names_in(contents) -> frozenset[str]:
-    """The names the texts write (lower case): capitalised inside a sentence, or possessive."""
-    return frozenset(m.lower() for text in contents for m in _NAME.findall(text or ""))
+def names_in(entities) -> frozenset[str]:
+    """The names among facts' ``entities`` (the field extraction wrote), lower case: the
+    ones written with a capital ("Kwame", "Sublime Text"), whole and word by word."""
+    return frozenset(w.lower() for found in entities for e in found or () if e[:1].isupper() for w in (e, *e.split()))
 
 
 def _named(key: str | None, names: frozenset[str] | None = None) -> bool:
@@ -209,9 +206,8 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
         if len(members) < 2:
             continue
         members.sort(key=when)
-        names = names_in(rows[i]["content"] for i in members)
-        # Words the user writes in lower case: "school" is no one's name, "Bea" is.
-        common_words = frozenset(w for i in members for w in tokens(rows[i]["content"]) if w[:1].islower())
+        # The names the user's facts hold: "Bea" is someone, "school" is no one.
+        names = names_in(rows[i].get("entities") for i in members)
         # "Siobhan's partner Niamh is a librarian" and "Niamh started a new job": one person.
         aliases = aliases_in(rows[i]["content"] for i in members)
         for i in members:
@@ -293,7 +289,7 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                             # (A bare name, that is: every fact of that person's names them; a
                             # relative, "Bea's mum", anchors her facts alone.)
                             key = new["subject_key"]
-                            person = " " not in key and key not in _THINGS and key not in common_words
+                            person = " " not in key and key not in _THINGS and key in names
                             subject_anchor = key_parts(key)[1][:_ANCHOR]
 
                             def anchored(o: int) -> bool:
