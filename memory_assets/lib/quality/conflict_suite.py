@@ -27,10 +27,12 @@ CONFLICT_RULES = [
 def unresolved(items: pl.DataFrame) -> pl.DataFrame:
     """Active items with the active item each first contradicts (``unresolved_with``)."""
     active = items.filter(pl.col("status") == "active")
-    live = active["id"].implode()
-    return active.select("id", "namespace", "content", "contradicts").with_columns(
-        unresolved_with=pl.col("contradicts").list.eval(pl.element().filter(pl.element().is_in(live))).list.first()
-    ).drop("contradicts")
+    # Exploded and joined, not filtered inside each list (that would hold every active
+    # id once per row: 10^10 at 100k items).
+    links = (active.select("id", pl.col("contradicts").alias("unresolved_with")).explode("unresolved_with")
+             .join(active.select(pl.col("id").alias("unresolved_with")), on="unresolved_with", how="semi")
+             .group_by("id", maintain_order=True).agg(pl.col("unresolved_with").first()))
+    return active.select("id", "namespace", "content").join(links, on="id", how="left", maintain_order="left")
 
 
 @spanned("quality: conflict suite")
