@@ -622,13 +622,12 @@ def test_candidate_rows_leave_the_snapshot_only_until_a_list_is_full(root, tmp_p
 def test_the_topic_of_a_question_is_what_it_asks_besides_the_people_it_names():
     from retrieval.agent.retrieve import topic_of
 
-    assert topic_of("What coffee does Aaron like?", "coffee Aaron", frozenset({"aaron"})) == (
-        "What coffee does like?", ("coff",))
-    assert topic_of("Where did Aaron go in July?", "Aaron July", frozenset({"aaron"})).stems == ("july",)  # no one
-    assert topic_of("Who is Aaron's manager?", "Aaron manager", frozenset({"aaron"}),
-                    {"manager": "reports_to"}).stems == ("mana", "repo")  # and the relation it is stored as
-    assert topic_of("What attributes describe Aaron?", "attributes describe Aaron", frozenset({"aaron"})) is None
-    assert topic_of("When is the oil change due?", "oil change due", frozenset({"aaron"})) is None
+    assert topic_of("coffee Aaron", frozenset({"aaron"})) == ("coff",)
+    assert topic_of("Aaron July", frozenset({"aaron"})) == ("july",)  # "July" is no one
+    assert topic_of("Aaron manager", frozenset({"aaron"}), {"manager": "reports_to"}) == (
+        "mana", "repo")  # and the relation it is stored as
+    assert topic_of("attributes describe Aaron", frozenset({"aaron"})) is None
+    assert topic_of("oil change due", frozenset({"aaron"})) is None
 
 
 def _root_with(tmp_path, rows) -> DataRoot:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
@@ -48,16 +48,12 @@ class Retrieved:
     query: SearchQuery = field(default_factory=lambda: SearchQuery("", ""))
     cap: int = 10
 
-class Topic(NamedTuple):
-    """What a question that names someone asks about them (``topic_of``)."""
-    text: str                  # the question without the names: "What coffee does like?"
-    stems: tuple[str, ...]     # the first letters of its other words (``_STEM``)
-
-
-def topic_of(query: str, terms: str, subjects: frozenset[str], attributes: Mapping[str, str] | None = None) -> Topic | None:
-    """What a question asks about the people it names: "What coffee does Aaron like?"
-    names Aaron (a capitalised word that is some candidate's ``subjects``; "July" and
-    "North Carolina" are no one) and asks about coffee. None when it names no one or
+def topic_of(terms: str, subjects: frozenset[str], attributes: Mapping[str, str] | None = None) -> tuple[str, ...] | None:
+    """What a question asks about the people it names, as the first letters (``_STEM``)
+    of its other words: "What coffee does Aaron like?" names Aaron (a capitalised word
+    that is some candidate's ``subjects``; "July" and "North Carolina" are no one) and
+    asks about coffee, ``("coff",)``. An attribute adds the relation it is stored as
+    ("manager" → ``reports_to``: ``[graph] attributes``). None when it names no one or
     asks nothing else ("What attributes describe John?" asks about John:
     ``retrieval.intent.ABOUT_SOMEONE``)."""
     words = keywords(terms)
@@ -65,11 +61,8 @@ def topic_of(query: str, terms: str, subjects: frozenset[str], attributes: Mappi
     content = [w.lower() for w in words if w.lower() not in names and w.lower() not in ABOUT_SOMEONE and not w[:1].isdigit()]
     if not names or not content:
         return None
-    pattern = re.compile(r"\b(?:" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-                         + r")(?:['’]s)?\b", re.IGNORECASE)
-    # An attribute names the relation it is stored as: "manager" → reports_to (``[graph] attributes``).
     content += [(attributes or {})[w] for w in content if w in (attributes or {})]
-    return Topic(" ".join(pattern.sub(" ", query).split()), tuple(dict.fromkeys(w[:_STEM] for w in content)))
+    return tuple(dict.fromkeys(w[:_STEM] for w in content))
 
 
 # A question's word matches an item's word that begins with its first letters
@@ -83,6 +76,29 @@ def _about(row: Mapping[str, Any], stems: tuple[str, ...]) -> bool:
     "Wojciech moved to Busan" is ``lives_in``, about "Where does Wojciech live?")."""
     said = f"{row.get('content') or ''} {(row.get('relation') or '').replace('_', ' ')} {row.get('subject_key') or ''}"
     return any(w.lower().startswith(stems) for w in tokens(said))
+
+
+def _answering_first(groups: dict[str, list[tuple[float, float, dict[str, Any]]]],
+                     lists: dict[str, list[dict[str, Any]]], terms: str,
+                     config: MemoryConfig) -> dict[str, list[tuple[float, float, dict[str, Any]]]]:
+    """``groups`` (status → scored rows) in the order the block takes them: active, then
+    archived, then cold; but when an archived or cold line answers a question about
+    someone (it is about the question's topic, ``topic_of``), the active lines about the
+    topic, then those archived ones, then the rest. The topic is read only when some
+    archived or cold line is a candidate."""
+    if not any(groups[s] for s in RECALLABLE if s != "active"):
+        return groups
+    stems = topic_of(terms, frozenset(scoring.subject_of(r["content"]) for rows in lists.values() for r in rows),
+                     config.graph.attributes)
+    if stems is None:
+        return groups
+    split = {s: ([e for e in groups[s] if _about(e[2], stems)], [e for e in groups[s] if not _about(e[2], stems)])
+             for s in RECALLABLE}
+    answering = [e for s in RECALLABLE if s != "active" for e in split[s][0]]
+    if not answering:
+        return groups
+    return {"active": split["active"][0], "answering": answering, "others": split["active"][1],
+            **{s: split[s][1] for s in RECALLABLE if s != "active"}}
 
 
 def _relevant(config: MemoryConfig, options: RetrievalOptions,
@@ -119,9 +135,6 @@ def rank(stores: Stores, view: View, config: MemoryConfig, options: RetrievalOpt
     fused = fuse(lists, {"graph": float(config.graph.weight)})
     if not fused:
         return [], None
-    topic = topic_of(query, query if terms is None else terms, frozenset(
-        scoring.subject_of(r["content"]) for rows in lists.values() for r in rows),
-        config.graph.attributes)
     relevant = _relevant(config, options, lists)
     top = fused[0][1]
     # The names the query uses, for the subject modifier (scoring only).
@@ -151,17 +164,10 @@ def rank(stores: Stores, view: View, config: MemoryConfig, options: RetrievalOpt
                                        answer_match=typed is not None and sufficiency.answers(row["content"], typed, message))
         else:
             score = relevance
-        entry = (score * penalty[status] * (1.0 if view.owns(row) else view.shared_penalty), relevance, row)
-        if status != "active" and topic is not None and _about(row, topic.stems):
-            status = "answering"  # an archived line that says the topic: before the active lines that don't
-        groups.setdefault(status, []).append(entry)
+        off_domain = 1.0 if view.owns(row) else view.shared_penalty
+        groups[status].append((score * penalty[status] * off_domain, relevance, row))
     hits: list[Hit] = []
-    if groups.get("answering") and topic is not None:
-        # The active lines that say the topic, then the archived ones that do, then the rest.
-        says = [_about(e[2], topic.stems) for e in groups["active"]]
-        groups = {"active": [e for e, yes in zip(groups["active"], says) if yes], "answering": groups["answering"],
-                  "others": [e for e, yes in zip(groups["active"], says) if not yes],
-                  **{s: groups[s] for s in RECALLABLE if s != "active"}}
+    groups = _answering_first(groups, lists, terms if terms is not None else query, config)
     for status in groups:
         if len(hits) >= k:
             break
