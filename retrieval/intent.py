@@ -32,7 +32,8 @@ The cues, each a regular expression matched case-insensitively:
 
 - **About someone**: ``ABOUT_SOMEONE`` — words by which a question asks about a person as a
   whole ("What attributes describe John?", "What is Aaron's personality like?"): the
-  relevance floor reads such a question as about the person, not a topic.
+  ranking reads such a question as about the person, with no topic of its own
+  (``retrieval.agent.retrieve.topic_of``).
 
 Changing a cue the offline extractor reads changes what gets extracted: bump
 ``OfflineExtractor.version`` with it. Agent-safe: this module imports nothing of ours.
@@ -56,13 +57,16 @@ RULE = re.compile(r"\b(?:always|never(?!\s+mind\b)|" + HENCEFORTH + r"|(?:don'?t
 STANDING = re.compile(r"\b(?:always|never|whenever|every(?:\s+\w+)?|each\s+time|" + HENCEFORTH + "|" + IN_FUTURE
                       + r"|remind(?:er)?s?|by\s+default)\b", _I)
 
-# --- asking the memory to keep something --------------------------------------------------
+# --- asking about someone as a whole -----------------------------------------------------
 
-# Where a request starts: the text's or a sentence's start, or after a softener.
 ABOUT_SOMEONE = frozenset("""
 describe described description attributes attribute traits trait personality character qualities quality
 characteristics know known tell overview background profile
 """.split())
+
+# --- asking the memory to keep something --------------------------------------------------
+
+# Where a request starts: the text's or a sentence's start, or after a softener.
 REQUEST_START = r"(?:^|[.!?;:\n]\s*|,\s*|\b(?:please|pls|and|also|just|so|oh|ok(?:ay)?|hey)\s+)"
 _FORGET = r"(?:don'?t|do\s+not|never)\s+forget"
 ASKS_TO_KEEP = re.compile(

@@ -86,7 +86,8 @@ def memory_items_checks(context: dg.AssetCheckExecutionContext, memory: MemoryRo
 def published_items_checks(context: dg.AssetCheckExecutionContext, memory: MemoryRoot) -> Iterator[dg.AssetCheckResult]:
     """Re-check the version the agent reads, after it is published (never blocks)."""
     paths, config = memory.paths, memory.config
-    table = ItemStore(paths).table()
+    store = ItemStore(paths)
+    table = store.table()
     if table is None:
         for check in ("published_embeddings", "published_was_audited", "conflicts_resolved"):
             yield failed_result(asset="published_items", check=check, reason="nothing is published yet")
@@ -95,7 +96,7 @@ def published_items_checks(context: dg.AssetCheckExecutionContext, memory: Memor
     yield to_check_result(embeddings_report(table, config, subject=f"published items v{version}"),
                           asset="published_items", check="published_embeddings",
                           metadata={"published_version": version})
-    yield to_check_result(conflicts_report(ItemStore(paths).items(), subject=f"published items v{version}"),
+    yield to_check_result(conflicts_report(store.items(), subject=f"published items v{version}"),
                           asset="published_items", check="conflicts_resolved", metadata={"published_version": version})
     entry = audit.verdict(paths, version)
     ok = audit.passed(paths, version)

@@ -216,6 +216,13 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
         people = Counter(person_of(rows[i]["subject_key"]) for i in members if _named(rows[i]["subject_key"], names))
         me = people.most_common(1)[0][0] if people else None
         retired_by: dict[int, int] = {}
+        retirers: set[int] = set()  # the items that retired one (``retired_by``'s values)
+
+        def retire(new_i: int, old_i: int, rule: str) -> None:
+            pairs.append(Retirement(new_i, old_i, rule))
+            retired.add(old_i)
+            retired_by[old_i] = new_i
+            retirers.add(new_i)
         heads: dict[str, list[int]] = defaultdict(list)
         for n in members:
             new = rows[n]
@@ -231,10 +238,8 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                         continue
                     other_value = one_value and single_valued(old, config) and _differ(old, new)
                     if other_value or (change and _ended(old, new)):
-                        pairs.append(Retirement(n, o, "one value" if other_value else "ended"))
-                        retired.add(o)
-                        retired_by[o] = n
-                if change and (new.get("change_cue") or "") in ENDING_CUES and n not in retired_by.values():
+                        retire(n, o, "one value" if other_value else "ended")
+                if change and (new.get("change_cue") or "") in ENDING_CUES and n not in retirers:
                     # 2b. A change that ends what it names ("quit Blokhaus", "closed my Monzo
                     # account") retires the earlier fact of the same person holding that value,
                     # whatever its relation ("boulders at Blokhaus", "banks with Monzo").
@@ -242,9 +247,7 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                              and not rows[o]["tentative"] and _holds(rows[o], new, me, names)]
                     if ended:
                         o = max(ended, key=lambda o: float(vectors[o] @ vectors[n]))
-                        pairs.append(Retirement(n, o, "ended"))
-                        retired.add(o)
-                        retired_by[o] = n
+                        retire(n, o, "ended")
                 if change:
                     # 3. A stated change with a new value retires the one most alike earlier
                     # fact of the same person (an unnamed thing, "rent", is the user's own).
@@ -259,7 +262,7 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                     # (by rule 1 or 2 above, or in an earlier run) retires nothing more, or
                     # every night would retire the next most alike fact around it.
                     if (new["value"] and not new.get("supersedes_hint") and not new.get("supersedes")
-                            and n not in retired_by.values()):
+                            and n not in retirers):
                         older = [o for o in members if o != n and (o not in retired or _same_session(rows[retired_by.get(o, o)], new))
                                  and not rows[o]["tentative"] and rows[o].get("session_id") != new.get("session_id")
                                  and rows[o]["created_at"] < new["created_at"] and _comparable(rows[o], new, me, names)]
@@ -311,10 +314,8 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                             # (A fact that names the slot may read less alike: a lower bar for it.)
                             best = int(np.argmax(np.where(named & (sims >= floor - _NAMED_SLACK), sims + 1.0, sims)))
                             if sims[best] >= floor - (_NAMED_SLACK if named[best] else 0.0) and older[best] not in retired:
-                                pairs.append(Retirement(n, older[best], "change"))
-                                retired.add(older[best])
-                                retired_by[older[best]] = n
-                if n not in retired_by.values() and (o := _conflicting(n, heads.get(head, ()), rows, vectors, retired,
+                                retire(n, older[best], "change")
+                if n not in retirers and (o := _conflicting(n, heads.get(head, ()), rows, vectors, retired,
                                                                    config)) is not None:
                     pairs.append(Retirement(n, o, "conflict"))
             heads[head].append(n)
