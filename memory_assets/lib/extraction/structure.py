@@ -214,9 +214,8 @@ def _exclusive_role(lemma: str, objects: list, preps: list, value_token):
 
 
 def _antecedent(doc, pronoun):
-    """Whom "he" or "she" stands for: the nearest person named before it ("Jonas eats eggs
-    again, he's vegetarian now" → Jonas; "Bea's brother says he moved" → the brother): the
-    pronoun ``people.resolve_people`` leaves after a name in the same clause, or an LLM's."""
+    """Whom "he"/"she" stands for (one ``people.resolve_people`` left, or an LLM's): the
+    nearest person named before it ("Jonas eats eggs, he's vegetarian now" → Jonas)."""
     for token in reversed(doc[:pronoun.i]):
         if token.pos_ == "PROPN" and token.dep_ != "poss" and (token.ent_type_ in ("PERSON", "") or token.text == STAND_IN):
             return token
