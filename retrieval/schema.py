@@ -169,6 +169,9 @@ FACT_SCHEMA: dict[str, pl.DataType] = {
     "tentative": pl.Boolean(),
     # What says it changed, as lemmas ("switch", "give up", "now", "no longer"): ``change_cues``.
     "change_cue": pl.String(),
+    # The fact's words without the names of the people in it ("keeps Slack in dark mode"):
+    # what validity compares to tell whether a change is about an earlier fact's slot.
+    "slot": pl.String(),
     "valid_from": pl.Datetime("us", "UTC"),
     "steps": pl.List(pl.String()),
     "prerequisites": pl.List(pl.String()),

@@ -21,7 +21,7 @@ from retrieval.dates import future_dates
 
 TYPED = ("subject", "directive", "reported_by", "remind_on")
 # Structure columns added later (issue 14); a fact written before has them null or empty.
-STRUCTURE = ("subject_key", "relation", "value", "states_change", "tentative", "change_cue", "valid_from",
+STRUCTURE = ("subject_key", "relation", "value", "states_change", "tentative", "change_cue", "slot", "valid_from",
              "steps", "prerequisites", "warnings", "trigger_patterns")
 # Added with project scopes; a fact written before is global (its scope) with no project.
 SCOPED = ("project",)

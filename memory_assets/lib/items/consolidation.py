@@ -164,7 +164,7 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None,
     items = _retire(items, [validity.Retirement(n, o, "hint") for n, o, _sim in hinted], now, superseded)
     # Validity in time: a later value of a one-value relation, or a stated change, retires
     # the earlier item (``validity``); the hint pairs above are settled first.
-    items = _retire(items, validity.retire_replaced(items, vectors, config), now, superseded)
+    items = _retire(items, validity.retire_replaced(items, vectors, config, embedder.embed), now, superseded)
     items = items.select(list(ITEM_SCHEMA))
     changed = None
     if known_ids:

@@ -52,7 +52,7 @@ from retrieval.text import BEGINNING_CUES, CHANGE_ADVERBS, ENDING_CUES, PEOPLE_N
 # Subject heads that are things, not someone ("it", "that"): never a person of their own.
 _THINGS = frozenset("it this that there they we you i".split())
 
-_FIELDS = ("id", "namespace", "project", "entities", "subject_key", "relation", "value", "states_change", "tentative", "change_cue", "status",
+_FIELDS = ("id", "namespace", "project", "entities", "subject_key", "relation", "value", "states_change", "tentative", "change_cue", "slot", "status",
            "valid_from", "created_at", "content", "session_id", "supersedes_hint", "supersedes")
 
 
@@ -180,8 +180,10 @@ def why(old: dict, new: dict, rule: str) -> str:
 
 
 @spanned("consolidate: validity")
-def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig) -> list[Retirement]:
-    """The (new, old, rule) row pairs where the newer item retires the older one (see the module doc)."""
+def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig, embed=None) -> list[Retirement]:
+    """The (new, old, rule) row pairs where the newer item retires the older one (see the
+    module doc). ``embed`` (texts → unit vectors) compares slots; without it a stated change
+    that no rule retires with is no conflict either."""
     if items.is_empty() or "relation" not in items.columns or "subject_key" not in items.columns:
         return []
     # Only the rows that can take part become dicts (position → row): a million items
@@ -224,6 +226,7 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
             retired_by[old_i] = new_i
             retirers.add(new_i)
         heads: dict[str, list[int]] = defaultdict(list)
+        before: list[int] = []
         for n in members:
             new = rows[n]
             head = stem(key_parts(new["subject_key"])[1])
@@ -315,10 +318,14 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                             best = int(np.argmax(np.where(named & (sims >= floor - _NAMED_SLACK), sims + 1.0, sims)))
                             if sims[best] >= floor - (_NAMED_SLACK if named[best] else 0.0) and older[best] not in retired:
                                 retire(n, older[best], "change")
-                if n not in retirers and (o := _conflicting(n, heads.get(head, ()), rows, vectors, retired,
-                                                                   config)) is not None:
-                    pairs.append(Retirement(n, o, "conflict"))
+                if n not in retirers:
+                    o = _conflicting(n, heads.get(head, ()), rows, vectors, retired, config)
+                    if o is None and new["states_change"] and not new["tentative"]:
+                        o = _unsure_change(n, before, rows, vectors, retired, config, me, names, embed)
+                    if o is not None:
+                        pairs.append(Retirement(n, o, "conflict"))
             heads[head].append(n)
+            before.append(n)
     return pairs
 
 
@@ -350,6 +357,34 @@ def _conflicting(n: int, earlier, rows: dict[int, dict], vectors: np.ndarray, re
     return found[best] if float(sims[best]) >= float(config.graph.conflict_min_similarity) else None
 
 
+def _unsure_change(n: int, earlier, rows: dict[int, dict], vectors: np.ndarray, retired: set[int],
+                   config: MemoryConfig, me: str | None, names: frozenset[str], embed) -> int | None:
+    """The earlier fact a stated change that retired nothing is about, when its slot says so:
+    the same person's (``_comparable``), of any relation, said in another session, whose
+    ``slot`` (its words without the people's names) is alike at ``[graph] slot_min_similarity``
+    or more to the change's. Whole sentences about one person read alike for the name alone
+    ("Lars's budget is around 150 euros" ~ "Lars moved to Utrecht"); their slots do not,
+    while "keeps Slack in dark mode" ~ "uses Slack in the light theme now" do. No rule was
+    sure enough to retire it, so both are served marked ``[conflict]``, newest first."""
+    new = rows[n]
+    if (embed is None or not new["value"] or not new.get("slot") or new.get("supersedes_hint")
+            or (new.get("change_cue") or "") in BEGINNING_CUES):
+        return None
+    found = [o for o in earlier if o not in retired and not rows[o]["tentative"] and rows[o]["status"] == "active"
+             and rows[o].get("slot") and rows[o].get("session_id") != new.get("session_id")
+             and rows[o]["created_at"] < new["created_at"] and _comparable(rows[o], new, me, names)]
+    if not found:
+        return None
+    # The most alike few by the whole fact, then by their slots (embedded here: a handful per change).
+    found = [found[i] for i in np.argsort(-(vectors[found] @ vectors[n]))[:_SLOT_CANDIDATES]]
+    slots = np.asarray(embed([new["slot"], *(rows[o]["slot"] for o in found)]), dtype=np.float32)
+    sims = slots[1:] @ slots[0]
+    best = int(np.argmax(sims))
+    return found[best] if float(sims[best]) >= float(config.graph.slot_min_similarity) else None
+
+
+# How many of a person's facts a stated change compares by slot (the most alike by the whole fact).
+_SLOT_CANDIDATES = 8
 # Relations too general to name a slot by themselves ("is", "has", "does", "goes").
 GENERAL_RELATIONS = frozenset("is have do go get keep take make give put be_at be_on be_in be_with".split())
 # A change of another relation must name what changed: the first letters of its subject's
