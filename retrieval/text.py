@@ -273,6 +273,18 @@ def normal_phrase(text: str | None) -> str:
     return " ".join(w for w in words if w and w not in ("a", "an", "the"))
 
 
+def value_words(value: str | None) -> frozenset[str]:
+    """A value's content words, in their compared form ("the 9:30 slot" → {"9:30", "slot"})."""
+    return frozenset(w for w in normal_phrase(value).split() if w not in STOPWORDS)
+
+
+def different_values(a: str | None, b: str | None) -> bool:
+    """Two values that are not one: each has a word the other lacks ("Sundays" and
+    "Saturdays"), where "Denver" and "Denver, Colorado" only refine one another."""
+    wa, wb = value_words(a), value_words(b)
+    return bool(wa and wb) and not (wa <= wb or wb <= wa)
+
+
 # --- sentiment ------------------------------------------------------------------------
 
 _FRUSTRATED = re.compile(

@@ -19,7 +19,7 @@ import polars as pl
 from memory_assets.lib.items import supersession
 from memory_assets.lib.items.similarity import partitions, similarity_blocks
 from retrieval.spans import spanned
-from retrieval.text import disagree
+from retrieval.text import disagree, different_values
 
 
 @dataclass(frozen=True)
@@ -194,6 +194,19 @@ def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float
     def hint(i: int) -> str | None:
         return None if hint_column is None else hint_column[int(i)]
 
+    slots = {c: items[c] for c in ("relation", "value", "states_change", "session_id") if c in items.columns}
+
+    def successive(i: int, j: int) -> bool:
+        """One gives the other's slot a new value: the same relation with another value
+        ("does the long run on Sundays" → "on Saturdays now"), or a stated change said in
+        another session. A successor for validity to date, never a duplicate to fold away."""
+        field = {c: (column[int(i)], column[int(j)]) for c, column in slots.items()}
+        (ra, rb), (va, vb) = field.get("relation", (None, None)), field.get("value", (None, None))
+        if ra and ra == rb and va and vb and different_values(va, vb):
+            return True
+        sessions = field.get("session_id", (None, None))
+        return any(field.get("states_change", (False, False))) and sessions[0] != sessions[1]
+
     order = np.arange(n) if candidates is None else np.asarray(sorted(set(candidates.tolist())), dtype=int)
     parent = np.arange(n)
 
@@ -216,7 +229,7 @@ def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float
                         continue
                     # "now prefers afternoon instead of morning" replaces "prefers morning":
                     # supersession, not a duplicate — merging would lose the old item's fate.
-                    if _replaces(hint(i), content(j)) or _replaces(hint(j), content(i)):
+                    if _replaces(hint(i), content(j)) or _replaces(hint(j), content(i)) or successive(i, j):
                         continue
                     pairs.append((int(i), int(j), float(sims[r, j])))
     if not pairs:

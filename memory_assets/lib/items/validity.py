@@ -47,7 +47,8 @@ import polars as pl
 from memory_assets.lib.extraction.structure import key_parts, normal
 from retrieval.config import MemoryConfig
 from retrieval.spans import spanned
-from retrieval.text import BEGINNING_CUES, CHANGE_ADVERBS, ENDING_CUES, PEOPLE_NOUNS, STOPWORDS, denies_or_ends, numbers
+from retrieval.text import (BEGINNING_CUES, CHANGE_ADVERBS, ENDING_CUES, PEOPLE_NOUNS, STOPWORDS, denies_or_ends, numbers,
+                            value_words)
 
 # Subject heads that are things, not someone ("it", "that"): never a person of their own.
 _THINGS = frozenset("it this that there they we you i".split())
@@ -61,8 +62,7 @@ def user_of(namespace: str | None) -> str:
     return (namespace or "").split("/", 1)[0]
 
 
-def _words(value: str | None) -> frozenset[str]:
-    return frozenset(w for w in (normal(value) or "").split() if w not in STOPWORDS)
+_words = value_words
 
 
 def single_valued(row: dict, config: MemoryConfig) -> bool:
