@@ -194,18 +194,15 @@ def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float
     def hint(i: int) -> str | None:
         return None if hint_column is None else hint_column[int(i)]
 
-    slots = {c: items[c] for c in ("relation", "value", "states_change", "session_id") if c in items.columns}
+    slots = {c: items[c] for c in ("value", "states_change", "session_id") if c in items.columns}
 
     def successive(i: int, j: int) -> bool:
-        """One gives the other's slot a new value: the same relation with another value
-        ("does the long run on Sundays" → "on Saturdays now"), or a stated change said in
-        another session. A successor for validity to date, never a duplicate to fold away."""
+        """One says the other's value changed: a stated change, said in another session,
+        with another value ("does the long run on Sundays" → "on Saturdays now"). A
+        successor for validity to date, never a duplicate to fold away."""
         field = {c: (column[int(i)], column[int(j)]) for c, column in slots.items()}
-        (ra, rb), (va, vb) = field.get("relation", (None, None)), field.get("value", (None, None))
-        if ra and ra == rb and va and vb and different_values(va, vb):
-            return True
-        sessions = field.get("session_id", (None, None))
-        return any(field.get("states_change", (False, False))) and sessions[0] != sessions[1]
+        (va, vb), (sa, sb) = field.get("value", (None, None)), field.get("session_id", (None, None))
+        return any(field.get("states_change", (False, False))) and sa != sb and different_values(va, vb)
 
     order = np.arange(n) if candidates is None else np.asarray(sorted(set(candidates.tolist())), dtype=int)
     parent = np.arange(n)
