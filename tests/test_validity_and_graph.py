@@ -371,6 +371,15 @@ def test_a_stated_change_no_rule_is_sure_of_is_shown_beside_the_fact_whose_slot_
     assert _retired(embedder, facts, "conflict") == [(facts[2][1], facts[0][1])]
 
 
+def test_a_stated_change_whose_slot_reads_the_same_without_the_name_retires_that_fact(embedder):
+    # "walks the dog" → "does the dog walk": two relations, and "Bea" alone makes the rent
+    # read alike too; without the name only the walk is the same slot.
+    facts = [("2026-02-03", "Bea walks the dog at 7 every morning before work."),
+             ("2026-02-03", "Bea's rent is 900 euros."),
+             ("2026-03-20", "Bea does the dog walk at 6 now.")]
+    assert _retired(embedder, facts, "slot") == [(facts[2][1], facts[0][1])]
+
+
 def _slot_rows(new_change: bool, similarity: float, *, new_relation: str = "uses", old_relation: str = "uses"):
     """Bea's older fact "uses Vim" and a newer one "uses Neovim", alike at ``similarity``."""
     import numpy as np

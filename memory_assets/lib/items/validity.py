@@ -24,6 +24,11 @@ An older item is retired by a newer one of the same user and subject when:
   what it names ("quit Blokhaus", "closed my Monzo account": ``retrieval.text.ENDING_CUES``),
   which retires the same person's fact holding that value, whatever its relation.
 
+- or, when none of these settles a stated change, its slot (the fact's words without the
+  people's names) is the same as an earlier fact's of that person: alike at
+  ``[graph] slot_retire_similarity`` or more retires it ("walks the dog at 7" → "does the
+  dog walk at 6 now"); alike at ``slot_min_similarity`` or more is a conflict (``_slot_change``).
+
 When the newer one gives the same slot (subject and relation) another value and no rule
 is sure enough to retire the older (a stated change that reads less alike than the bar,
 or a one-value relation on one side only), the pair is a conflict: both stay active,
@@ -156,8 +161,8 @@ def whose(key: str | None, me: str | None, names: frozenset[str] | None = None) 
 class Retirement(NamedTuple):
     """The newer row ``new`` retires the older row ``old`` by ``rule``: "one value" (one
     value at a time), "ended" (the newer says the value no longer holds), "change" (a
-    stated change of the same slot) or "hint" (the newer names what it replaces:
-    ``supersession``); or, by "conflict", gives the same slot another value with no rule
+    stated change of the same slot), "slot" (one alike without the people's names:
+    ``_slot_change``) or "hint" (the newer names what it replaces: ``supersession``); or, by "conflict", gives the same slot another value with no rule
     sure enough to retire the older (``_conflicting``): both stay, marked."""
     new: int
     old: int
@@ -165,7 +170,8 @@ class Retirement(NamedTuple):
 
 
 _RULES = {"one value": "one value at a time", "ended": "the later fact says it ended",
-          "change": "a stated change of the same thing", "hint": "the later fact names what it replaces"}
+          "change": "a stated change of the same thing", "hint": "the later fact names what it replaces",
+          "slot": "a stated change of the same slot (alike without the people's names)"}
 
 
 def why(old: dict, new: dict, rule: str) -> str:
@@ -319,11 +325,14 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                             if sims[best] >= floor - (_NAMED_SLACK if named[best] else 0.0) and older[best] not in retired:
                                 retire(n, older[best], "change")
                 if n not in retirers:
-                    o = _conflicting(n, heads.get(head, ()), rows, vectors, retired, config)
+                    o, rule = _conflicting(n, heads.get(head, ()), rows, vectors, retired, config), "conflict"
                     if o is None and new["states_change"] and not new["tentative"]:
-                        o = _unsure_change(n, before, rows, vectors, retired, config, me, names, embed)
-                    if o is not None:
-                        pairs.append(Retirement(n, o, "conflict"))
+                        # 4. A stated change no rule above settled: by its slot, the fact it is about.
+                        o, rule = _slot_change(n, before, rows, retired, config, me, names, embed, vectors)
+                    if rule != "conflict" and o is not None:
+                        retire(n, o, rule)
+                    elif o is not None:
+                        pairs.append(Retirement(n, o, rule))
             heads[head].append(n)
             before.append(n)
     return pairs
@@ -357,30 +366,41 @@ def _conflicting(n: int, earlier, rows: dict[int, dict], vectors: np.ndarray, re
     return found[best] if float(sims[best]) >= float(config.graph.conflict_min_similarity) else None
 
 
-def _unsure_change(n: int, earlier, rows: dict[int, dict], vectors: np.ndarray, retired: set[int],
-                   config: MemoryConfig, me: str | None, names: frozenset[str], embed) -> int | None:
-    """The earlier fact a stated change that retired nothing is about, when its slot says so:
-    the same person's (``_comparable``), of any relation, said in another session, whose
-    ``slot`` (its words without the people's names) is alike at ``[graph] slot_min_similarity``
-    or more to the change's. Whole sentences about one person read alike for the name alone
+def _slot_change(n: int, earlier, rows: dict[int, dict], retired: set[int], config: MemoryConfig,
+                 me: str | None, names: frozenset[str], embed, vectors: np.ndarray) -> tuple[int | None, str]:
+    """(the earlier fact, "slot" or "conflict") a stated change that no rule above settled
+    is about, by its slot: the same person's fact (``_comparable``) of any relation, said in
+    another session, whose ``slot`` (its words without the people's names) is the most
+    alike to the change's. Whole sentences about one person read alike for the name alone
     ("Lars's budget is around 150 euros" ~ "Lars moved to Utrecht"); their slots do not,
-    while "keeps Slack in dark mode" ~ "uses Slack in the light theme now" do. No rule was
-    sure enough to retire it, so both are served marked ``[conflict]``, newest first."""
+    while "is vegan" ~ "is vegetarian now" do. Alike at ``[graph] slot_retire_similarity``
+    or more: retired ("slot"); at ``slot_min_similarity`` or more: unsure, so both are
+    served marked ``[conflict]``, newest first; less: (None, "")."""
     new = rows[n]
     if (embed is None or not new["value"] or not new.get("slot") or new.get("supersedes_hint")
             or (new.get("change_cue") or "") in BEGINNING_CUES):
-        return None
+        return None, ""
+    # A change of a thing ("the billing cron moved to 02:30") is about that thing or about
+    # what its owner said of herself ("Bea runs the billing job at 1"), never about another
+    # thing of hers that reads alike ("Bea's team deploys billing on Thursdays").
+    someone = _named(new["subject_key"], names)
+
+    def herself(o: int) -> bool:
+        return key_parts(rows[o]["subject_key"])[0] is None and _named(rows[o]["subject_key"], names)
     found = [o for o in earlier if o not in retired and not rows[o]["tentative"] and rows[o]["status"] == "active"
              and rows[o].get("slot") and rows[o].get("session_id") != new.get("session_id")
-             and rows[o]["created_at"] < new["created_at"] and _comparable(rows[o], new, me, names)]
+             and rows[o]["created_at"] < new["created_at"] and _comparable(rows[o], new, me, names)
+             and (someone or herself(o) or same_subject(rows[o], new))]
     if not found:
-        return None
+        return None, ""
     # The most alike few by the whole fact, then by their slots (embedded here: a handful per change).
     found = [found[i] for i in np.argsort(-(vectors[found] @ vectors[n]))[:_SLOT_CANDIDATES]]
     slots = np.asarray(embed([new["slot"], *(rows[o]["slot"] for o in found)]), dtype=np.float32)
     sims = slots[1:] @ slots[0]
     best = int(np.argmax(sims))
-    return found[best] if float(sims[best]) >= float(config.graph.slot_min_similarity) else None
+    if float(sims[best]) >= float(config.graph.slot_retire_similarity):
+        return found[best], "slot"
+    return (found[best], "conflict") if float(sims[best]) >= float(config.graph.slot_min_similarity) else (None, "")
 
 
 # How many of a person's facts a stated change compares by slot (the most alike by the whole fact).
