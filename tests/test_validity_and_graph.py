@@ -343,6 +343,12 @@ def test_he_or_she_is_the_person_named_before_it(text, key):
     assert structure.read_all([text], load_config(), ["Bea"])[0].subject_key == key
 
 
+def test_the_clause_that_says_someone_changed_states_the_fact_when_none_is_about_the_speaker():
+    shape = structure.read_all(["The party was a hit, but kids are fickle: Theo's all about Pokemon now."],
+                               load_config(), ["Noor"])[0]
+    assert (shape.subject_key, shape.value, shape.change) == ("theo", "all about Pokemon", True)
+
+
 @pytest.mark.parametrize(("text", "name", "slot"), [
     ("Camila keeps Slack in dark mode.", "Camila", "keeps Slack in dark mode."),
     ("Lars's budget is around 150 euros.", "Lars", "budget is around 150 euros."),

