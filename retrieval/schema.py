@@ -172,6 +172,10 @@ FACT_SCHEMA: dict[str, pl.DataType] = {
     # The fact's words without the names of the people in it ("keeps Slack in dark mode"):
     # what validity compares to tell whether a change is about an earlier fact's slot.
     "slot": pl.String(),
+    # The numbers the fact writes in digits, and whether it denies or ends a state: what two
+    # statements of one subject are compared by (``retrieval.text.disagree``), read once.
+    "numbers": pl.List(pl.String()),
+    "denies": pl.Boolean(),
     "valid_from": pl.Datetime("us", "UTC"),
     "steps": pl.List(pl.String()),
     "prerequisites": pl.List(pl.String()),

@@ -33,6 +33,8 @@ forgetting and the evals all read these; a second copy elsewhere is a bug
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 from retrieval.intent import HENCEFORTH
 from retrieval.schema import INJECTION_END, INJECTION_START
@@ -144,10 +146,18 @@ def denies_or_ends(text: str) -> bool:
 
 def disagree(a: str, b: str) -> bool:
     """Two statements of one subject that differ in a number or in polarity."""
-    numbers_a, numbers_b = numbers(a), numbers(b)
+    return opposed({"numbers": numbers(a), "denies": denies_or_ends(a)}, {"numbers": numbers(b), "denies": denies_or_ends(b)})
+
+
+def opposed(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """``disagree`` on two facts' fields (``numbers``, ``denies``: read once at extraction),
+    not their wording. A row without them (a summary line) opposes nothing."""
+    if a.get("denies") is None or b.get("denies") is None:
+        return False
+    numbers_a, numbers_b = (frozenset(() if x.get("numbers") is None else x["numbers"]) for x in (a, b))
     if numbers_a and numbers_b and numbers_a != numbers_b:
         return True
-    return denies_or_ends(a) != denies_or_ends(b)
+    return bool(a["denies"]) != bool(b["denies"])
 
 
 # --- change ---------------------------------------------------------------------------

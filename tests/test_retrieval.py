@@ -493,12 +493,14 @@ def test_an_item_about_the_person_a_query_names_ranks_first(tmp_path):
 def test_a_conflict_check_reads_only_the_vectors_of_pairs_that_disagree():
     import numpy as np
 
+    from memory_assets.lib.extraction.fields import said_fields
     from retrieval.agent import trust
     from retrieval.agent.search import to_hit
 
-    def hit(fid, content):
+    def hit(fid, content):  # a published row: its numbers and polarity as extraction read them
         return to_hit({"id": fid, "content": content, "category": "vehicle", "importance": 0.8, "confidence": 0.9,
-                       "source_trust": "trusted", "session_id": "s1", "contradicts": []}, 1.0, 1.0)
+                       "source_trust": "trusted", "session_id": "s1", "contradicts": [], **said_fields(content)},
+                      1.0, 1.0)
 
     hits = [hit("a", "The WRX oil change is due at 11,799 miles"), hit("b", "Aaron likes rally racing"),
             hit("c", "The WRX oil change is due at 6,000 miles"), hit("d", "Aaron walks the dog daily")]

@@ -108,3 +108,18 @@ def test_facts_written_before_the_fields_get_them_read_and_an_update_rereads_the
     updated, _ = feedback.fold(items, update, CONFIG)
     row = updated.row(0, named=True)
     assert row["directive"].startswith("Never rebase") and row["remind_on"] == [date(2026, 9, 10)]
+
+
+def test_numbers_and_polarity_are_fields_read_once_and_a_fact_from_before_gets_them_from_its_wording():
+    from memory_assets.lib.extraction.fields import said_fields
+
+    assert said_fields("Kofi's rent went up to $2,150 by 9:30") == {"numbers": ["2,150", "9:30"], "denies": False}
+    assert said_fields("Kofi doesn't drink coffee anymore")["denies"] is True
+    legacy = pl.DataFrame({"content": ["Kofi doesn't drink coffee anymore", "Kofi's rent is $1,900"],
+                           "created_at": [WEDNESDAY, WEDNESDAY], "kind": ["fact", "fact"],
+                           "remind_on": [[], []]}, schema_overrides={"remind_on": pl.List(pl.Date())})
+    read = with_fields(legacy)  # no numbers or denies column at all
+    assert read["numbers"].to_list() == [[], ["1,900"]] and read["denies"].to_list() == [True, False]
+    # One written with them keeps them; only a missing one is read.
+    mixed = with_fields(read.with_columns(pl.Series("denies", [None, True], dtype=pl.Boolean)))
+    assert mixed["denies"].to_list() == [True, True]

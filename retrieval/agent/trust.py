@@ -26,7 +26,7 @@ import numpy as np
 from retrieval.agent.search import Hit
 from retrieval.config import MemoryConfig
 from retrieval.scoring import belief, is_stale
-from retrieval.text import disagree
+from retrieval.text import opposed
 
 # The hits' vectors: an array aligned with the hits, or a function that reads the rows
 # of the hits at the given positions (only the ones a conflict check needs).
@@ -41,7 +41,7 @@ def item_ids(hit: Hit) -> list[str]:
 def conflicts(hits: Sequence[Hit], vectors: Vectors | None, threshold: float) -> set[tuple[str, str]]:
     """Pairs of ids in ``hits`` that contradict each other.
 
-    The text test comes first: only a pair that ``disagree``s and is not linked already
+    The fields' test comes first: only a pair ``opposed`` (numbers, polarity) and is not linked already
     needs its vectors, so a block without such a pair reads none.
     """
     pairs: set[tuple[str, str]] = set()
@@ -54,7 +54,7 @@ def conflicts(hits: Sequence[Hit], vectors: Vectors | None, threshold: float) ->
         return pairs
     suspects = [(i, j) for i in range(len(hits)) for j in range(i + 1, len(hits))
                 if tuple(sorted((hits[i].id, hits[j].id))) not in pairs
-                and disagree(hits[i].content, hits[j].content)]
+                and opposed(hits[i].row, hits[j].row)]
     if not suspects:
         return pairs
     needed = sorted({k for pair in suspects for k in pair})

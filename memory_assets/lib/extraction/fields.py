@@ -18,6 +18,7 @@ import polars as pl
 from retrieval.schema import FACT_SCHEMA
 from retrieval.lessons import LESSON_KINDS
 from retrieval.dates import future_dates
+from retrieval.text import denies_or_ends, numbers
 
 TYPED = ("subject", "directive", "reported_by", "remind_on")
 # Structure columns added later (issue 14); a fact written before has them null or empty.
@@ -107,6 +108,13 @@ def lesson_text(content: str) -> str:
 # --- reading the fields ---------------------------------------------------------------------
 
 
+def said_fields(content: str) -> dict[str, Any]:
+    """What later stages compare two statements of one subject by, read from the wording
+    once: the numbers it writes in digits ("$1,200 by 9:30" → ["1,200", "9:30"]) and whether
+    it denies or ends a state ("doesn't drink coffee anymore")."""
+    return {"numbers": sorted(numbers(content)), "denies": denies_or_ends(content)}
+
+
 def read_fields(content: str, kind: str, said_at: datetime, *, directive: str | None = None,
                 remind_on: list[date] | None = None) -> dict[str, Any]:
     """``directive`` and ``remind_on`` for a fact, the given ones first. Only the kinds that
@@ -118,6 +126,7 @@ def read_fields(content: str, kind: str, said_at: datetime, *, directive: str | 
     return {
         "directive": directive,
         "remind_on": list(remind_on) if remind_on is not None else future_dates(content, said_at),
+        **said_fields(content),
     }
 
 
@@ -133,6 +142,7 @@ def with_fields(facts: pl.DataFrame) -> pl.DataFrame:
             [(pl.lit([], dtype=FACT_SCHEMA[c]) if isinstance(FACT_SCHEMA[c], pl.List) else
               pl.col("created_at") if c == "valid_from" else pl.lit(None, dtype=FACT_SCHEMA[c])).alias(c)
              for c in absent])
+    facts = _said(facts)
     legacy = facts["remind_on"].is_null()
     if not legacy.any():
         return facts
@@ -142,5 +152,20 @@ def with_fields(facts: pl.DataFrame) -> pl.DataFrame:
     for pos in positions:
         content, kind, said_at = rows[pos]
         for column, value in read_fields(content, kind, said_at).items():
-            columns[column][pos] = value
+            if column in columns:
+                columns[column][pos] = value
     return facts.with_columns(pl.Series(c, v, dtype=FACT_SCHEMA[c]) for c, v in columns.items())
+
+
+def _said(facts: pl.DataFrame) -> pl.DataFrame:
+    """``facts`` with ``numbers`` and ``denies`` (``said_fields``), read from the wording of
+    a fact written before facts carried them."""
+    if "numbers" in facts.columns and "denies" in facts.columns and not facts["denies"].null_count():
+        return facts
+    present = "denies" in facts.columns and "numbers" in facts.columns
+    done = facts["denies"].is_not_null().to_list() if present else [False] * facts.height
+    said = [None if ok else said_fields(text) for ok, text in zip(done, facts["content"].to_list())]
+    kept = {c: facts[c].to_list() if present else [None] * facts.height for c in ("numbers", "denies")}
+    return facts.with_columns(
+        pl.Series(c, [kept[c][i] if said[i] is None else said[i][c] for i in range(facts.height)], dtype=FACT_SCHEMA[c])
+        for c in ("numbers", "denies"))

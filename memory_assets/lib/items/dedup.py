@@ -19,7 +19,7 @@ import polars as pl
 from memory_assets.lib.items import supersession
 from memory_assets.lib.items.similarity import partitions, similarity_blocks
 from retrieval.spans import spanned
-from retrieval.text import disagree, different_values
+from retrieval.text import different_values, opposed
 
 
 @dataclass(frozen=True)
@@ -195,6 +195,10 @@ def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float
         return None if hint_column is None else hint_column[int(i)]
 
     slots = {c: items[c] for c in ("value", "states_change", "session_id") if c in items.columns}
+    said = {c: items[c] for c in ("numbers", "denies") if c in items.columns}
+
+    def fields(i: int) -> dict:
+        return {c: column[int(i)] for c, column in said.items()}
 
     def successive(i: int, j: int) -> bool:
         """One says the other's value changed: a stated change, said in another session,
@@ -222,7 +226,7 @@ def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float
                 if partition[j] == partition[i] and (candidates is None and j > i or candidates is not None):
                     # "due at 11,799" vs "due at 17,771" are alike but disagree: a
                     # contradiction for the lifecycle to resolve, never a duplicate to merge.
-                    if disagree(content(i), content(j)):
+                    if opposed(fields(i), fields(j)):
                         continue
                     # "now prefers afternoon instead of morning" replaces "prefers morning":
                     # supersession, not a duplicate — merging would lose the old item's fate.

@@ -38,6 +38,7 @@ import polars as pl
 from memory_assets.lib import lifecycle, warehouse
 from memory_assets.lib.extraction import direct
 from memory_assets.lib.extraction.facts import build_facts
+from memory_assets.lib.extraction.fields import said_fields
 from memory_assets.lib.ingest.turns import resource_id
 from retrieval.ids import content_hash
 from retrieval import interchange, scoring
@@ -194,6 +195,8 @@ def _as_item(record: Any, exported_at: datetime, partners: dict[str, str], confi
             row[column] = 0
         elif row[column] is None and column in ("reinforcement", "retrieval_priority"):
             row[column] = 0.0
+    if row["denies"] is None:  # an export from before facts carried them: read once, as extraction does
+        row.update(said_fields(row["content"]))
     row["promoted"] = bool(row["promoted"])
     return row
 

@@ -52,13 +52,12 @@ import polars as pl
 from memory_assets.lib.extraction.structure import key_parts, normal
 from retrieval.config import MemoryConfig
 from retrieval.spans import spanned
-from retrieval.text import (BEGINNING_CUES, CHANGE_ADVERBS, ENDING_CUES, PEOPLE_NOUNS, STOPWORDS, denies_or_ends, numbers,
-                            value_words)
+from retrieval.text import BEGINNING_CUES, CHANGE_ADVERBS, ENDING_CUES, PEOPLE_NOUNS, STOPWORDS, value_words
 
 # Subject heads that are things, not someone ("it", "that"): never a person of their own.
 _THINGS = frozenset("it this that there they we you i".split())
 
-_FIELDS = ("id", "namespace", "project", "entities", "subject_key", "relation", "value", "states_change", "tentative", "change_cue", "slot", "status",
+_FIELDS = ("id", "namespace", "project", "entities", "subject_key", "relation", "value", "states_change", "tentative", "change_cue", "slot", "numbers", "denies", "status",
            "valid_from", "created_at", "content", "session_id", "supersedes_hint", "supersedes")
 
 
@@ -86,7 +85,7 @@ def _differ(old: dict, new: dict) -> bool | None:
     if not a or not b:
         return None
     if a == b:
-        na, nb = numbers(old["content"]), numbers(new["content"])
+        na, nb = frozenset(old.get("numbers") or ()), frozenset(new.get("numbers") or ())
         return True if na and nb and not (na & nb) else False
     if a <= b or b <= a:
         return None
@@ -113,7 +112,7 @@ def same_subject(old: dict, new: dict) -> bool:
 
 def _ended(old: dict, new: dict) -> bool:
     """The newer states that the older's value no longer holds: same value, now denied."""
-    return _differ(old, new) is False and denies_or_ends(new["content"]) and not denies_or_ends(old["content"])
+    return _differ(old, new) is False and bool(new.get("denies")) and not old.get("denies")
 
 
 def person_of(key: str | None) -> str:

@@ -2,7 +2,7 @@
 
 "Same subject" is a neighbour in vector space (cosine ≥ ``lifecycle.contradiction_similarity``)
 in the same namespace and category; "different value" is the trust pass's test
-(``retrieval.text.disagree``): differing numbers or opposite polarity. Pairs are found among
+(``retrieval.text.opposed``, on the facts' ``numbers`` and ``denies`` fields): differing numbers or opposite polarity. Pairs are found among
 each item's nearest neighbours, never over all pairs:
 
 * ``neighbors`` given (the caller's ANN index, e.g. LanceDB, for new and changed items):
@@ -20,7 +20,7 @@ import numpy as np
 import polars as pl
 
 from retrieval.spans import spanned
-from retrieval.text import disagree as disagree  # one home for "these two disagree"
+from retrieval.text import opposed
 
 # Neighbours per item in the numpy fallback.
 TOP_K = 10
@@ -131,6 +131,7 @@ def candidate_pairs(groups: np.ndarray, vectors: np.ndarray, threshold: float, *
     return sorted(((s, i, j) for (i, j), s in found.items()), key=lambda p: (-p[0], p[1], p[2]))
 
 
-def contradict(a: str, b: str) -> bool:
-    """Two statements about one subject disagree: different numbers or opposite polarity."""
-    return disagree(a, b)
+def contradict(a: dict, b: dict) -> bool:
+    """Two statements about one subject disagree: different numbers or opposite polarity
+    (their ``numbers`` and ``denies`` fields)."""
+    return opposed(a, b)

@@ -201,7 +201,7 @@ def _replaces(row: dict) -> bool:
 
 # What the contradiction pass reads and changes on the rows of its pairs.
 _PAIRED = ("id", "content", "status", "created_at", "contradicts", "supersedes", "superseded_by", "kind",
-           "provenance", "supersedes_hint")
+           "provenance", "supersedes_hint", "numbers", "denies")
 
 
 def _contradictions(items: pl.DataFrame, vectors: np.ndarray, lengths: np.ndarray, config: MemoryConfig,
@@ -221,7 +221,7 @@ def _contradictions(items: pl.DataFrame, vectors: np.ndarray, lengths: np.ndarra
         a, b = rows[i], rows[j]
         if a["status"] != "active" or b["status"] != "active" or b["id"] in (a["contradicts"] or []):
             continue
-        if not contradictions.contradict(a["content"], b["content"]):
+        if not contradictions.contradict(a, b):
             continue
         old, new = sorted((a, b), key=lambda r: (r["created_at"], r["id"]))
         if old["created_at"] < new["created_at"] and _replaces(new):
