@@ -163,6 +163,8 @@ FACT_SCHEMA: dict[str, pl.DataType] = {
     # changed ("switched to", "now", "no longer") and ``tentative`` when the change is only
     # considered, asked or temporary. ``valid_from``: when it became true (bi-temporal model).
     "subject_key": pl.String(),
+    # The name the fact gives a relative it is about ("Siobhan's partner Niamh" → "niamh").
+    "subject_name": pl.String(),
     "relation": pl.String(),
     "value": pl.String(),
     "states_change": pl.Boolean(),

@@ -585,7 +585,6 @@ _STILL_PARSING = {
     "memory_assets/lib/items/graph.py::_stated_aliases search": "the alias an appositive states ('X's partner Niamh')",
     "memory_assets/lib/items/supersession.py::mentions finditer": "the replaced value as a field (supersedes_hint)",
     "memory_assets/lib/items/supersession.py::resolve mentions": "the replaced value as a field (supersedes_hint)",
-    "memory_assets/lib/items/validity.py::retire_replaced aliases_in": "the alias an appositive states",
 }
 
 

@@ -224,6 +224,7 @@ def _retired(embedder, facts: list[tuple[str, str]], rule: str | None = None) ->
     """(new, old) contents that ``retire_replaced`` pairs among Bea's facts, each given as
     (the day it was said, its text), one session per day: the retirements, or the pairs of
     ``rule`` ("conflict")."""
+    from memory_assets.lib.extraction.fields import said_fields, subject_name
     from memory_assets.lib.extraction.structure import fields
     from memory_assets.lib.items import validity
     from retrieval.schema import Candidate
@@ -235,6 +236,7 @@ def _retired(embedder, facts: list[tuple[str, str]], rule: str | None = None) ->
         said = datetime.fromisoformat(f"{day}T09:00:00+00:00") + timedelta(minutes=n)
         f = fields(Candidate(text, "personal"), shape, said)
         rows.append({"id": f"i{n}", "namespace": "bea", "entities": shape.entities, "subject_key": f["subject_key"],
+                     "subject_name": subject_name(text, f["subject_key"]), **said_fields(text),
                      "relation": f["relation"],
                      "value": f["value"], "states_change": f["states_change"], "tentative": f["tentative"],
                      "change_cue": f["change_cue"], "slot": f["slot"],
@@ -305,6 +307,14 @@ def test_beginning_something_new_retires_nothing_it_does_not_name(embedder):
              ("2026-03-20", "Bea joined a travel club."), ("2026-03-20", "Bea started pottery classes on Mondays."),
              ("2026-03-20", "Painting makes Bea feel calm.")]
     assert _retired(embedder, facts) == []
+
+
+def test_the_name_a_fact_gives_its_relative_is_a_field_read_at_extraction():
+    from memory_assets.lib.extraction.fields import subject_name
+
+    assert subject_name("Siobhan's partner Niamh is a librarian.", "siobhan's partner") == "niamh"
+    assert subject_name("Siobhan's partner is a librarian.", "siobhan's partner") is None
+    assert subject_name("Siobhan met Bea's brother Tom.", "siobhan") is None  # not the fact's subject
 
 
 def test_a_relative_named_two_ways_is_one_person(embedder):

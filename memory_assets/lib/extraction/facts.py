@@ -14,7 +14,7 @@ from datetime import datetime
 import polars as pl
 
 from memory_assets.lib.extraction import kinds, scopes, structure
-from memory_assets.lib.extraction.fields import read_fields
+from memory_assets.lib.extraction.fields import read_fields, subject_name
 from memory_assets.lib.extraction import gate
 from retrieval.ids import content_hash
 from retrieval import scoring
@@ -119,7 +119,8 @@ def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryCo
             # A considered or assumed change ("everyone assumed Ngozi would switch") replaces nothing.
             "supersedes_hint": None if shape.tentative else cand.supersedes or shape.replaced,
             "subject": cand.subject or shape.subject,
-            **structure.fields(cand, shape, said_at),
+            **(shaped := structure.fields(cand, shape, said_at)),
+            "subject_name": subject_name(cand.content, shaped["subject_key"]),
             **kinds.structure_of(kind, cand.content, cand.directive, cand.steps, cand.prerequisites,
                                  cand.warnings, cand.trigger_patterns),
             "reported_by": cand.reported_by,

@@ -18,7 +18,7 @@ import polars as pl
 from retrieval.schema import FACT_SCHEMA
 from retrieval.lessons import LESSON_KINDS
 from retrieval.dates import future_dates
-from retrieval.text import denies_or_ends, numbers
+from retrieval.text import PEOPLE_NOUNS, denies_or_ends, numbers
 
 TYPED = ("subject", "directive", "reported_by", "remind_on")
 # Structure columns added later (issue 14); a fact written before has them null or empty.
@@ -108,6 +108,20 @@ def lesson_text(content: str) -> str:
 # --- reading the fields ---------------------------------------------------------------------
 
 
+# "Siobhan's partner Niamh", "my brother Tom" (rendered "Aaron's brother Tom"): a relative and their name.
+_RELATIVE = re.compile(r"\b([A-Z][\w-]*)['’]s (" + "|".join(sorted(PEOPLE_NOUNS)) + r") ([A-Z][\w-]+)")
+
+
+def subject_name(content: str, subject_key: str | None) -> str | None:
+    """The name a fact gives the relative it is about ("Siobhan's partner Niamh is a
+    librarian": subject ``siobhan's partner`` → ``niamh``), lower case; None when it gives none.
+    Validity reads it to know that "Niamh started a new job" is about the same person."""
+    for owner, noun, name in _RELATIVE.findall(content or ""):
+        if f"{owner.lower()}'s {noun}" == subject_key:
+            return name.lower()
+    return None
+
+
 def said_fields(content: str) -> dict[str, Any]:
     """What later stages compare two statements of one subject by, read from the wording
     once: the numbers it writes in digits ("$1,200 by 9:30" → ["1,200", "9:30"]) and whether
@@ -158,8 +172,12 @@ def with_fields(facts: pl.DataFrame) -> pl.DataFrame:
 
 
 def _said(facts: pl.DataFrame) -> pl.DataFrame:
-    """``facts`` with ``numbers`` and ``denies`` (``said_fields``), read from the wording of
-    a fact written before facts carried them."""
+    """``facts`` with ``subject_name``, ``numbers`` and ``denies`` (``said_fields``), read from
+    the wording of a fact written before facts carried them."""
+    if "subject_name" not in facts.columns:
+        facts = facts.with_columns(pl.Series("subject_name", [
+            subject_name(text, key) for text, key in zip(facts["content"].to_list(), facts["subject_key"].to_list())],
+            dtype=pl.String))
     if "numbers" in facts.columns and "denies" in facts.columns and not facts["denies"].null_count():
         return facts
     present = "denies" in facts.columns and "numbers" in facts.columns

@@ -57,7 +57,7 @@ from retrieval.text import BEGINNING_CUES, CHANGE_ADVERBS, ENDING_CUES, PEOPLE_N
 # Subject heads that are things, not someone ("it", "that"): never a person of their own.
 _THINGS = frozenset("it this that there they we you i".split())
 
-_FIELDS = ("id", "namespace", "project", "entities", "subject_key", "relation", "value", "states_change", "tentative", "change_cue", "slot", "numbers", "denies", "status",
+_FIELDS = ("id", "namespace", "project", "entities", "subject_key", "subject_name", "relation", "value", "states_change", "tentative", "change_cue", "slot", "numbers", "denies", "status",
            "valid_from", "created_at", "content", "session_id", "supersedes_hint", "supersedes")
 
 
@@ -138,19 +138,6 @@ def _named(key: str | None, names: frozenset[str] | None = None) -> bool:
         names is None or head in names or key in names)
 
 
-# "Siobhan's partner Niamh", "my brother Tom" (rendered "Aaron's brother Tom"): the relative is the named person.
-_RELATIVE = re.compile(r"\b([A-Z][\w-]*)['’]s (" + "|".join(sorted(PEOPLE_NOUNS)) + r") ([A-Z][\w-]+)")
-
-
-def aliases_in(contents) -> dict[str, str]:
-    """Subject keys that name one person two ways: "siobhan's partner" → "niamh"."""
-    out: dict[str, str] = {}
-    for text in contents:
-        for owner, noun, name in _RELATIVE.findall(text or ""):
-            out[f"{owner.lower()}'s {noun}"] = name.lower()
-    return out
-
-
 def whose(key: str | None, me: str | None, names: frozenset[str] | None = None) -> str | None:
     """The person a subject belongs to: ``person_of`` a named one; the user (``me``, the
     person most of the user's facts are about) for an unnamed thing ("it", "the rent")."""
@@ -216,7 +203,7 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
         # The names the user's facts hold: "Bea" is someone, "school" is no one.
         names = names_in(rows[i].get("entities") for i in members)
         # "Siobhan's partner Niamh is a librarian" and "Niamh started a new job": one person.
-        aliases = aliases_in(rows[i]["content"] for i in members)
+        aliases = {rows[i]["subject_key"]: rows[i]["subject_name"] for i in members if rows[i].get("subject_name")}
         for i in members:
             if (key := rows[i]["subject_key"]) in aliases:
                 rows[i] = {**rows[i], "subject_key": aliases[key], "said_key": key}
