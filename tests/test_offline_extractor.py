@@ -784,3 +784,11 @@ def test_a_standing_choice_without_a_verb_is_a_preference():
     found = said("From now on, aisle seats for me, my knees need the room.")
     assert found[0].content == "Aaron prefers aisle seats from now on." and found[0].kind == "preference"
     assert said("Since you asked, I like it.") == []  # "since" as "because": still dropped
+
+
+def test_a_motto_word_in_a_condition_does_not_make_a_statement_about_ours_a_motto():
+    # "can" and "anything" make "We can make a difference" a motto; after "before" they only
+    # say when, and the repository's rule is a fact about the speaker's team.
+    assert [c.content for c in said("Our repo needs two approvals before anything can merge.")] == [
+        "Aaron's repo needs two approvals before anything can merge."]
+    assert said("We can make a difference before it's too late.") == []

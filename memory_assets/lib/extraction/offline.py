@@ -51,7 +51,7 @@ class OfflineExtractor:
     """
 
     name = "offline"
-    version = "rules-v14"  # v14: a standing rule is process in a session about code and systems, preferences elsewhere
+    version = "rules-v15"  # v15: a motto word after "before", "if", "when"… no longer drops a statement about "our X"
 
     def __init__(self, config: MemoryConfig):
         self.config = config
@@ -231,7 +231,8 @@ class OfflineExtractor:
                 or agent and (is_specific(text) or self._domain_fact(text, names))):
             return None if agent else self._reported(text, clause, sentence, turn, voice, names)
         singular = R.SINGULAR_FIRST_PERSON.search(text)
-        if not singular and R.FIRST_PERSON.search(text) and R.GENERIC_WE_CLAIM.search(text) and not R.WE_DID.search(text):
+        if not singular and R.FIRST_PERSON.search(text) and R.GENERIC_WE_CLAIM.search(R.SUBORDINATE_TAIL.sub("", text)) \
+                and not R.WE_DID.search(text):
             return None
         if not singular and (R.MAXIM.match(text) or R.OPINION_OPENER.match(text)):
             return None

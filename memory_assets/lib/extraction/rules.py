@@ -169,6 +169,9 @@ GENERIC_WE_CLAIM = phrases(r"can", r"could", r"should", r"must", r"need(?:s)? to
                         r"everyone", r"everybody", r"people", r"life", r"lives", r"world",
                         r"(?:helps?|helping|keeps?|keeping|makes?|making|brings?|bringing|reminds?|reminding|gives?|giving|"
                         r"lets?|allows?|teaches?|teaching|shows?|showing) us", r"has a way")
+# What a clause says after one of these is a condition or a time, not its claim: "Our repo
+# needs two approvals before anything can merge" is no motto for its "anything can".
+SUBORDINATE_TAIL = re.compile(r"\s(?:before|after|when|whenever|because|if|unless|until|since|while|once|so that)\b.*$", _I)
 # "It's awesome how…", "It's great to see…": an opinion wrapped around a clause. Dropped
 # unless the speaker says something about themselves (I/me/my) inside it.
 OPINION_OPENER = re.compile(
