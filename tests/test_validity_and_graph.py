@@ -396,6 +396,14 @@ def test_a_stated_change_whose_slot_reads_the_same_without_the_name_retires_that
     assert _retired(embedder, facts, "slot") == [(facts[2][1], facts[0][1])]
 
 
+def test_a_stated_change_with_no_value_parsed_is_still_read_by_its_slot(embedder):
+    # "stopped walking the dog": the parse finds no value, but the change and its slot are said.
+    facts = [("2026-02-03", "Bea walks the dog at 7 every morning before work."),
+             ("2026-02-03", "Bea's rent is 900 euros."),
+             ("2026-03-20", "Bea stopped walking the dog in the morning.")]
+    assert _retired(embedder, facts, "slot") == [(facts[2][1], facts[0][1])]
+
+
 def _slot_rows(new_change: bool, similarity: float, *, new_relation: str = "uses", old_relation: str = "uses"):
     """Bea's older fact "uses Vim" and a newer one "uses Neovim", alike at ``similarity``."""
     import numpy as np

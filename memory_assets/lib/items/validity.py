@@ -363,7 +363,7 @@ def _slot_change(n: int, earlier, rows: dict[int, dict], retired: set[int], conf
     or more: retired ("slot"); at ``slot_min_similarity`` or more: unsure, so both are
     served marked ``[conflict]``, newest first; less: (None, "")."""
     new = rows[n]
-    if (embed is None or not new["value"] or not new.get("slot") or new.get("supersedes_hint")
+    if (embed is None or not new.get("slot") or new.get("supersedes_hint")
             or (new.get("change_cue") or "") in BEGINNING_CUES):
         return None, ""
     # A change of a thing ("the billing cron moved to 02:30") is about that thing or about
