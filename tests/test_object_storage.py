@@ -277,6 +277,7 @@ def test_a_conflict_on_object_storage_is_found_without_reading_stored_vectors(s3
     from retrieval.ids import content_hash
     from retrieval import MemoryClient
     from retrieval.agent import search
+    from memory_assets.lib.extraction.fields import said_fields
     from retrieval.config import load_config
     from retrieval.embeddings import Embedder
     from retrieval.paths import DataRoot
@@ -292,7 +293,8 @@ def test_a_conflict_on_object_storage_is_found_without_reading_stored_vectors(s3
         "sentiment": "neutral", "tier": "standard", "scope": "global", "namespace": "default",
         "source_trust": "trusted", "provenance": "user_stated", "source_resource_ids": [f"r-{fid}"],
         "source_turn_ids": [f"D1:{fid}"], "content_hash": content_hash(text), "created_at": now - timedelta(days=3),
-        "prompt_version": "test", "extractor": "offline"} for fid, text in texts.items()], schema=FACT_SCHEMA)
+        "prompt_version": "test", "extractor": "offline", **said_fields(text)} for fid, text in texts.items()],
+        schema=FACT_SCHEMA)
     items = facts_to_items(facts, now).with_columns(embedding_model=pl.lit("local:all-MiniLM-L6-v2"))
     items = items.select(list(ITEM_SCHEMA))
     vectors = Embedder(load_config()).embed(items["content"].to_list())

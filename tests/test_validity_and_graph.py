@@ -220,7 +220,7 @@ def embedder():
     return Embedder(load_config())
 
 
-def _retired(embedder, facts: list[tuple[str, str]], rule: str | None = None) -> list[tuple[str, str]]:
+def _retired(embedder, facts: list[tuple[str, str]], rule: str | None = None, **options) -> list[tuple[str, str]]:
     """(new, old) contents that ``retire_replaced`` pairs among Bea's facts, each given as
     (the day it was said, its text), one session per day: the retirements, or the pairs of
     ``rule`` ("conflict")."""
@@ -243,7 +243,7 @@ def _retired(embedder, facts: list[tuple[str, str]], rule: str | None = None) ->
                      "status": "active", "valid_from": f["valid_from"], "created_at": said, "content": text,
                      "session_id": f"s-{day}", "supersedes_hint": shape.replaced})
     vectors = embedder.embed([t for _, t in facts])
-    pairs = validity.retire_replaced(pl.DataFrame(rows), vectors, config, embedder.embed)
+    pairs = validity.retire_replaced(pl.DataFrame(rows), vectors, config, options.pop("embed", embedder.embed), **options)
     return [(facts[n][1], facts[o][1]) for n, o, said in pairs if (said == rule if rule else said != "conflict")]
 
 
@@ -394,6 +394,22 @@ def test_a_stated_change_whose_slot_reads_the_same_without_the_name_retires_that
              ("2026-02-03", "Bea's rent is 900 euros."),
              ("2026-03-20", "Bea does the dog walk at 6 now.")]
     assert _retired(embedder, facts, "slot") == [(facts[2][1], facts[0][1])]
+
+
+def test_a_stated_change_is_compared_by_slot_once_in_the_run_it_arrives(embedder):
+    # What that run found is carried (the retirement, the ``contradicts`` link); a change an
+    # earlier run already compared is not embedded again, night after night.
+    facts = [("2026-02-03", "Bea walks the dog at 7 every morning before work."),
+             ("2026-03-20", "Bea does the dog walk at 6 now.")]
+    embedded: list[str] = []
+
+    def counted(texts):
+        embedded.extend(texts)
+        return embedder.embed(texts)
+
+    assert _retired(embedder, facts, "slot", embed=counted, fresh={"i1"}) == [(facts[1][1], facts[0][1])]
+    assert embedded and _retired(embedder, facts, "slot", embed=counted, fresh={"i0"}) == []
+    assert len(embedded) == 2  # the second run embedded nothing
 
 
 def test_a_stated_change_with_no_value_parsed_is_still_read_by_its_slot(embedder):

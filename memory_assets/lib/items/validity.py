@@ -172,10 +172,13 @@ def why(old: dict, new: dict, rule: str) -> str:
 
 
 @spanned("consolidate: validity")
-def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig, embed=None) -> list[Retirement]:
+def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig, embed=None,
+                    fresh: set[str] | None = None) -> list[Retirement]:
     """The (new, old, rule) row pairs where the newer item retires the older one (see the
     module doc). ``embed`` (texts → unit vectors) compares slots; without it a stated change
-    that no rule retires with is no conflict either."""
+    that no rule retires with is no conflict either. ``fresh``: the ids new in this run (None:
+    all); only they are compared by slot, since what an earlier run found by slot (a
+    retirement, a ``contradicts`` link) is carried, and the embedding is paid once per change."""
     if items.is_empty() or "relation" not in items.columns or "subject_key" not in items.columns:
         return []
     # Only the rows that can take part become dicts (position → row): a million items
@@ -312,7 +315,8 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                                 retire(n, older[best], "change")
                 if n not in retirers:
                     o, rule = _conflicting(n, heads.get(head, ()), rows, vectors, retired, config), "conflict"
-                    if o is None and new["states_change"] and not new["tentative"]:
+                    if (o is None and new["states_change"] and not new["tentative"]
+                            and (fresh is None or new["id"] in fresh)):
                         # 4. A stated change no rule above settled: by its slot, the fact it is about.
                         o, rule = _slot_change(n, before, rows, retired, config, me, names, embed, vectors)
                     if rule != "conflict" and o is not None:
