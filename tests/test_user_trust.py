@@ -360,6 +360,8 @@ def test_an_unrelated_question_gets_an_empty_block(tmp_path, embedder):
     client = MemoryClient(paths.root)
     empty = client.inject("What's the capital of France?", now=NOW, record=False)
     assert empty.text == "" and empty.items == [] and empty.tier == "none"
+    # Only stopwords in common with every line ("what", "is", "that", "there"): nothing either.
+    assert client.inject("What is it that they were doing there?", now=NOW, record=False).items == []
     assert [h.id for h in client.inject("When is the WRX oil change?", now=NOW, record=False).items] == ["oil"]
 
 
