@@ -175,7 +175,7 @@ FACT_SCHEMA: dict[str, pl.DataType] = {
     # what validity compares to tell whether a change is about an earlier fact's slot.
     "slot": pl.String(),
     # The numbers the fact writes in digits, and whether it denies or ends a state: what two
-    # statements of one subject are compared by (``retrieval.text.disagree``), read once.
+    # statements of one subject are compared by (``retrieval.text.opposed``), read once.
     "numbers": pl.List(pl.String()),
     "denies": pl.Boolean(),
     "valid_from": pl.Datetime("us", "UTC"),

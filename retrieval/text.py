@@ -15,9 +15,9 @@ forgetting and the evals all read these; a second copy elsewhere is a bug
   matcher's list are kept exactly as they were measured and calibrated (see below).
 - **Negation**: ``negated(text)`` — a statement that denies what it states, with contrasts
   (", not npm", "no more than", a leading "No,") set aside; ``CESSATION`` adds the words
-  that end a state ("quit", "stopped", "no longer"); ``disagree(a, b)`` — two statements
-  of one subject that differ in a number or in polarity (the trust pass, dedup and the
-  nightly contradiction pass all ask it).
+  that end a state ("quit", "stopped", "no longer"); ``opposed(a, b)`` — two facts of one
+  subject whose ``numbers`` or ``denies`` fields (read once at extraction) differ (the trust
+  pass, dedup and the nightly contradiction pass all ask it).
 - **Words and numbers**: ``tokens(text)`` — the one tokenizer (a word or a number as
   written: "9:30", "1,200", "us-east-1", "node.js", "c++", "O'Brien"); ``numbers(text)``
   and ``NUMBER_WORDS``. Everyone who splits text into words calls it and filters the result.
@@ -144,14 +144,10 @@ def denies_or_ends(text: str) -> bool:
     return negated(text) or CESSATION.search(text) is not None
 
 
-def disagree(a: str, b: str) -> bool:
-    """Two statements of one subject that differ in a number or in polarity."""
-    return opposed({"numbers": numbers(a), "denies": denies_or_ends(a)}, {"numbers": numbers(b), "denies": denies_or_ends(b)})
-
-
 def opposed(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
-    """``disagree`` on two facts' fields (``numbers``, ``denies``: read once at extraction),
-    not their wording. A row without them (a summary line) opposes nothing."""
+    """Two facts of one subject that differ in a number or in polarity, by their fields
+    (``numbers``, ``denies``: read once at extraction), not their wording. A row without
+    them (a summary line) opposes nothing."""
     if a.get("denies") is None or b.get("denies") is None:
         return False
     numbers_a, numbers_b = (frozenset(() if x.get("numbers") is None else x["numbers"]) for x in (a, b))

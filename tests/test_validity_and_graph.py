@@ -407,8 +407,8 @@ def test_a_stated_change_is_compared_by_slot_once_in_the_run_it_arrives(embedder
         embedded.extend(texts)
         return embedder.embed(texts)
 
-    assert _retired(embedder, facts, "slot", embed=counted, fresh={"i1"}) == [(facts[1][1], facts[0][1])]
-    assert embedded and _retired(embedder, facts, "slot", embed=counted, fresh={"i0"}) == []
+    assert _retired(embedder, facts, "slot", embed=counted, known={"i0"}) == [(facts[1][1], facts[0][1])]
+    assert embedded and _retired(embedder, facts, "slot", embed=counted, known={"i0", "i1"}) == []
     assert len(embedded) == 2  # the second run embedded nothing
 
 

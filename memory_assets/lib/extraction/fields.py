@@ -172,18 +172,18 @@ def with_fields(facts: pl.DataFrame) -> pl.DataFrame:
 
 
 def _said(facts: pl.DataFrame) -> pl.DataFrame:
-    """``facts`` with ``subject_name``, ``numbers`` and ``denies`` (``said_fields``), read from
-    the wording of a fact written before facts carried them."""
-    if "subject_name" not in facts.columns:
-        facts = facts.with_columns(pl.Series("subject_name", [
-            subject_name(text, key) for text, key in zip(facts["content"].to_list(), facts["subject_key"].to_list())],
-            dtype=pl.String))
-    if "numbers" in facts.columns and "denies" in facts.columns and not facts["denies"].null_count():
+    """``facts`` with ``numbers``, ``denies`` (``said_fields``) and ``subject_name``, read
+    from the wording of a fact written before facts carried them (``denies`` null)."""
+    facts = facts.with_columns(pl.lit(None, dtype=FACT_SCHEMA[c]).alias(c)
+                               for c in ("numbers", "denies", "subject_name") if c not in facts.columns)
+    legacy = facts["denies"].is_null().to_list()
+    if not any(legacy):
         return facts
-    present = "denies" in facts.columns and "numbers" in facts.columns
-    done = facts["denies"].is_not_null().to_list() if present else [False] * facts.height
-    said = [None if ok else said_fields(text) for ok, text in zip(done, facts["content"].to_list())]
-    kept = {c: facts[c].to_list() if present else [None] * facts.height for c in ("numbers", "denies")}
-    return facts.with_columns(
-        pl.Series(c, [kept[c][i] if said[i] is None else said[i][c] for i in range(facts.height)], dtype=FACT_SCHEMA[c])
-        for c in ("numbers", "denies"))
+    rows = facts.select("content", "subject_key", *_SAID).rows()
+    read = [{**said_fields(text), "subject_name": subject_name(text, key)} if old else dict(zip(_SAID, kept))
+            for old, (text, key, *kept) in zip(legacy, rows)]
+    return facts.with_columns(pl.Series(c, [r[c] for r in read], dtype=FACT_SCHEMA[c]) for c in _SAID)
+
+
+# The fields ``_said`` reads for a fact from before them.
+_SAID = ("numbers", "denies", "subject_name")

@@ -164,9 +164,7 @@ def consolidate(facts: pl.DataFrame, previous: pl.DataFrame | None,
     items = _retire(items, [validity.Retirement(n, o, "hint") for n, o, _sim in hinted], now, superseded)
     # Validity in time: a later value of a one-value relation, or a stated change, retires
     # the earlier item (``validity``); the hint pairs above are settled first.
-    # (A stated change is compared by slot once, in the run it arrives: what that found is carried.)
-    fresh = {i for i in items["id"].to_list() if i not in known_ids} if known_ids else None
-    items = _retire(items, validity.retire_replaced(items, vectors, config, embedder.embed, fresh), now, superseded)
+    items = _retire(items, validity.retire_replaced(items, vectors, config, embedder.embed, known_ids), now, superseded)
     items = items.select(list(ITEM_SCHEMA))
     changed = None
     if known_ids:

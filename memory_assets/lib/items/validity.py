@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Collection
 from typing import NamedTuple
 
 import numpy as np
@@ -66,9 +67,6 @@ def user_of(namespace: str | None) -> str:
     return (namespace or "").split("/", 1)[0]
 
 
-_words = value_words
-
-
 def single_valued(row: dict, config: MemoryConfig) -> bool:
     relation = row["relation"]
     if relation in config.graph.single_valued:
@@ -81,7 +79,7 @@ def single_valued(row: dict, config: MemoryConfig) -> bool:
 def _differ(old: dict, new: dict) -> bool | None:
     """True: different values; False: the same; None: one refines the other. The same
     value with other numbers around it ("goes to bed at 11:30" → "at 10:15") differs."""
-    a, b = _words(old["value"]), _words(new["value"])
+    a, b = value_words(old["value"]), value_words(new["value"])
     if not a or not b:
         return None
     if a == b:
@@ -173,12 +171,12 @@ def why(old: dict, new: dict, rule: str) -> str:
 
 @spanned("consolidate: validity")
 def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig, embed=None,
-                    fresh: set[str] | None = None) -> list[Retirement]:
+                    known: Collection[str] = ()) -> list[Retirement]:
     """The (new, old, rule) row pairs where the newer item retires the older one (see the
     module doc). ``embed`` (texts → unit vectors) compares slots; without it a stated change
-    that no rule retires with is no conflict either. ``fresh``: the ids new in this run (None:
-    all); only they are compared by slot, since what an earlier run found by slot (a
-    retirement, a ``contradicts`` link) is carried, and the embedding is paid once per change."""
+    that no rule retires with is no conflict either. ``known``: the ids an earlier run
+    already had; they are not compared by slot again, since what that run found (a
+    retirement, a ``contradicts`` link) is carried: the embedding is paid once per change."""
     if items.is_empty() or "relation" not in items.columns or "subject_key" not in items.columns:
         return []
     # Only the rows that can take part become dicts (position → row): a million items
@@ -221,8 +219,7 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
             retired_by[old_i] = new_i
             retirers.add(new_i)
         heads: dict[str, list[int]] = defaultdict(list)
-        before: list[int] = []
-        for n in members:
+        for k, n in enumerate(members):
             new = rows[n]
             head = stem(key_parts(new["subject_key"])[1])
             if new["status"] == "active" and not new["tentative"]:
@@ -308,7 +305,7 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                             sims = vectors[older] @ vectors[n]
                             # The fact that names the same kind of thing as the new value
                             # ("moved to the fraud team" → "…on the payments team") first.
-                            named = np.array([bool(slot) and slot in _words(rows[o]["content"]) for o in older])
+                            named = np.array([bool(slot) and slot in value_words(rows[o]["content"]) for o in older])
                             # (A fact that names the slot may read less alike: a lower bar for it.)
                             best = int(np.argmax(np.where(named & (sims >= floor - _NAMED_SLACK), sims + 1.0, sims)))
                             if sims[best] >= floor - (_NAMED_SLACK if named[best] else 0.0) and older[best] not in retired:
@@ -316,15 +313,14 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                 if n not in retirers:
                     o, rule = _conflicting(n, heads.get(head, ()), rows, vectors, retired, config), "conflict"
                     if (o is None and new["states_change"] and not new["tentative"]
-                            and (fresh is None or new["id"] in fresh)):
+                            and new["id"] not in known):
                         # 4. A stated change no rule above settled: by its slot, the fact it is about.
-                        o, rule = _slot_change(n, before, rows, retired, config, me, names, embed, vectors)
+                        o, rule = _slot_change(n, members[:k], rows, retired, config, me, names, embed, vectors)
                     if rule != "conflict" and o is not None:
                         retire(n, o, rule)
                     elif o is not None:
                         pairs.append(Retirement(n, o, rule))
             heads[head].append(n)
-            before.append(n)
     return pairs
 
 
@@ -429,7 +425,7 @@ def _head(value: str | None) -> str | None:
 def _holds(old: dict, new: dict, me: str | None, names: frozenset[str] | None) -> bool:
     """``old`` holds the value an ending change names, for the same person: the same
     value, or one naming the other ("Monzo" ~ "Monzo account"), not a mere shared word."""
-    a, b = _words(old["value"]), _words(new["value"])
+    a, b = value_words(old["value"]), value_words(new["value"])
     if not a or not b or not (a <= b or b <= a):
         return False
     return whose(old["subject_key"], me, names) == whose(new["subject_key"], me, names)

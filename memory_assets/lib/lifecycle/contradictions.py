@@ -20,7 +20,6 @@ import numpy as np
 import polars as pl
 
 from retrieval.spans import spanned
-from retrieval.text import opposed
 
 # Neighbours per item in the numpy fallback.
 TOP_K = 10
@@ -129,9 +128,3 @@ def candidate_pairs(groups: np.ndarray, vectors: np.ndarray, threshold: float, *
         if sim >= threshold:
             found[key] = sim
     return sorted(((s, i, j) for (i, j), s in found.items()), key=lambda p: (-p[0], p[1], p[2]))
-
-
-def contradict(a: dict, b: dict) -> bool:
-    """Two statements about one subject disagree: different numbers or opposite polarity
-    (their ``numbers`` and ``denies`` fields)."""
-    return opposed(a, b)

@@ -55,6 +55,7 @@ from memory_assets.lib.lifecycle.contradictions import Neighbors
 from retrieval import scoring
 from retrieval.config import MemoryConfig
 from retrieval.spans import spanned
+from retrieval.text import opposed
 
 
 # --- what one pass did --------------------------------------------------------------------
@@ -221,7 +222,7 @@ def _contradictions(items: pl.DataFrame, vectors: np.ndarray, lengths: np.ndarra
         a, b = rows[i], rows[j]
         if a["status"] != "active" or b["status"] != "active" or b["id"] in (a["contradicts"] or []):
             continue
-        if not contradictions.contradict(a, b):
+        if not opposed(a, b):
             continue
         old, new = sorted((a, b), key=lambda r: (r["created_at"], r["id"]))
         if old["created_at"] < new["created_at"] and _replaces(new):
