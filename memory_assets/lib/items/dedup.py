@@ -194,19 +194,18 @@ def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float
     def hint(i: int) -> str | None:
         return None if hint_column is None else hint_column[int(i)]
 
-    slots = {c: items[c] for c in ("value", "states_change", "session_id") if c in items.columns}
-    said = {c: items[c] for c in ("numbers", "denies") if c in items.columns}
+    # The fields two alike rows are told apart by, looked up for those pairs only.
+    compared = {c: items[c] for c in ("numbers", "denies", "value", "states_change", "session_id") if c in items.columns}
 
     def fields(i: int) -> dict:
-        return {c: column[int(i)] for c, column in said.items()}
+        return {c: column[int(i)] for c, column in compared.items()}
 
-    def successive(i: int, j: int) -> bool:
+    def successive(a: dict, b: dict) -> bool:
         """One says the other's value changed: a stated change, said in another session,
         with another value ("does the long run on Sundays" → "on Saturdays now"). A
         successor for validity to date, never a duplicate to fold away."""
-        field = {c: (column[int(i)], column[int(j)]) for c, column in slots.items()}
-        (va, vb), (sa, sb) = field.get("value", (None, None)), field.get("session_id", (None, None))
-        return any(field.get("states_change", (False, False))) and sa != sb and different_values(va, vb)
+        return bool(a.get("states_change") or b.get("states_change")) and a.get("session_id") != b.get("session_id") \
+            and different_values(a.get("value"), b.get("value"))
 
     order = np.arange(n) if candidates is None else np.asarray(sorted(set(candidates.tolist())), dtype=int)
     parent = np.arange(n)
@@ -226,11 +225,12 @@ def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float
                 if partition[j] == partition[i] and (candidates is None and j > i or candidates is not None):
                     # "due at 11,799" vs "due at 17,771" are alike but disagree: a
                     # contradiction for the lifecycle to resolve, never a duplicate to merge.
-                    if opposed(fields(i), fields(j)):
+                    a, b = fields(i), fields(j)
+                    if opposed(a, b):
                         continue
                     # "now prefers afternoon instead of morning" replaces "prefers morning":
                     # supersession, not a duplicate — merging would lose the old item's fate.
-                    if _replaces(hint(i), content(j)) or _replaces(hint(j), content(i)) or successive(i, j):
+                    if _replaces(hint(i), content(j)) or _replaces(hint(j), content(i)) or successive(a, b):
                         continue
                     pairs.append((int(i), int(j), float(sims[r, j])))
     if not pairs:
