@@ -110,6 +110,22 @@ def test_facts_written_before_the_fields_get_them_read_and_an_update_rereads_the
     assert row["directive"].startswith("Never rebase") and row["remind_on"] == [date(2026, 9, 10)]
 
 
+def test_a_reworded_fact_gets_the_structure_of_its_new_words():
+    # "memory update" on "Kofi lives in Denver": what validity compares (subject, relation,
+    # value, change, slot, numbers) follows the new words, not the old parse.
+    fact = Candidate(content="Kofi lives in Denver.", category="personal", kind="fact", entities=["Kofi", "Denver"],
+                     source_turns=[1])
+    items = _items(_facts([fact], [_turn(1, "I live in Denver.", "Kofi")]))
+    assert items.row(0, named=True)["value"] == "Denver"
+    update = pl.DataFrame([{"id": "e1", "type": "update", "item_ids": [items["id"][0]], "ts": WEDNESDAY,
+                            "session_id": None, "source_file": None,
+                            "payload": json.dumps({"content": "Kofi switched to Neovim 0.10 for all his editing."})}],
+                          schema=feedback.EVENT_SCHEMA)
+    row = feedback.fold(items, update, CONFIG)[0].row(0, named=True)
+    assert (row["subject_key"], row["value"], row["states_change"], row["change_cue"]) == ("kofi", "Neovim 0.10", True, "switch")
+    assert "Denver" not in (row["slot"] or "") and "Neovim" in row["slot"] and row["numbers"] == ["0.10"]
+
+
 def test_numbers_and_polarity_are_fields_read_once_and_a_fact_from_before_gets_them_from_its_wording():
     from memory_assets.lib.extraction.fields import said_fields
 

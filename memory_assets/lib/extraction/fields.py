@@ -3,7 +3,7 @@
 An extractor may give them; what it leaves out is read here, once, from what was said:
 the ``directive`` of a rule-like fact (below) and the future days it points to
 (``remind_on``, ``retrieval.dates.future_dates``). The same reading runs when the agent rewords an item
-(``update``), so the fields follow the words. Nothing later parses the wording back:
+(``update``), with the structure too (``reworded``), so the fields follow the words. Nothing later parses the wording back:
 lessons read ``directive``, forward triggers read ``remind_on``.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from retrieval.schema import FACT_SCHEMA
+from retrieval.schema import FACT_SCHEMA, Candidate
 from retrieval.lessons import LESSON_KINDS
 from retrieval.dates import future_dates
 from retrieval.text import PEOPLE_NOUNS, denies_or_ends, numbers
@@ -127,6 +127,20 @@ def said_fields(content: str) -> dict[str, Any]:
     once: the numbers it writes in digits ("$1,200 by 9:30" → ["1,200", "9:30"]) and whether
     it denies or ends a state ("doesn't drink coffee anymore")."""
     return {"numbers": sorted(numbers(content)), "denies": denies_or_ends(content)}
+
+
+def reworded(content: str, row: dict[str, Any], config) -> dict[str, Any]:
+    """The structure of a fact reworded by its user (``update``): subject, relation, value,
+    whether it states a change, its cue, slot and the relative's name, read from the new
+    words as extraction reads them, so that validity compares what the fact now says."""
+    from memory_assets.lib.extraction.structure import fields, read_all  # the parser, loaded on use
+
+    person = (row.get("subject_key") or "").partition("'s ")[0]
+    name = next((e for e in row.get("entities") or () if e.lower() == person), None)
+    shape = read_all([content], config, [name])[0]
+    read = fields(Candidate(content, row.get("category") or "general"), shape, row["created_at"])
+    out = {c: read[c] for c in ("subject_key", "relation", "value", "states_change", "tentative", "change_cue", "slot")}
+    return {**out, "subject_name": subject_name(content, out["subject_key"])}
 
 
 def read_fields(content: str, kind: str, said_at: datetime, *, directive: str | None = None,

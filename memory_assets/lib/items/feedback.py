@@ -14,7 +14,7 @@ from pathlib import Path
 
 import polars as pl
 
-from memory_assets.lib.extraction.fields import read_fields
+from memory_assets.lib.extraction.fields import read_fields, reworded
 from memory_assets.lib.items import dedup
 from memory_assets.lib import warehouse
 from retrieval.ids import content_hash
@@ -145,6 +145,8 @@ def _replay(rows: dict[str, dict], alias: dict[str, str], events: pl.DataFrame, 
                 row["content_hash"] = content_hash(payload["content"])
                 # The new wording's directive and days, read as the extraction reads them.
                 row.update(read_fields(payload["content"], row["kind"], row["created_at"]))
+                if "slot" in row:  # and what it is about: subject, relation, value, slot
+                    row.update(reworded(payload["content"], row, config))
                 if payload.get("tags") is not None:
                     row["tags"] = list(payload["tags"])
                 row["provenance"] = "user_corrected"
