@@ -227,7 +227,6 @@ class Graph(_Section):
     conflict_min_similarity: float = Field(ge=0.0, le=1.0)
     slot_min_similarity: float = Field(ge=0.0, le=1.0)
     slot_retire_similarity: float = Field(ge=0.0, le=1.0)
-    restate_similarity: float = Field(ge=0.0, le=1.0)
     alias_min_similarity: float = Field(ge=0.0, le=1.0)
     expansion_depth: int = Field(ge=0, le=3)
     hop_decay: float = Field(gt=0.0, le=1.0)

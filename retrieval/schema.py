@@ -169,8 +169,7 @@ FACT_SCHEMA: dict[str, pl.DataType] = {
     "value": pl.String(),
     "states_change": pl.Boolean(),
     "tentative": pl.Boolean(),
-    # What says it changed, as lemmas ("switch", "give up", "now", "no longer"), or, with no
-    # change stated, that it adds beside or keeps the old value ("also", "still"): ``change_cues``.
+    # What says it changed, as lemmas ("switch", "give up", "now", "no longer"): ``change_cues``.
     "change_cue": pl.String(),
     # The fact's words without the names of the people in it ("keeps Slack in dark mode"):
     # what validity compares to tell whether a change is about an earlier fact's slot.

@@ -239,7 +239,7 @@ def _retired(embedder, facts: list[tuple[str, str]], rule: str | None = None, **
                      "subject_name": subject_name(text, f["subject_key"]), **said_fields(text),
                      "relation": f["relation"],
                      "value": f["value"], "states_change": f["states_change"], "tentative": f["tentative"],
-                     "change_cue": f["change_cue"], "slot": f["slot"], "kind": "fact",
+                     "change_cue": f["change_cue"], "slot": f["slot"],
                      "status": "active", "valid_from": f["valid_from"], "created_at": said, "content": text,
                      "session_id": f"s-{day}", "supersedes_hint": shape.replaced})
     vectors = embedder.embed([t for _, t in facts])
@@ -385,22 +385,6 @@ def test_a_stated_change_no_rule_is_sure_of_is_shown_beside_the_fact_whose_slot_
              ("2026-03-20", "Bea eats eggs again these days, she's vegetarian now.")]
     assert _retired(embedder, facts) == []
     assert _retired(embedder, facts, "conflict") == [(facts[2][1], facts[0][1])]
-
-
-@pytest.mark.parametrize(("later", "conflict"), [
-    ("Bea uses Slack in the light theme.", True),
-    # Said again with "still" (the same value kept) or "also" (one more beside it): no conflict.
-    ("Bea still keeps Slack in a dark theme.", False),
-    ("Bea also uses Slack in the light theme on her phone.", False),
-])
-def test_a_state_said_again_with_another_value_and_no_change_word_is_a_conflict(embedder, later, conflict):
-    # No change word, no relation in common ("keeps", "uses"), the same slot without Bea's
-    # name: unsure, so both are shown marked, newest first; nothing is retired on a guess.
-    facts = [("2026-02-03", "Bea keeps Slack in dark mode."),
-             ("2026-02-03", "Bea's rent is 900 euros."),
-             ("2026-03-20", later)]
-    assert _retired(embedder, facts) == []
-    assert _retired(embedder, facts, "conflict") == ([(facts[2][1], facts[0][1])] if conflict else [])
 
 
 def test_a_stated_change_whose_slot_reads_the_same_without_the_name_retires_that_fact(embedder):

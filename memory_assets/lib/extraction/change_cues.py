@@ -4,8 +4,7 @@ Read on spaCy's dependency parse by ``structure.read``: a change verb ("switched
 "joined", "gave up", "went up to"), a change adverb in the main clause ("now", not
 "right now"), a change phrase ("these days", "no longer", "from now on"), a named old
 value ("instead of", "from A"), or "new" on the subject. A change said with "also", "too"
-or "as well" adds a value beside the old one and changes nothing, and one said with "still"
-keeps it: their cue (``kept``: "also", "still") says so, with no change stated.
+or "as well" adds a value beside the old one and changes nothing.
 """
 
 from __future__ import annotations
@@ -17,11 +16,6 @@ from retrieval.text import CHANGE_ADVERBS, CHANGE_PHRASAL, CHANGE_PHRASES, CHANG
 # Words that add a value beside the old one: "also started using Obsidian" changes nothing.
 ADDITIVE = frozenset("also too additionally".split())
 _ADDITIVE_PHRASE = re.compile(r"\b(?:as well|in addition|on top of|alongside|besides)\b", re.IGNORECASE)
-# Words that keep the old value: "nursery drop is still 8:30", "still on macOS".
-KEEPING = frozenset({"still"})
-# The cues of statements that state no change ("also", "still"): validity never reads
-# them as a restated slot.
-KEEPING_CUES = frozenset({"also", "still"})
 # Dependencies that open a clause of their own: what hangs below one is that clause's.
 CLAUSE_DEPS = frozenset("advcl relcl ccomp acl csubj xcomp conj parataxis".split())
 # "right now", "just now" (a moment), "for now" (temporary), "until now": no new state.
@@ -62,15 +56,6 @@ def clause_of(token):
     while head.head.i != head.i and head.dep_ not in CLAUSE_DEPS:
         head = head.head
     return head
-
-
-def kept(doc, root, pred) -> str | None:
-    """"also" when the main clause adds a value beside the old one ("also started using
-    Obsidian", "as well"), "still" when it keeps it; None otherwise."""
-    main = (root, pred)
-    if any(t.lower_ in ADDITIVE and clause_of(t) in main for t in doc) or _ADDITIVE_PHRASE.search(doc.text):
-        return "also"
-    return "still" if any(t.lower_ in KEEPING and clause_of(t) in main for t in doc) else None
 
 
 def cue(doc, root, pred, subj, replaced: str | None) -> str | None:

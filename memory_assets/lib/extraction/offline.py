@@ -51,7 +51,7 @@ class OfflineExtractor:
     """
 
     name = "offline"
-    version = "rules-v16"  # v16: "also" and "still" are kept as the cue of a statement that states no change
+    version = "rules-v15"  # v15: a motto word after "before", "if", "when"… no longer drops a statement about "our X"
 
     def __init__(self, config: MemoryConfig):
         self.config = config

@@ -71,7 +71,7 @@ class Structure:
     change: bool = False
     replaced: str | None = None
     tentative: bool = False
-    cue: str | None = None  # what says it changed ("switch", "give up", "now") or kept ("also", "still"): ``change_cues``
+    cue: str | None = None  # what says it changed, as lemmas: "switch", "give up", "now" (``change_cues``)
     entities: list[str] = field(default_factory=list)
     # For the episode/note split (``kinds.memory_kinds``): the main verb is a past-tense
     # action ("went", not "was" or "had"), and the sentence names a date or a time.
@@ -384,7 +384,7 @@ def read(doc, config: MemoryConfig) -> Structure:
         negated and pred_changes)  # "didn't switch to Linux", "won't give up"
     return Structure(subject=subject, subject_key=subject_key, relation=relation or None, value=value,
                      change=cue is not None and not tentative, replaced=replaced,
-                     tentative=tentative, cue=None if tentative else cue or change_cues.kept(doc, root, pred), entities=entities(doc),
+                     tentative=tentative, cue=None if tentative else cue, entities=entities(doc),
                      past_action=root.tag_ == "VBD" and root.lemma_ not in ("be", "have"),
                      dated=any(e.label_ in ("DATE", "TIME") for e in doc.ents))
 

@@ -27,9 +27,7 @@ An older item is retired by a newer one of the same user and subject when:
 - or, when none of these settles a stated change, its slot (the fact's words without the
   people's names) is the same as an earlier fact's of that person: alike at
   ``[graph] slot_retire_similarity`` or more retires it ("walks the dog at 7" → "does the
-  dog walk at 6 now"); alike at ``slot_min_similarity`` or more is a conflict (``_slot_change``);
-- a lasting state said again by slot in a later session with another value and no change
-  word ("keeps Slack in dark mode" → "uses Slack in the light theme") is a conflict.
+  dog walk at 6 now"); alike at ``slot_min_similarity`` or more is a conflict (``_slot_change``).
 
 When the newer one gives the same slot (subject and relation) another value and no rule
 is sure enough to retire the older (a stated change that reads less alike than the bar,
@@ -52,7 +50,6 @@ from typing import NamedTuple
 import numpy as np
 import polars as pl
 
-from memory_assets.lib.extraction.change_cues import KEEPING_CUES
 from memory_assets.lib.extraction.structure import key_parts, normal
 from retrieval.config import MemoryConfig
 from retrieval.spans import spanned
@@ -62,7 +59,7 @@ from retrieval.text import BEGINNING_CUES, CHANGE_ADVERBS, ENDING_CUES, PEOPLE_N
 _THINGS = frozenset("it this that there they we you i".split())
 
 _FIELDS = ("id", "namespace", "project", "entities", "subject_key", "subject_name", "relation", "value", "states_change", "tentative", "change_cue", "slot", "numbers", "denies", "status",
-           "kind", "valid_from", "created_at", "content", "session_id", "supersedes_hint", "supersedes")
+           "valid_from", "created_at", "content", "session_id", "supersedes_hint", "supersedes")
 
 
 def user_of(namespace: str | None) -> str:
@@ -214,7 +211,6 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
         people = Counter(person_of(rows[i]["subject_key"]) for i in members if _named(rows[i]["subject_key"], names))
         me = people.most_common(1)[0][0] if people else None
         retired_by: dict[int, int] = {}
-        slot_vectors = _once(embed) if embed is not None else None
         retirers: set[int] = set()  # the items that retired one (``retired_by``'s values)
 
         def retire(new_i: int, old_i: int, rule: str) -> None:
@@ -316,9 +312,10 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                                 retire(n, older[best], "change")
                 if n not in retirers:
                     o, rule = _conflicting(n, heads.get(head, ()), rows, vectors, retired, config), "conflict"
-                    if o is None and not new["tentative"] and new["id"] not in known:
-                        # 4. A stated change (or a state said again) no rule above settled: by its slot.
-                        o, rule = _slot_change(n, members[:k], rows, retired, config, me, names, slot_vectors, vectors)
+                    if (o is None and new["states_change"] and not new["tentative"]
+                            and new["id"] not in known):
+                        # 4. A stated change no rule above settled: by its slot, the fact it is about.
+                        o, rule = _slot_change(n, members[:k], rows, retired, config, me, names, embed, vectors)
                     if rule != "conflict" and o is not None:
                         retire(n, o, rule)
                     elif o is not None:
@@ -355,36 +352,19 @@ def _conflicting(n: int, earlier, rows: dict[int, dict], vectors: np.ndarray, re
     return found[best] if float(sims[best]) >= float(config.graph.conflict_min_similarity) else None
 
 
-def _once(embed):
-    """``embed`` with each slot text embedded once per run (a fact is compared with many)."""
-    known: dict[str, np.ndarray] = {}
-
-    def vectors(texts: list[str]) -> np.ndarray:
-        if missing := list(dict.fromkeys(t for t in texts if t not in known)):
-            known.update(zip(missing, np.asarray(embed(missing), dtype=np.float32)))
-        return np.stack([known[t] for t in texts])
-    return vectors
-
-
 def _slot_change(n: int, earlier, rows: dict[int, dict], retired: set[int], config: MemoryConfig,
                  me: str | None, names: frozenset[str], embed, vectors: np.ndarray) -> tuple[int | None, str]:
-    """(the earlier fact, "slot" or "conflict") a newer fact no rule above settled is about,
-    by its slot: the same person's fact (``_comparable``) of any relation, said in another
-    session, whose ``slot`` (its words without the people's names) is the most alike to
-    the newer one's. Whole sentences about one person read alike for the name alone ("Lars's
-    budget is around 150 euros" ~ "Lars moved to Utrecht"); their slots do not, while "is
-    vegan" ~ "is vegetarian now" do. A stated change alike at ``[graph] slot_retire_similarity``
-    or more retires it ("slot"); at ``slot_min_similarity`` or more both are served marked
-    ``[conflict]``, newest first. A lasting state (fact, preference) said again with another
-    value and no change word ("keeps Slack in dark mode" → "uses Slack in the light theme")
-    is a conflict at ``restate_similarity`` or more, unless it adds a value beside the old
-    ("also"), keeps it ("still") or gives the same numbers. (None, "") otherwise."""
+    """(the earlier fact, "slot" or "conflict") a stated change that no rule above settled
+    is about, by its slot: the same person's fact (``_comparable``) of any relation, said in
+    another session, whose ``slot`` (its words without the people's names) is the most
+    alike to the change's. Whole sentences about one person read alike for the name alone
+    ("Lars's budget is around 150 euros" ~ "Lars moved to Utrecht"); their slots do not,
+    while "is vegan" ~ "is vegetarian now" do. Alike at ``[graph] slot_retire_similarity``
+    or more: retired ("slot"); at ``slot_min_similarity`` or more: unsure, so both are
+    served marked ``[conflict]``, newest first; less: (None, "")."""
     new = rows[n]
-    change = new["states_change"]
     if (embed is None or not new.get("slot") or new.get("supersedes_hint")
             or (new.get("change_cue") or "") in BEGINNING_CUES):
-        return None, ""
-    if not change and (new.get("kind") not in _STATES or (new.get("change_cue") or "") in KEEPING_CUES):
         return None, ""
     # A change of a thing ("the billing cron moved to 02:30") is about that thing or about
     # what its owner said of herself ("Bea runs the billing job at 1"), never about another
@@ -393,34 +373,22 @@ def _slot_change(n: int, earlier, rows: dict[int, dict], retired: set[int], conf
 
     def herself(o: int) -> bool:
         return key_parts(rows[o]["subject_key"])[0] is None and _named(rows[o]["subject_key"], names)
-
-    def restates(o: int) -> bool:
-        old = rows[o]
-        return (old.get("kind") in _STATES and _same_person(old, new, me, names) and old["slot"] != new["slot"]
-                and not (old.get("numbers") and old.get("numbers") == new.get("numbers")))
     found = [o for o in earlier if o not in retired and not rows[o]["tentative"] and rows[o]["status"] == "active"
              and rows[o].get("slot") and rows[o].get("session_id") != new.get("session_id")
-             and rows[o]["created_at"] < new["created_at"]
-             and (_comparable(rows[o], new, me, names) if change else restates(o))
+             and rows[o]["created_at"] < new["created_at"] and _comparable(rows[o], new, me, names)
              and (someone or herself(o) or same_subject(rows[o], new))]
     if not found:
         return None, ""
-    # The most alike few by the whole fact (a restatement: alike enough), then by their slots.
-    sims = vectors[found] @ vectors[n]
-    found = [found[i] for i in np.argsort(-sims)[:_SLOT_CANDIDATES] if change or sims[i] >= config.graph.change_min_similarity]
-    if not found:
-        return None, ""
-    slots = embed([new["slot"], *(rows[o]["slot"] for o in found)])
+    # The most alike few by the whole fact, then by their slots (embedded here: a handful per change).
+    found = [found[i] for i in np.argsort(-(vectors[found] @ vectors[n]))[:_SLOT_CANDIDATES]]
+    slots = np.asarray(embed([new["slot"], *(rows[o]["slot"] for o in found)]), dtype=np.float32)
     sims = slots[1:] @ slots[0]
     best = int(np.argmax(sims))
-    if change and float(sims[best]) >= float(config.graph.slot_retire_similarity):
+    if float(sims[best]) >= float(config.graph.slot_retire_similarity):
         return found[best], "slot"
-    bar = config.graph.slot_min_similarity if change else config.graph.restate_similarity
-    return (found[best], "conflict") if float(sims[best]) >= float(bar) else (None, "")
+    return (found[best], "conflict") if float(sims[best]) >= float(config.graph.slot_min_similarity) else (None, "")
 
 
-# The kinds of fact that hold a state until it changes; events, plans and rules do not.
-_STATES = frozenset({"fact", "preference"})
 # How many of a person's facts a stated change compares by slot (the most alike by the whole fact).
 _SLOT_CANDIDATES = 8
 # Relations too general to name a slot by themselves ("is", "has", "does", "goes").
@@ -471,10 +439,8 @@ def _comparable(old: dict, new: dict, me: str | None = None, names: frozenset[st
     """Whether a stated change of ``new`` may replace ``old``: about the same person (an
     unnamed thing, "it" or "the rent", is the user's own: ``whose``), and not the same
     value again. "Kwame's brother switched to Android" is not about Kwame's "it"."""
-    return _differ(old, new) is not False and _same_person(old, new, me, names)
-
-
-def _same_person(old: dict, new: dict, me: str | None = None, names: frozenset[str] | None = None) -> bool:
+    if _differ(old, new) is False:
+        return False
     a, b = whose(old["subject_key"], me, names), whose(new["subject_key"], me, names)
     return same_subject(old, new) or a == b or (me is None and (a is None or b is None))
 
