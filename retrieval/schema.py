@@ -178,6 +178,10 @@ FACT_SCHEMA: dict[str, pl.DataType] = {
     # statements of one subject are compared by (``retrieval.text.opposed``), read once.
     "numbers": pl.List(pl.String()),
     "denies": pl.Boolean(),
+    # Its content words in their compared form (``text.value_words``: "Aaron's 9:30 standup"
+    # → aaron, 9:30, standup), read once: what validity's anchors and a hint's resolution
+    # look a word up in, instead of reading the wording again.
+    "words": pl.List(pl.String()),
     "valid_from": pl.Datetime("us", "UTC"),
     "steps": pl.List(pl.String()),
     "prerequisites": pl.List(pl.String()),

@@ -284,6 +284,23 @@ def value_words(value: str | None) -> frozenset[str]:
     return frozenset(w for w in normal_phrase(value).split() if w not in STOPWORDS)
 
 
+def written_words(text: str | None) -> list[str]:
+    """``text``'s content words in their compared form (``value_words``), where a word
+    written with a capital inside a sentence (a name: "a bag from Black Diamond") keeps it,
+    so that a reader can tell "black" the colour from "Black" the brand without the text."""
+    found: set[str] = set()
+    before = None  # where the previous token ended: a sentence starts where ".", "!" or "?" lies between
+    for m in TOKEN.finditer(text or ""):
+        token, gap = m.group(), "." if before is None else text[before:m.start()]
+        before = m.end()
+        word = token.removesuffix("'s").removesuffix("’s").strip(".'’:")
+        if not word or word.lower() in STOPWORDS or word.lower() in ("a", "an", "the"):
+            continue
+        # Capitalized mid-sentence (and not the pronoun I) reads as a proper noun.
+        found.add(word if word[:1].isupper() and not any(c in ".!?" for c in gap) else word.lower())
+    return sorted(found)
+
+
 def different_values(a: str | None, b: str | None) -> bool:
     """Two values that are not one: each has a word the other lacks ("Sundays" and
     "Saturdays"), where "Denver" and "Denver, Colorado" only refine one another."""

@@ -129,13 +129,21 @@ def test_a_reworded_fact_gets_the_structure_of_its_new_words():
 def test_numbers_and_polarity_are_fields_read_once_and_a_fact_from_before_gets_them_from_its_wording():
     from memory_assets.lib.extraction.fields import said_fields
 
-    assert said_fields("Kofi's rent went up to $2,150 by 9:30") == {"numbers": ["2,150", "9:30"], "denies": False}
+    from retrieval.text import written_words
+
+    # A name written with a capital inside a sentence keeps it: "Black" the brand, "black" the colour.
+    assert written_words("Kofi bought a bag from Black Diamond. Black is his colour.") == [
+        "Black", "Diamond", "bag", "black", "bought", "colour", "kofi"]
+    # Its numbers, its polarity and its content words in their compared form (no "'s", no stopwords).
+    assert said_fields("Kofi's rent went up to $2,150 by 9:30") == {
+        "numbers": ["2,150", "9:30"], "denies": False, "words": ["2,150", "9:30", "kofi", "rent", "went"]}
     assert said_fields("Kofi doesn't drink coffee anymore")["denies"] is True
     legacy = pl.DataFrame({"content": ["Kofi doesn't drink coffee anymore", "Kofi's rent is $1,900"],
                            "created_at": [WEDNESDAY, WEDNESDAY], "kind": ["fact", "fact"],
                            "remind_on": [[], []]}, schema_overrides={"remind_on": pl.List(pl.Date())})
     read = with_fields(legacy)  # no numbers or denies column at all
     assert read["numbers"].to_list() == [[], ["1,900"]] and read["denies"].to_list() == [True, False]
+    assert read["words"].to_list() == [["anymore", "coffee", "drink", "kofi"], ["1,900", "kofi", "rent"]]
     # One written with them keeps them; only a missing one is read.
     mixed = with_fields(read.with_columns(pl.Series("denies", [None, True], dtype=pl.Boolean)))
     assert mixed["denies"].to_list() == [True, True]

@@ -18,7 +18,7 @@ import polars as pl
 from retrieval.schema import FACT_SCHEMA, Candidate
 from retrieval.lessons import LESSON_KINDS
 from retrieval.dates import future_dates
-from retrieval.text import PEOPLE_NOUNS, denies_or_ends, numbers
+from retrieval.text import PEOPLE_NOUNS, denies_or_ends, numbers, written_words
 
 TYPED = ("subject", "directive", "reported_by", "remind_on")
 # Structure columns added later (issue 14); a fact written before has them null or empty.
@@ -124,9 +124,10 @@ def subject_name(content: str, subject_key: str | None) -> str | None:
 
 def said_fields(content: str) -> dict[str, Any]:
     """What later stages compare two statements of one subject by, read from the wording
-    once: the numbers it writes in digits ("$1,200 by 9:30" → ["1,200", "9:30"]) and whether
-    it denies or ends a state ("doesn't drink coffee anymore")."""
-    return {"numbers": sorted(numbers(content)), "denies": denies_or_ends(content)}
+    once: the numbers it writes in digits ("$1,200 by 9:30" → ["1,200", "9:30"]), whether
+    it denies or ends a state ("doesn't drink coffee anymore") and its content words, a
+    name's with its capital (``text.written_words``)."""
+    return {"numbers": sorted(numbers(content)), "denies": denies_or_ends(content), "words": written_words(content)}
 
 
 def reworded(content: str, row: dict[str, Any], config) -> dict[str, Any]:
@@ -186,11 +187,10 @@ def with_fields(facts: pl.DataFrame) -> pl.DataFrame:
 
 
 def _said(facts: pl.DataFrame) -> pl.DataFrame:
-    """``facts`` with ``numbers``, ``denies`` (``said_fields``) and ``subject_name``, read
-    from the wording of a fact written before facts carried them (``denies`` null)."""
-    facts = facts.with_columns(pl.lit(None, dtype=FACT_SCHEMA[c]).alias(c)
-                               for c in ("numbers", "denies", "subject_name") if c not in facts.columns)
-    legacy = facts["denies"].is_null().to_list()
+    """``facts`` with ``numbers``, ``denies``, ``words`` (``said_fields``) and ``subject_name``,
+    read from the wording of a fact written before facts carried them (``denies`` or ``words`` null)."""
+    facts = facts.with_columns(pl.lit(None, dtype=FACT_SCHEMA[c]).alias(c) for c in _SAID if c not in facts.columns)
+    legacy = (facts["denies"].is_null() | facts["words"].is_null()).to_list()
     if not any(legacy):
         return facts
     rows = facts.select("content", "subject_key", *_SAID).rows()
@@ -200,4 +200,4 @@ def _said(facts: pl.DataFrame) -> pl.DataFrame:
 
 
 # The fields ``_said`` reads for a fact from before them.
-_SAID = ("numbers", "denies", "subject_name")
+_SAID = ("numbers", "denies", "words", "subject_name")

@@ -105,9 +105,9 @@ def fold_known(items: pl.DataFrame, merged_into: dict[str, str], *, bonus: float
     return out, {ids[i] for i in parent}
 
 
-def _replaces(hint: str | None, old_content: str) -> bool:
-    """A row hinted ``hint`` says it replaces a row whose text is ``old_content``."""
-    return bool(hint) and supersession.mentions(old_content, supersession.hint_words(hint))
+def _replaces(hint: str | None, old: dict) -> bool:
+    """A row hinted ``hint`` says it replaces the row whose fields are ``old`` (its ``words``)."""
+    return bool(hint) and supersession.mentions(old.get("words"), supersession.hint_words(hint), names=hint[:1].isupper())
 
 
 def replace_rows(frame: pl.DataFrame, changed: dict[int, dict], keep: np.ndarray | None = None) -> pl.DataFrame:
@@ -195,10 +195,10 @@ def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float
         return None if hint_column is None else hint_column[int(i)]
 
     # The fields two alike rows are told apart by, looked up for those pairs only.
-    compared = {c: items[c] for c in ("numbers", "denies", "value", "states_change", "session_id") if c in items.columns}
+    compared = {c: items[c] for c in ("numbers", "denies", "value", "states_change", "session_id", "words") if c in items.columns}
 
     def fields(i: int) -> dict:
-        return {c: column[int(i)] for c, column in compared.items()}
+        return {c: supersession.listed(column, i) for c, column in compared.items()}
 
     def successive(a: dict, b: dict) -> bool:
         """One says the other's value changed: a stated change, said in another session,
@@ -230,7 +230,7 @@ def semantic_dedup(items: pl.DataFrame, vectors: np.ndarray, *, threshold: float
                         continue
                     # "now prefers afternoon instead of morning" replaces "prefers morning":
                     # supersession, not a duplicate — merging would lose the old item's fate.
-                    if _replaces(hint(i), content(j)) or _replaces(hint(j), content(i)) or successive(a, b):
+                    if _replaces(hint(i), b) or _replaces(hint(j), a) or successive(a, b):
                         continue
                     pairs.append((int(i), int(j), float(sims[r, j])))
     if not pairs:

@@ -188,6 +188,7 @@ def _as_item(record: Any, exported_at: datetime, partners: dict[str, str], confi
     contradicted = any(partners.get(other, "superseded") != "superseded" for other in row["contradicts"] or [])
     row["importance"], row["confidence"] = scoring.base_scores(
         config, row, exported_at, confirmed=lifecycle.confirmed(row), contradicted=contradicted)
+    row.update(said_fields(row["content"]))  # read from its words, as extraction does: never taken from the file
     for column, dtype in ITEM_SCHEMA.items():  # counters and lists an older export left out
         if row[column] is None and isinstance(dtype, pl.List):
             row[column] = []
@@ -195,8 +196,6 @@ def _as_item(record: Any, exported_at: datetime, partners: dict[str, str], confi
             row[column] = 0
         elif row[column] is None and column in ("reinforcement", "retrieval_priority"):
             row[column] = 0.0
-    if row["denies"] is None:  # an export from before facts carried them: read once, as extraction does
-        row.update(said_fields(row["content"]))
     row["promoted"] = bool(row["promoted"])
     return row
 

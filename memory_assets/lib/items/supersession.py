@@ -8,36 +8,30 @@ pointer to its successor, so nothing is lost and it is never injected again.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 
 import numpy as np
 import polars as pl
 
 from memory_assets.lib.items.similarity import epoch_us, partitions, similarity_blocks
 from retrieval.spans import spanned
-from retrieval.text import PREFERENCE_VERBS, STOPWORDS, TOKEN, tokens
+from retrieval.text import PREFERENCE_VERBS, value_words
 
-# The verb of a preference is not what was replaced: "want black" replaces "black".
-_STOP = STOPWORDS | PREFERENCE_VERBS
+# (The verb of a preference is not what was replaced: "want black" replaces "black".)
 
 
 def hint_words(text: str) -> set[str]:
-    return {w.strip(".'") for w in tokens(text.lower()) if w not in _STOP and len(w) > 1}
+    """A hint's content words, in the compared form a fact's ``words`` field holds."""
+    return {w for w in value_words(text) if w not in PREFERENCE_VERBS and len(w) > 1}
 
 
-def mentions(content: str, words: set[str], *, names: bool = False) -> bool:
-    """Every hint word occurs in ``content`` as a common word, not inside a name:
-    "switched from black" replaces "likes black", never "a bag from Black Diamond".
-    With ``names`` (the hint is itself a name: "ditched Evernote"), names count too."""
-    common: set[str] = set()
-    before = None  # where the previous token ended: a sentence starts where ".", "!" or "?" lies between
-    for m in TOKEN.finditer(content):
-        token, gap = m.group(), "." if before is None else content[before:m.start()]
-        before = m.end()
-        # Capitalized mid-sentence (and not the pronoun I) reads as a proper noun.
-        if not names and token[:1].isupper() and not any(c in ".!?" for c in gap):
-            continue
-        common.add(token.lower().strip(".'"))
-    return words <= common
+def mentions(words: Sequence[str] | None, hint: set[str], *, names: bool = False) -> bool:
+    """Every hint word is one of a fact's ``words`` (read at extraction) as a common word,
+    not a name's (written with a capital): "switched from black" replaces "likes black",
+    never "a bag from Black Diamond". With ``names`` (the hint is itself a name: "ditched
+    Evernote"), names count too."""
+    said = {w.lower() for w in words or () if names or not w[:1].isupper()}
+    return bool(hint) and hint <= said
 
 
 @spanned("consolidate: supersession")
@@ -46,7 +40,7 @@ def resolve(items: pl.DataFrame, vectors: np.ndarray, min_similarity: float) -> 
 
     The older row must be strictly older, in the same namespace and project (``similarity.partitions``), mention every word of
     the hint, and be at least ``min_similarity`` alike (``[dedup] supersede_min_similarity``: the
-    older item must also mention every hint word, so the bar can be low). Returns (new, old, similarity),
+    older item must also name every hint word among its ``words``, so the bar can be low). Returns (new, old, similarity),
     as row positions.
     """
     pairs: list[tuple[int, int, float]] = []
@@ -66,7 +60,7 @@ def resolve(items: pl.DataFrame, vectors: np.ndarray, min_similarity: float) -> 
     active = (items["status"] == "active").fill_null(False).to_numpy()
     partition = partitions(items)
     created = epoch_us(items["created_at"])
-    content = items["content"]
+    words = items["words"] if "words" in items.columns else pl.Series([None] * items.height)
     # Every hinted row against every row, a block at a time (``similarity.similarity_blocks``);
     # only the rows at least ``min_similarity`` alike are candidates, the 100 closest of
     # them in order. (Sorting all n similarities per hinted row was quadratic in practice:
@@ -77,14 +71,20 @@ def resolve(items: pl.DataFrame, vectors: np.ndarray, min_similarity: float) -> 
             close = np.flatnonzero(row >= min_similarity)
             if close.size > 100:
                 close = close[np.argpartition(-row[close], 99)[:100]]
-            text, words = hints[i]
+            text, hint = hints[i]
             ranked = close[np.argsort(-row[close], kind="stable")]
             # Strictly older, active, in the same namespace and project.
             ranked = ranked[(ranked != i) & active[ranked] & (partition[ranked] == partition[i])
                             & (created[ranked] < created[i])]
             for j in ranked:
-                if mentions(content[int(j)], words, names=text[:1].isupper()):
+                if mentions(listed(words, j), hint, names=text[:1].isupper()):
                     pairs.append((i, int(j), float(row[j])))
                     break
     return pairs
 
+
+def listed(column: pl.Series, i) -> list | None:
+    """Row ``i`` of a list column as a list (one row's, not the column's: a million rows
+    of words as Python lists would be gigabytes)."""
+    value = column[int(i)]
+    return value.to_list() if isinstance(value, pl.Series) else value

@@ -58,7 +58,7 @@ from retrieval.text import BEGINNING_CUES, CHANGE_ADVERBS, ENDING_CUES, PEOPLE_N
 # Subject heads that are things, not someone ("it", "that"): never a person of their own.
 _THINGS = frozenset("it this that there they we you i".split())
 
-_FIELDS = ("id", "namespace", "project", "entities", "subject_key", "subject_name", "relation", "value", "states_change", "tentative", "change_cue", "slot", "numbers", "denies", "status",
+_FIELDS = ("id", "namespace", "project", "entities", "subject_key", "subject_name", "relation", "value", "states_change", "tentative", "change_cue", "slot", "numbers", "denies", "words", "status",
            "valid_from", "created_at", "content", "session_id", "supersedes_hint", "supersedes")
 
 
@@ -293,10 +293,10 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                             def anchored(o: int) -> bool:
                                 if beginning:  # a second club, a new hobby: beside the others
                                     return False
-                                text = (rows[o]["content"] or "").lower()
-                                if slot and slot[:_ANCHOR] in text:
+                                words = rows[o].get("words") or ()
+                                if slot and any(slot[:_ANCHOR] in w.lower() for w in words):
                                     return True
-                                if subject_anchor and subject_anchor in text:
+                                if subject_anchor and any(subject_anchor in w.lower() for w in words):
                                     return not person or value_kind(rows[o]["value"]) == value_kind(new["value"]) is not None
                                 return float(vectors[o] @ vectors[n]) >= _SAME_FACT
 
@@ -305,7 +305,7 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                             sims = vectors[older] @ vectors[n]
                             # The fact that names the same kind of thing as the new value
                             # ("moved to the fraud team" → "…on the payments team") first.
-                            named = np.array([bool(slot) and slot in value_words(rows[o]["content"]) for o in older])
+                            named = np.array([bool(slot) and slot in {w.lower() for w in rows[o].get("words") or ()} for o in older])
                             # (A fact that names the slot may read less alike: a lower bar for it.)
                             best = int(np.argmax(np.where(named & (sims >= floor - _NAMED_SLACK), sims + 1.0, sims)))
                             if sims[best] >= floor - (_NAMED_SLACK if named[best] else 0.0) and older[best] not in retired:
