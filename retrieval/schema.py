@@ -182,6 +182,9 @@ FACT_SCHEMA: dict[str, pl.DataType] = {
     # → aaron, 9:30, standup), read once: what validity's anchors and a hint's resolution
     # look a word up in, instead of reading the wording again.
     "words": pl.List(pl.String()),
+    # The pairs of its entities it says are one thing, "thing = name" ("Aaron's car is a
+    # Subaru WRX" → "car = Subaru WRX"): the graph merges them (``fields.same_as``).
+    "same_as": pl.List(pl.String()),
     "valid_from": pl.Datetime("us", "UTC"),
     "steps": pl.List(pl.String()),
     "prerequisites": pl.List(pl.String()),

@@ -136,7 +136,7 @@ def test_numbers_and_polarity_are_fields_read_once_and_a_fact_from_before_gets_t
         "Black", "Diamond", "bag", "black", "bought", "colour", "kofi"]
     # Its numbers, its polarity and its content words in their compared form (no "'s", no stopwords).
     assert said_fields("Kofi's rent went up to $2,150 by 9:30") == {
-        "numbers": ["2,150", "9:30"], "denies": False, "words": ["2,150", "9:30", "kofi", "rent", "went"]}
+        "numbers": ["2,150", "9:30"], "denies": False, "words": ["2,150", "9:30", "kofi", "rent", "went"], "same_as": []}
     assert said_fields("Kofi doesn't drink coffee anymore")["denies"] is True
     legacy = pl.DataFrame({"content": ["Kofi doesn't drink coffee anymore", "Kofi's rent is $1,900"],
                            "created_at": [WEDNESDAY, WEDNESDAY], "kind": ["fact", "fact"],

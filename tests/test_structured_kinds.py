@@ -237,9 +237,13 @@ def test_an_important_entity_gets_a_versioned_profile_that_answers_in_tier_1(tmp
 # --- entity resolution: "my car" is the WRX when the session says so ---------------------------
 
 def _graph_rows(facts: list[tuple[str, str, list[str]]], namespace: str = "aaron") -> pl.DataFrame:
+    """Items as the graph gets them, with ``same_as`` read at extraction (``fields.same_as``)."""
+    from memory_assets.lib.extraction.fields import same_as
+
     now = datetime(2026, 3, 1, tzinfo=timezone.utc)
     return pl.DataFrame([{
-        "id": i, "namespace": namespace, "content": c, "entities": e, "status": "active", "confidence": 0.9,
+        "id": i, "namespace": namespace, "content": c, "entities": e, "same_as": same_as(c, e), "status": "active",
+        "confidence": 0.9,
         "subject": None, "relation": None, "value": None, "created_at": now, "supersedes": None, "contradicts": [],
         "source_resource_ids": []} for i, c, e in facts])
 
@@ -257,6 +261,7 @@ def test_a_thing_someone_has_merges_into_the_name_the_session_gives_it(tmp_path)
         ("i4", "Aaron's bike has a flat tyre.", ["Aaron", "bike", "tyre"]),
     ])
     vectors = np.ones((4, 4), dtype=np.float32) / 2.0
+    assert rows["same_as"].to_list() == [["car = Subaru WRX"], [], [], []]  # read once, at extraction
     graph = build_graph(rows, vectors, None, config, now)
     wrx = graph.entities.filter(pl.col("name") == "Subaru WRX").row(0, named=True)
     assert set(wrx["aliases"]) == {"WRX", "car"} and wrx["facts"] == 3

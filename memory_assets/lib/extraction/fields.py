@@ -10,7 +10,9 @@ lessons read ``directive``, forward triggers read ``remind_on``.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from datetime import date, datetime
+from functools import lru_cache
 from typing import Any
 
 import polars as pl
@@ -122,12 +124,43 @@ def subject_name(content: str, subject_key: str | None) -> str | None:
     return None
 
 
-def said_fields(content: str) -> dict[str, Any]:
+# "Aaron's car is a 2019 Subaru WRX", "the WRX is my car", "Aaron calls his car the Beast":
+# the fact says a thing someone has and a name are one.
+_POSSESSOR = r"(?:\b[\w'-]+'s|\b(?:my|his|her|their|our))"
+# What every pattern of ``_one`` needs somewhere in the text: most facts have none of it.
+_SAYS = re.compile(rf"{_POSSESSOR}.*\b(?:is|was|has been)\b|\b(?:is|was)\s+{_POSSESSOR}|\bcalls?\s+{_POSSESSOR}",
+                   re.IGNORECASE | re.DOTALL)
+# Between the two names of a ``same_as`` pair ("car = Subaru WRX").
+SAME_AS = " = "
+
+
+@lru_cache(maxsize=4096)
+def _one(concept: str, name: str) -> re.Pattern[str]:
+    cw, nw = re.escape(concept), re.escape(name)
+    return re.compile("|".join((
+        rf"{_POSSESSOR}\s+{cw}s?\s+(?:is|was|has been)\s+(?:a|an|the)?\s*(?:\d{{4}}\s+)?{nw}\b",
+        rf"\b{nw}\s+(?:is|was)\s+{_POSSESSOR}\s+{cw}\b",
+        rf"\bcalls?\s+{_POSSESSOR}\s+{cw}\s+(?:the\s+)?{nw}\b")), re.IGNORECASE)
+
+
+def same_as(content: str, entities: Sequence[str] | None) -> list[str]:
+    """The pairs of the fact's ``entities`` it says are one thing, each "thing = name"
+    ("Aaron's car is a 2019 Subaru WRX" → "car = Subaru WRX"): the graph merges the two."""
+    entities = [e for e in dict.fromkeys(entities or ()) if e.strip()]
+    if len(entities) < 2 or not _SAYS.search(content or ""):
+        return []
+    return [f"{a}{SAME_AS}{b}" for a in entities for b in entities
+            if a != b and SAME_AS not in a + b and _one(a, b).search(content)]
+
+
+def said_fields(content: str, entities: Sequence[str] | None = ()) -> dict[str, Any]:
     """What later stages compare two statements of one subject by, read from the wording
     once: the numbers it writes in digits ("$1,200 by 9:30" → ["1,200", "9:30"]), whether
     it denies or ends a state ("doesn't drink coffee anymore") and its content words, a
-    name's with its capital (``text.written_words``)."""
-    return {"numbers": sorted(numbers(content)), "denies": denies_or_ends(content), "words": written_words(content)}
+    name's with its capital (``text.written_words``); with its ``entities``, the pairs of
+    them it says are one (``same_as``)."""
+    return {"numbers": sorted(numbers(content)), "denies": denies_or_ends(content), "words": written_words(content),
+            "same_as": same_as(content, entities)}
 
 
 def reworded(content: str, row: dict[str, Any], config) -> dict[str, Any]:
@@ -145,7 +178,7 @@ def reworded(content: str, row: dict[str, Any], config) -> dict[str, Any]:
 
 
 def read_fields(content: str, kind: str, said_at: datetime, *, directive: str | None = None,
-                remind_on: list[date] | None = None) -> dict[str, Any]:
+                remind_on: list[date] | None = None, entities: Sequence[str] | None = ()) -> dict[str, Any]:
     """``directive`` and ``remind_on`` for a fact, the given ones first. Only the kinds that
     make lessons (``LESSON_KINDS``) carry a directive."""
     if kind not in LESSON_KINDS:
@@ -155,7 +188,7 @@ def read_fields(content: str, kind: str, said_at: datetime, *, directive: str | 
     return {
         "directive": directive,
         "remind_on": list(remind_on) if remind_on is not None else future_dates(content, said_at),
-        **said_fields(content),
+        **said_fields(content, entities),
     }
 
 
@@ -187,17 +220,18 @@ def with_fields(facts: pl.DataFrame) -> pl.DataFrame:
 
 
 def _said(facts: pl.DataFrame) -> pl.DataFrame:
-    """``facts`` with ``numbers``, ``denies``, ``words`` (``said_fields``) and ``subject_name``,
-    read from the wording of a fact written before facts carried them (``denies`` or ``words`` null)."""
-    facts = facts.with_columns(pl.lit(None, dtype=FACT_SCHEMA[c]).alias(c) for c in _SAID if c not in facts.columns)
-    legacy = (facts["denies"].is_null() | facts["words"].is_null()).to_list()
+    """``facts`` with ``numbers``, ``denies``, ``words``, ``same_as`` (``said_fields``) and
+    ``subject_name``, read from the wording of a fact written before facts carried them (one null)."""
+    facts = facts.with_columns(pl.lit(None, dtype=FACT_SCHEMA[c]).alias(c) for c in (*_SAID, "entities")
+                               if c not in facts.columns)
+    legacy = (facts["denies"].is_null() | facts["words"].is_null() | facts["same_as"].is_null()).to_list()
     if not any(legacy):
         return facts
-    rows = facts.select("content", "subject_key", *_SAID).rows()
-    read = [{**said_fields(text), "subject_name": subject_name(text, key)} if old else dict(zip(_SAID, kept))
-            for old, (text, key, *kept) in zip(legacy, rows)]
+    rows = facts.select("content", "subject_key", "entities", *_SAID).rows()
+    read = [{**said_fields(text, names), "subject_name": subject_name(text, key)} if old else dict(zip(_SAID, kept))
+            for old, (text, key, names, *kept) in zip(legacy, rows)]
     return facts.with_columns(pl.Series(c, [r[c] for r in read], dtype=FACT_SCHEMA[c]) for c in _SAID)
 
 
 # The fields ``_said`` reads for a fact from before them.
-_SAID = ("numbers", "denies", "words", "subject_name")
+_SAID = ("numbers", "denies", "words", "same_as", "subject_name")

@@ -144,7 +144,7 @@ def _replay(rows: dict[str, dict], alias: dict[str, str], events: pl.DataFrame, 
                 row["content"] = payload["content"]
                 row["content_hash"] = content_hash(payload["content"])
                 # The new wording's directive and days, read as the extraction reads them.
-                row.update(read_fields(payload["content"], row["kind"], row["created_at"]))
+                row.update(read_fields(payload["content"], row["kind"], row["created_at"], entities=row.get("entities")))
                 if "slot" in row:  # and what it is about: subject, relation, value, slot
                     row.update(reworded(payload["content"], row, config))
                 if payload.get("tags") is not None:

@@ -29,16 +29,15 @@ from __future__ import annotations
 
 import bisect
 import hashlib
-import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from functools import lru_cache
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import numpy as np
 import polars as pl
 
+from memory_assets.lib.extraction.fields import SAME_AS
 from memory_assets.lib.extraction.structure import normal
 from retrieval.config import MemoryConfig
 from retrieval.schema import EDGE_SCHEMA, ENTITY_SCHEMA, ITEM_SCHEMA
@@ -79,46 +78,19 @@ def _short_form(short: str, long: str) -> bool:
     return words[0].startswith(short) and (short != words[0] or len(words) > 1) or (len(words) > 1 and short == words[-1])
 
 
-# "Aaron's car is a 2019 Subaru WRX", "the WRX is my car", "Aaron calls his car the Beast":
-# the session says a thing someone has and a name are one.
-_POSSESSOR = r"(?:\b[\w'-]+'s|\b(?:my|his|her|their|our))"
-
-
-def _stated_aliases(rows: Iterable[tuple[str, str | None, list[str] | None]],
+def _stated_aliases(rows: Iterable[tuple[str, list[str] | None]],
                     kinds: dict[tuple[str, str], str]) -> list[tuple[str, str, str]]:
-    """(namespace, concept key, name key) for every active item (its namespace, content
-    and entities in ``rows``) that says a possessed thing ("Aaron's car") is a name of the
-    same namespace ("Subaru WRX"); ``kinds``: (namespace, key) → "name" or "concept"."""
+    """(namespace, concept key, name key) for every active item (its namespace and its
+    ``same_as`` field in ``rows``, read at extraction) that says a possessed thing ("Aaron's
+    car") is a name of the same namespace ("Subaru WRX"); ``kinds``: (namespace, key) →
+    "name" or "concept"."""
     found = []
-    for ns, content, entities in rows:
-        content = content or ""
-        keys = {normal(e): e for e in entities or [] if normal(e)}
-        concepts = [k for k in keys if kinds.get((ns, k)) == "concept"]
-        proper = [k for k in keys if kinds.get((ns, k)) == "name"]
-        if not concepts or not proper or not _SAYS.search(content):
-            continue
-        for c in concepts:
-            for n in proper:
-                if _said(keys[c], keys[n]).search(content):
-                    found.append((ns, c, n))
+    for ns, pairs in rows:
+        for pair in pairs or ():
+            concept, _, name = (normal(x) for x in pair.partition(SAME_AS))
+            if kinds.get((ns, concept)) == "concept" and kinds.get((ns, name)) == "name":
+                found.append((ns, concept, name))
     return found
-
-
-# What every pattern of ``_said`` needs somewhere in the text: most items have none of it,
-# and compiling a pattern per pair of entities per item was a quarter of the nightly's
-# items step.
-_SAYS = re.compile(rf"{_POSSESSOR}.*\b(?:is|was|has been)\b|\b(?:is|was)\s+{_POSSESSOR}|\bcalls?\s+{_POSSESSOR}",
-                   re.IGNORECASE | re.DOTALL)
-
-
-@lru_cache(maxsize=4096)
-def _said(concept: str, name: str) -> re.Pattern[str]:
-    """"Aaron's car is a 2019 Subaru WRX", "the WRX is my car", "Aaron calls his car the Beast"."""
-    cw, nw = re.escape(concept), re.escape(name)
-    return re.compile("|".join((
-        rf"{_POSSESSOR}\s+{cw}s?\s+(?:is|was|has been)\s+(?:a|an|the)?\s*(?:\d{{4}}\s+)?{nw}\b",
-        rf"\b{nw}\s+(?:is|was)\s+{_POSSESSOR}\s+{cw}\b",
-        rf"\bcalls?\s+{_POSSESSOR}\s+{cw}\s+(?:the\s+)?{nw}\b")), re.IGNORECASE)
 
 
 def _aliases(proper: list[str], rows_of: Callable[[list[str]], dict[str, list[int]]], vectors: np.ndarray,
@@ -172,7 +144,7 @@ def _decayed(observations: list[tuple[datetime, float]], config: MemoryConfig, n
 
 
 # What the graph reads of an item (a frame without one of them reads it as nulls).
-_COLUMNS = ("id", "namespace", "content", "entities", "status", "confidence", "subject", "relation", "value",
+_COLUMNS = ("id", "namespace", "same_as", "entities", "status", "confidence", "subject", "relation", "value",
             "created_at", "supersedes", "contradicts", "source_resource_ids")
 
 
@@ -242,8 +214,8 @@ def build_graph(items: pl.DataFrame, vectors: np.ndarray, events: pl.DataFrame |
             merges.append({"namespace": namespace, "alias": by_key[short]["surface"], "into": by_key[long]["surface"],
                            "similarity": round(similarity, 3), "reason": "short form"})
     stated: dict[tuple[str, str], set[str]] = defaultdict(set)
-    saying = rows.filter((pl.col("status") == "active") & (pl.col("entities").list.len() > 1))
-    for namespace, concept, name in _stated_aliases(saying.select("namespace", "content", "entities").iter_rows(), kinds):
+    saying = rows.filter((pl.col("status") == "active") & (pl.col("same_as").list.len() > 0))
+    for namespace, concept, name in _stated_aliases(saying.select("namespace", "same_as").iter_rows(), kinds):
         stated[(namespace, concept)].add(name)
     for (namespace, concept), said in sorted(stated.items()):
         if (namespace, concept) in canonical or len(said) != 1:

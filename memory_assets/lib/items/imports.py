@@ -188,7 +188,7 @@ def _as_item(record: Any, exported_at: datetime, partners: dict[str, str], confi
     contradicted = any(partners.get(other, "superseded") != "superseded" for other in row["contradicts"] or [])
     row["importance"], row["confidence"] = scoring.base_scores(
         config, row, exported_at, confirmed=lifecycle.confirmed(row), contradicted=contradicted)
-    row.update(said_fields(row["content"]))  # read from its words, as extraction does: never taken from the file
+    row.update(said_fields(row["content"], row.get("entities")))  # read from its words, as extraction does: never taken from the file
     for column, dtype in ITEM_SCHEMA.items():  # counters and lists an older export left out
         if row[column] is None and isinstance(dtype, pl.List):
             row[column] = []
