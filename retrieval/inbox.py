@@ -18,6 +18,7 @@ from typing import Any
 
 from retrieval import credentials
 from retrieval.files import atomic_write
+from retrieval.names import child
 from retrieval.privacy import withhold_off_the_record
 
 
@@ -55,7 +56,7 @@ def write_session(inbox: Path, session_id: str, messages: list[Mapping[str, Any]
     kept = withhold_off_the_record(messages)
     data = encode_jsonl({**m, "content": credentials.redact(str(m.get("content", "")), pii=kinds)} for m in kept)
     digest = hashlib.sha256(data).hexdigest()[:16]
-    path = inbox / session_id / f"{digest}.jsonl"
+    path = child(inbox, session_id) / f"{digest}.jsonl"
     if path.exists():
         return None
     return atomic_write(path, data)

@@ -16,7 +16,7 @@ from typing import Any
 MAX_CHARS = 128
 # One token an agent, a path and a URL all spell the same: "atlas-web", "acme/atlas-web".
 PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.@/-]{0,127}$"
-_VALID = re.compile(PATTERN)
+_VALID = re.compile(PATTERN[1:-1])
 # Metadata keys that say where a session worked, best first: a repository names the
 # project itself; a working directory only by its folder's name.
 REPOSITORY_KEYS = ("repository", "repo", "git_remote")
@@ -30,10 +30,13 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_.@-]+")
 
 def check_project(value: Any) -> str:
     """``value`` as a project name, or ``ValueError`` saying what a valid one is."""
-    if not isinstance(value, str) or not _VALID.match(value.strip()):
+    name = value.strip() if isinstance(value, str) else None
+    # fullmatch, not "$" (a newline would pass); no "." or ".." part between slashes.
+    if name is None or not _VALID.fullmatch(name) or any(p in ("", ".", "..") for p in name.split("/")):
         raise ValueError(f"project {value!r} is not a project name: a non-empty string of at most {MAX_CHARS} "
-                         "characters from A-Z a-z 0-9 _ . @ / -, starting with a letter or digit")
-    return value.strip()
+                         "characters from A-Z a-z 0-9 _ . @ / -, starting with a letter or digit, with no "
+                         "empty, '.' or '..' part between slashes")
+    return name
 
 
 def _last_part(value: str) -> str:

@@ -72,8 +72,17 @@ def crash_point(name: str) -> None:
 # --- writing ----------------------------------------------------------------------------
 
 
+def _no_climbing(path: PathLike) -> None:
+    """Every path the warehouse writes is built from the data root and checked names
+    (``retrieval.names``): one that climbs with ``..`` or holds a NUL is a bug, refused."""
+    text = str(path)
+    if "\x00" in text or ".." in text.replace("\\", "/").split("/"):
+        raise ValueError(f"refusing to write {text!r}: it climbs out of its folder")
+
+
 def write_bytes(path: PathLike, data: bytes, *, durable: bool = True) -> PathLike:
     """Write ``data`` to ``path`` atomically, creating its folder."""
+    _no_climbing(path)
     if _is_local(path):
         return atomic_write(_local(path), data, durable=durable)
     fs, inner = filesystem(path)
@@ -101,6 +110,7 @@ def write_frame(path: PathLike, frame: pl.DataFrame) -> PathLike:
 
 def move(source: PathLike, target: PathLike) -> PathLike:
     """Move a file (a rename on one disk), creating the target's folder."""
+    _no_climbing(target)
     if _is_local(source) and _is_local(target):
         _local(target).parent.mkdir(parents=True, exist_ok=True)
         os.replace(_local(source), _local(target))

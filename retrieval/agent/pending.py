@@ -99,7 +99,7 @@ class Overlay:
         return float("-inf") if when is None else when
 
     def _load(self, session_id: str) -> Pending | None:
-        folder = self.paths.inbox / session_id
+        folder = self.paths.inbox / session_id  # a folder listed from the inbox, not a caller's name
         for file in sorted(folder.glob("*.jsonl")):
             try:
                 line = json.loads(file.read_text(encoding="utf-8").splitlines()[0])

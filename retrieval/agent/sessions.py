@@ -76,7 +76,10 @@ def flush(paths: DataRoot, checkpoints: Callable[[], CheckpointStore], view: Vie
         messages = CheckpointStore.to_messages(checkpointed)
         project = project or next((c.project for c in checkpointed if c.project), None)
         if not messages:
-            return None
+            raise ValueError(f"flush_session: session {session_id!r} has no checkpointed turn to hand over")
+    if not any(str(m.get("content", "")).strip() for m in messages):
+        # An empty transcript would only fail the pipeline run that reads it.
+        raise ValueError(f"flush_session: the transcript of session {session_id!r} is empty")
     written = canonical(session_id, messages, namespace=namespace, project=project, now=now)
     path = write_session(paths.inbox, session_id, written, pii=pii, default_namespace=default_namespace)
     if checkpointed:
@@ -95,8 +98,11 @@ def append_turn(paths: DataRoot, checkpoints: Callable[[], CheckpointStore], vie
     found = signals_in(record, config, pii)
     flushed = None
     if signals.HIGH_SIGNALS.intersection(found):
-        flushed = flush(paths, checkpoints, view, session_id, None, user=None, project=project, pii=pii,
-                        default_namespace=config.default_namespace)
+        try:
+            flushed = flush(paths, checkpoints, view, session_id, None, user=None, project=project, pii=pii,
+                            default_namespace=config.default_namespace)
+        except ValueError:
+            flushed = None  # the turn is checkpointed; a transcript with no words yet waits
         jobs.request_run(paths, "materialize", now)
     return {"session_id": session_id, "turn": saved.turn, "signals": found, "flushed": flushed is not None,
             "checkpointed_at": saved.created_at.isoformat()}

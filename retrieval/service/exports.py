@@ -3,7 +3,8 @@ import`` (``retrieval.interchange``), limited to the caller's namespace.
 
 An import is appended under ``imports/`` like the CLI's, redacted; the next pipeline run
 adopts it behind the usual checks (the one-writer rule). Every item in it must be of the
-key's own namespace: a key cannot write another namespace's memory by importing it.
+key's own namespace, and an item that names none is given the key's: a key cannot write
+another namespace's memory by importing it.
 """
 
 from __future__ import annotations
@@ -35,7 +36,10 @@ def import_text(client: MemoryClient, namespace: str, text: str) -> dict:
     out = {"records": len(parsed.items), "errors": [str(e) for e in parsed.errors], "written": False}
     if parsed.items:
         now = datetime.now(timezone.utc)
-        records = [json.loads(json.dumps(r)) for r in parsed.records()]
+        header, *items = [json.loads(json.dumps(r)) for r in parsed.records()]
+        # An item that names no namespace is the key's: left empty, the pipeline would
+        # adopt it into the default namespace, which this key may not write.
+        records = [{**header, "namespace": namespace}, *({**item, "namespace": namespace} for item in items)]
         _, out["written"] = inbox.write_import(client.paths.imports, records, stamp=stamp(now),
                                                pii=pii_from_config(client.config))
     return out

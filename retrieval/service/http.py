@@ -15,94 +15,28 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 from contextlib import asynccontextmanager
-from datetime import datetime
 from typing import Any, Literal
 
 from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel, ConfigDict, Field
 
 from retrieval.checkpoints import CheckpointConflict, CheckpointError
 from retrieval.disabled import MemoryDisabled
 from retrieval.ids import AmbiguousId
-from retrieval.projects import PATTERN as PROJECT_PATTERN
+from retrieval.names import NAMESPACE, PROJECT, SESSION
 from retrieval.service import exports
 from retrieval.service.core import Refused, Service, Unauthorized
 from retrieval.service.keys import ApiKey
+from retrieval.service.requests import (ITEMS_MAX, PROJECT_READ, EraseBody, FlushBody, InjectBody, RememberBody,
+                                        ResponseBody, SearchBody, TurnBody, UpdateBody)
 from retrieval.store import ItemStore
 
 _bearer = HTTPBearer(auto_error=False, description="An API key from `memory keys create`")
-_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$"
-_SESSION = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,199}$"
-_PROJECT = PROJECT_PATTERN
-_PROJECT_READ = ("The project the agent works on: its memories and the global ones, never another project's "
-                 "(default: every memory)")
-
-
-class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class Message(_Body):
-    role: Literal["user", "assistant", "tool", "system"]
-    content: str
-    turn: int | None = Field(default=None, ge=0)
-    ts: str | None = None
-    speaker: str | None = None
-    trust: Literal["trusted", "untrusted"] | None = None
-
-
-class InjectBody(_Body):
-    context: str | list[Message] = Field(description="The recent conversation (the last 5 messages count) or plain text")
-    max_items: int | None = Field(default=None, ge=1, le=50)
-    token_budget: int | None = Field(default=None, ge=50, le=20000)
-    budget_aware: bool | None = None
-    session_id: str | None = Field(default=None, pattern=_SESSION)
-    as_of: datetime | None = None
-    project: str | None = Field(default=None, pattern=_PROJECT, description=_PROJECT_READ)
-
-
-class SearchBody(_Body):
-    query: str = Field(min_length=1, max_length=4000)
-    k: int = Field(default=10, ge=1, le=100)
-    as_of: datetime | None = None
-    project: str | None = Field(default=None, pattern=_PROJECT, description=_PROJECT_READ)
-
-
-class RememberBody(_Body):
-    content: str = Field(min_length=1, max_length=4000)
-    project: str | None = Field(default=None, pattern=_PROJECT)
-
-
-class UpdateBody(_Body):
-    content: str = Field(min_length=1, max_length=4000)
-    tags: list[str] | None = None
-
-
-class ResponseBody(_Body):
-    item_ids: list[str] = Field(max_length=50, description="The ids (or short ids) of the items the block held")
-    response_text: str = Field(max_length=100_000)
-    session_id: str | None = Field(default=None, pattern=_SESSION)
-
-
-class TurnBody(_Body):
-    turn: int = Field(ge=0, le=1_000_000)
-    user_input: str = ""
-    tool_calls: list[Any] = Field(default_factory=list)
-    llm_output: str = ""
-    internal_state: dict[str, Any] = Field(default_factory=dict)
-    project: str | None = Field(default=None, pattern=_PROJECT)
-
-
-class FlushBody(_Body):
-    messages: list[Message] | None = Field(default=None, description="The transcript; omitted: the checkpointed turns")
-    project: str | None = Field(default=None, pattern=_PROJECT)
-
-
-class EraseBody(_Body):
-    confirm: Literal[True] = Field(description="Erasing every memory of the namespace cannot be undone")
+_NAME = NAMESPACE
+_SESSION = SESSION
+_PROJECT = PROJECT
 
 
 def _json(obj: Any) -> Any:
@@ -225,7 +159,7 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
                    kind: str | None = Query(None, max_length=32),
                    status: Literal["active", "candidate", "superseded", "archived", "cold", "purged", "pending", "any"]
                    = "active", tag: str | None = Query(None, max_length=64),
-                   text: str | None = Query(None, max_length=200), limit: int = Query(100, ge=1, le=500),
+                   text: str | None = Query(None, max_length=200), limit: int = Query(100, ge=1, le=ITEMS_MAX),
                    offset: int = Query(0, ge=0, le=1_000_000)) -> list[dict]:
         client = service.single_reader(key, namespace)
         rows = client.list(scope=scope, project=project, category=category, kind=kind,
@@ -246,12 +180,12 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
 
     @app.get("/v1/lessons", tags=["read"], summary="Lessons learned from corrections")
     def lessons(key: ApiKey = Depends(caller), namespace: str | None = Namespace,
-                project: str | None = Query(None, pattern=_PROJECT, description=_PROJECT_READ)) -> list[str]:
+                project: str | None = Query(None, pattern=_PROJECT, description=PROJECT_READ)) -> list[str]:
         return service.reader(key, namespace).lessons(project=project)
 
     @app.get("/v1/triggers/due", tags=["read"], summary="Forward reminders due now (each returned once)")
     def due_triggers(key: ApiKey = Depends(caller), namespace: str | None = Namespace, mark_fired: bool = True,
-                     project: str | None = Query(None, pattern=_PROJECT, description=_PROJECT_READ)) -> list[dict]:
+                     project: str | None = Query(None, pattern=_PROJECT, description=PROJECT_READ)) -> list[dict]:
         client = service.writer(key, namespace) if mark_fired else service.reader(key, namespace)
         return _json(client.due_triggers(mark_fired=mark_fired, project=project))
 

@@ -26,10 +26,10 @@ import sqlalchemy as sa
 
 from retrieval.database import metadata
 from retrieval.moments import utc
+from retrieval.names import InvalidName, check_namespace
 
 PREFIX = "mem"
 _KEY = re.compile(rf"^{PREFIX}_([0-9a-f]{{12}})_([A-Za-z0-9_-]{{20,}})$")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,127}$")
 # How long a verified key is trusted without reading the database again: a revocation
 # takes effect within this many seconds on a running server.
 CACHE_SECONDS = 2.0
@@ -81,9 +81,10 @@ def _digest(secret: str) -> str:
 
 
 def _name(value: str, what: str) -> str:
-    if not _NAME.match(value or ""):
-        raise KeyRefused(f"{what} {value!r}: use letters, digits and . _ @ - (up to 128 characters)")
-    return value
+    try:
+        return check_namespace(value)
+    except InvalidName:
+        raise KeyRefused(f"{what} {value!r}: use letters, digits and . _ @ - (up to 128 characters)") from None
 
 
 @dataclass

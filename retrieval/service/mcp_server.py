@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
+from pydantic import BaseModel, ValidationError
 
 from retrieval.checkpoints import CheckpointError
 from retrieval.disabled import MemoryDisabled
@@ -28,6 +29,8 @@ from retrieval.moments import parse_utc
 from retrieval.service import exports
 from retrieval.service.core import Refused, Service
 from retrieval.service.keys import ApiKey
+from retrieval.service.requests import (FlushBody, InjectBody, ItemRef, ListQuery, NamespaceArg, RememberBody,
+                                        ResponseBody, SearchBody, SessionRef, TurnBody, UpdateBody)
 from retrieval.store import ItemStore
 
 INSTRUCTIONS = """Long-term memory shared across your sessions.
@@ -45,6 +48,17 @@ _REASONS = {401: "Unauthorized", 403: "Forbidden", 404: "Not found", 409: "Confl
 def _text(obj: Any) -> str:
     """A tool's answer: text as it is (an export's JSON Lines), anything else as JSON."""
     return obj if isinstance(obj, str) else json.dumps(obj, default=str, ensure_ascii=False)
+
+
+def valid(model: type[BaseModel], **arguments: Any) -> Any:
+    """The tool's arguments checked by the HTTP route's request model (``requests``): the
+    same bounds, types, depth and names on both doors. Arguments left out take the model's
+    defaults."""
+    return model(**{k: v for k, v in arguments.items() if v is not None})
+
+
+def _invalid(exc: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'arguments'}: {e['msg']}" for e in exc.errors())
 
 
 def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
@@ -67,6 +81,8 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
         try:
             key = key_of(ctx)
             return _text(await anyio.to_thread.run_sync(lambda: fn(key)))
+        except ValidationError as exc:
+            raise ToolError(f"422 Invalid: {_invalid(exc)}") from None
         except Refused as exc:
             retry = f" (retry after {exc.retry_after} s)" if getattr(exc, "retry_after", None) else ""
             raise ToolError(f"{exc.status} {_REASONS[exc.status]}: {exc.message}{retry}") from None
@@ -92,10 +108,12 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
         Returns the block text, each line a memory with its id ([m:4821]), confidence, age and
         flags such as [pending] (stored, not yet processed) or [untrusted].
         """
-        return await call(ctx, lambda key: {
-            k: v for k, v in service.inject(key, namespace, context, max_items=max_items,
-                                            project=project).as_dict().items()
-            if k in ("text", "tier", "tokens")})
+        def run(key: ApiKey) -> dict:
+            asked = valid(InjectBody, context=context, max_items=max_items, project=project)
+            found = service.inject(key, _namespace(namespace), asked.context, max_items=asked.max_items,
+                                   project=asked.project)
+            return {k: v for k, v in found.as_dict().items() if k in ("text", "tier", "tokens")}
+        return await call(ctx, run)
 
     @mcp.tool()
     async def memory_search(query: str, ctx: Context, k: int = 10, as_of: str | None = None,
@@ -110,9 +128,12 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
             project: the project you are working on (e.g. "atlas-web"): its memories and the
                 general ones, never another project's. Leave it out to search every project.
         """
-        when = parse_utc(as_of) if as_of else None
-        return await call(ctx, lambda key: [h.as_dict() for h in
-                                            service.search(key, namespace, query, k=k, as_of=when, project=project)])
+        def run(key: ApiKey) -> list:
+            asked = valid(SearchBody, query=query, k=k, project=project)
+            when = parse_utc(as_of) if as_of else None
+            return [h.as_dict() for h in service.search(key, _namespace(namespace), asked.query, k=asked.k, as_of=when,
+                                                        project=asked.project)]
+        return await call(ctx, run)
 
     @mcp.tool()
     async def memory_remember(content: str, ctx: Context, project: str | None = None,
@@ -127,12 +148,15 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
             content: the memory, worded so it makes sense without this conversation.
             project: the project it is about, when it only matters there.
         """
-        return await call(ctx, lambda key: service.writer(key, namespace).remember(content, project=project))
+        def run(key: ApiKey) -> dict:
+            asked = valid(RememberBody, content=content, project=project)
+            return service.writer(key, _namespace(namespace)).remember(asked.content, project=asked.project)
+        return await call(ctx, run)
 
     @mcp.tool()
     async def memory_get(item_id: str, ctx: Context, namespace: str | None = None) -> str:
         """One memory by its id or the short id its line showed (m:4821), with every field."""
-        return await call(ctx, lambda key: service.single_reader(key, namespace).get(item_id))
+        return await call(ctx, lambda key: service.single_reader(key, _namespace(namespace)).get(_item(item_id)))
 
     @mcp.tool()
     async def memory_list(ctx: Context, text: str | None = None, category: str | None = None,
@@ -150,25 +174,33 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
             limit: at most this many (default 50).
             namespace: a shared namespace you were granted (default: your own).
         """
-        return await call(ctx, lambda key: service.single_reader(key, namespace).list(
-            text=text, category=category, kind=kind, status=None if status == "any" else status, project=project,
-            tag=tag, limit=min(limit, int(service.config.service.max_list))))
+        def run(key: ApiKey) -> list:
+            asked = valid(ListQuery, text=text, category=category, kind=kind, status=status, project=project, tag=tag,
+                          limit=limit)
+            return service.single_reader(key, _namespace(namespace)).list(
+                text=asked.text, category=asked.category, kind=asked.kind,
+                status=None if asked.status == "any" else asked.status, project=asked.project, tag=asked.tag,
+                limit=min(asked.limit, int(service.config.service.max_list)))
+        return await call(ctx, run)
 
     @mcp.tool()
     async def memory_history(item_id: str, ctx: Context, namespace: str | None = None) -> str:
         """Where a memory came from: the conversation turns it was read from, the memories it
         replaced or that replaced it, and the feedback it received."""
-        return await call(ctx, lambda key: service.single_reader(key, namespace).history(item_id))
+        return await call(ctx, lambda key: service.single_reader(key, _namespace(namespace)).history(_item(item_id)))
 
     @mcp.tool()
     async def memory_update(item_id: str, content: str, ctx: Context, namespace: str | None = None) -> str:
         """Correct a memory's wording (the user's words win). Args: item_id (m:4821), content: the new sentence."""
-        return await call(ctx, lambda key: {"id": service.writer(key, namespace).update(item_id, content)})
+        def run(key: ApiKey) -> dict:
+            asked = valid(UpdateBody, content=content)
+            return {"id": service.writer(key, _namespace(namespace)).update(_item(item_id), asked.content)}
+        return await call(ctx, run)
 
     @mcp.tool()
     async def memory_forget(item_id: str, ctx: Context, namespace: str | None = None) -> str:
         """Stop using a memory that is wrong or that the user asked you to forget (it is kept for audit only)."""
-        return await call(ctx, lambda key: {"id": service.writer(key, namespace).forget(item_id)})
+        return await call(ctx, lambda key: {"id": service.writer(key, _namespace(namespace)).forget(_item(item_id))})
 
     @mcp.tool()
     async def memory_feedback(item_id: str, action: str, ctx: Context, namespace: str | None = None) -> str:
@@ -176,16 +208,17 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
         "demote" (it was unhelpful), "pin" (keep it for good) or "unpin"."""
         if action not in ("reinforce", "demote", "pin", "unpin"):
             raise ToolError(f"422 Invalid: action {action!r}; use reinforce, demote, pin or unpin")
-        return await call(ctx, lambda key: {"id": getattr(service.writer(key, namespace), action)(item_id),
-                                            "action": action})
+        return await call(ctx, lambda key: {
+            "id": getattr(service.writer(key, _namespace(namespace)), action)(_item(item_id)), "action": action})
 
     @mcp.tool()
     async def memory_record_response(item_ids: list[str], response_text: str, ctx: Context,
                                      namespace: str | None = None) -> str:
         """After you reply, report which injected memories (their ids) the reply relied on."""
         def run(key: ApiKey) -> dict:
-            client = service.writer(key, namespace)
-            return {"used": client.record_response(client.injection_of(item_ids), response_text)}
+            asked = valid(ResponseBody, item_ids=item_ids, response_text=response_text)
+            client = service.writer(key, _namespace(namespace))
+            return {"used": client.record_response(client.injection_of(asked.item_ids), asked.response_text)}
         return await call(ctx, run)
 
     @mcp.tool()
@@ -204,23 +237,32 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
             internal_state: your own state to restore after a crash (never turned into memories).
             project: the project this session works on.
         """
-        record = {"user_input": user_input, "llm_output": llm_output, "tool_calls": tool_calls or [],
-                  "internal_state": internal_state or {}}
-        return await call(ctx, lambda key: service.writer(key, namespace).append_turn(session_id, turn, record,
-                                                                                      project=project))
+        def run(key: ApiKey) -> dict:
+            session = valid(SessionRef, session_id=session_id).session_id
+            asked = valid(TurnBody, turn=turn, user_input=user_input, llm_output=llm_output, tool_calls=tool_calls,
+                          internal_state=internal_state, project=project)
+            record = asked.model_dump(exclude={"turn", "project"})
+            return service.writer(key, _namespace(namespace)).append_turn(session, asked.turn, record,
+                                                                          project=asked.project)
+        return await call(ctx, run)
 
     @mcp.tool()
     async def memory_replay(session_id: str, ctx: Context, upto_turn: int | None = None,
                             namespace: str | None = None) -> str:
         """The checkpointed turns of a session, in order: restore your state after a crash."""
-        return await call(ctx, lambda key: service.writer(key, namespace, count=False).replay(session_id, upto_turn))
+        return await call(ctx, lambda key: service.writer(key, _namespace(namespace), count=False).replay(
+            valid(SessionRef, session_id=session_id).session_id, upto_turn))
 
     @mcp.tool()
     async def memory_flush_session(session_id: str, ctx: Context, project: str | None = None,
                                    namespace: str | None = None) -> str:
         """End a session: hand its checkpointed turns to memory, which extracts what is worth keeping."""
-        return await call(ctx, lambda key: {
-            "written": service.writer(key, namespace).flush_session(session_id, project=project) is not None})
+        def run(key: ApiKey) -> dict:
+            session = valid(SessionRef, session_id=session_id).session_id
+            asked = valid(FlushBody, project=project)
+            return {"written": service.writer(key, _namespace(namespace)).flush_session(
+                session, project=asked.project) is not None}
+        return await call(ctx, run)
 
     @mcp.tool()
     async def memory_lessons(ctx: Context, namespace: str | None = None, project: str | None = None) -> str:
@@ -231,14 +273,15 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
             project: the project you are working on: its lessons and the general ones, never
                 another project's. Leave it out to get every lesson.
         """
-        return await call(ctx, lambda key: service.reader(key, namespace).lessons(project=project))
+        return await call(ctx, lambda key: service.reader(key, _namespace(namespace)).lessons(
+            project=valid(ListQuery, project=project).project))
 
     @mcp.tool()
     async def memory_export(ctx: Context, namespace: str | None = None) -> str:
         """Your memory in the portable export format (JSON Lines, a header first): for a backup
         or to move it to another memory server. Vectors are left out."""
         return await call(ctx, lambda key: "\n".join(exports.export(
-            service.reader(key, namespace), namespace or key.namespace)))
+            service.reader(key, _namespace(namespace)), _namespace(namespace) or key.namespace)))
 
     @mcp.tool()
     async def memory_import(export: str, ctx: Context) -> str:
@@ -255,6 +298,15 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
             project: the project you are working on: its reminders and the general ones; another
                 project's wait for that project.
         """
-        return await call(ctx, lambda key: service.writer(key, namespace).due_triggers(project=project))
+        return await call(ctx, lambda key: service.writer(key, _namespace(namespace)).due_triggers(
+            project=valid(ListQuery, project=project).project))
 
     return mcp
+
+
+def _namespace(namespace: str | None) -> str | None:
+    return valid(NamespaceArg, namespace=namespace).namespace
+
+
+def _item(item_id: str) -> str:
+    return valid(ItemRef, item_id=item_id).item_id

@@ -23,6 +23,7 @@ from retrieval.paths import location
 from typing import Any
 
 from retrieval.moments import parse_utc, utc
+from retrieval.names import InvalidName, check_namespace
 from retrieval.projects import check_project, project_from_metadata
 from retrieval.schema import ROLES, SOURCE_FORMATS, TRUST
 
@@ -79,7 +80,7 @@ class ParsedTranscript:
 
 def safe_session_id(raw: str) -> str:
     """Session ids become partition keys and folder names: keep them to [A-Za-z0-9._-]."""
-    cleaned = _SESSION_ID_UNSAFE.sub("-", raw.strip()).strip("-.")
+    cleaned = _SESSION_ID_UNSAFE.sub("-", raw.strip()).strip("-._")
     return cleaned[:120] or "session"
 
 
@@ -136,8 +137,11 @@ def _message(path: Path, line: int | None, raw: Any, *, max_bytes: int,
     if source_format not in SOURCE_FORMATS:
         raise TranscriptError(path, line, f'"source_format" is {source_format!r}; expected one of {", ".join(SOURCE_FORMATS)}')
     namespace = raw.get("namespace")
-    if namespace is not None and (not isinstance(namespace, str) or not namespace.strip()):
-        raise TranscriptError(path, line, f'"namespace" must be a non-empty string (the user or agent), got {namespace!r}')
+    if namespace is not None:
+        try:
+            namespace = check_namespace(namespace.strip() if isinstance(namespace, str) else namespace)
+        except InvalidName as exc:
+            raise TranscriptError(path, line, f'"namespace" (the user or agent): {exc}') from None
     project = raw.get("project")
     if project is not None:
         try:
