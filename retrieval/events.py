@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval.inbox import write_event
+from retrieval.names import check_session_id
 from retrieval.paths import DataRoot
 from retrieval.schema import EVENT_TYPES
 
@@ -67,8 +68,8 @@ def record(events_dir: Path, type: str, item_ids: Sequence[str], now: datetime, 
     """Append one event (``retrieval.inbox.write_event``), its payload redacted of
     credentials and the ``pii`` kinds: the config's ``[privacy] redact``
     (``credentials.pii_from_config``), which every caller holding a config passes."""
-    event = Event(type=type, item_ids=list(item_ids), ts=now.isoformat(), session_id=session_id,
-                  payload=payload or {})
+    event = Event(type=type, item_ids=list(item_ids), ts=now.isoformat(),
+                  session_id=None if session_id is None else check_session_id(session_id), payload=payload or {})
     # An ``injected`` event only counts injections (never a reference): it skips the
     # fsync that every other event, the user's feedback, gets; inject stays fast.
     write_event(events_dir, asdict(event), pii=pii, durable=type != "injected")

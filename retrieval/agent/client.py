@@ -28,7 +28,6 @@ from retrieval.config import MemoryConfig, load_config
 from retrieval.disabled import is_disabled
 from retrieval.embeddings import Embedder
 from retrieval.paths import DataRoot
-from retrieval.names import check_session_id
 from retrieval.projects import check_project
 from retrieval.store import ItemStore
 
@@ -112,8 +111,8 @@ class MemoryClient:
         costly paths) and ``token_budget`` tokens. ``record``: write the ``injected`` event."""
         injection = recall.inject(context, self.stores, self.overlay, self.view.at(as_of).for_project(project),
                                   self.config, self.options, _now(now), pii=self._pii, max_items=max_items,
-                                  token_budget=token_budget, budget_aware=budget_aware,
-                                  session_id=None if session_id is None else check_session_id(session_id), record=record)
+                                  token_budget=token_budget, budget_aware=budget_aware, session_id=session_id,
+                                  record=record)
         self.last_tier = injection.tier
         return injection
 
@@ -210,7 +209,7 @@ class MemoryClient:
                         session_id: str | None = None) -> dict[str, bool]:
         """Which injected items the reply used (``referenced``) and ignored (``ignored``): hit id → used."""
         return echo.record(injection, response_text, self.config, self.embedder.embed, self.paths.events, _now(now),
-                           session_id=None if session_id is None else check_session_id(session_id), pii=self._pii)
+                           session_id=session_id, pii=self._pii)
 
     # -- a live session ------------------------------------------------------------------
 
@@ -223,19 +222,16 @@ class MemoryClient:
                     now: datetime | None = None) -> dict[str, Any]:
         """Checkpoint one turn, durable when this returns; a turn with a signal worth keeping
         at once (``retrieval.agent.signals``) hands the session so far to the pipeline."""
-        return sessions.append_turn(self.paths, lambda: self.checkpoints, self.view, self.config,
-                                    check_session_id(session_id), turn,
+        return sessions.append_turn(self.paths, lambda: self.checkpoints, self.view, self.config, session_id, turn,
                                     record, project=project, now=_now(now), pii=self._pii)
 
     def replay(self, session_id: str, upto_turn: int | None = None) -> list[dict[str, Any]]:
         """The session's checkpointed turns in order, up to ``upto_turn``: its state after a crash."""
-        return sessions.replayed(self.checkpoints, self.view, check_session_id(session_id), upto_turn)
+        return sessions.replayed(self.checkpoints, self.view, session_id, upto_turn)
 
     def flush_session(self, session_id: str, messages: Messages | None = None, *, user: str | None = None,
                       project: str | None = None) -> str | None:
         """Hand a session's transcript to the pipeline (its checkpointed turns when no
-        ``messages``), for ``user`` (default this client's namespace); the inbox file, or None when
-        it was already there. An empty transcript, or none checkpointed, is a ``ValueError``."""
-        return sessions.flush(self.paths, lambda: self.checkpoints, self.view, check_session_id(session_id), messages,
-                              user=user,
+        ``messages``), for ``user`` (default this client's namespace); the inbox file or None."""
+        return sessions.flush(self.paths, lambda: self.checkpoints, self.view, session_id, messages, user=user,
                               project=project, pii=self._pii, default_namespace=self.config.default_namespace)

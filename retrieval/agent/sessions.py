@@ -20,6 +20,7 @@ from retrieval.agent.view import View
 from retrieval.checkpoints import CheckpointStore
 from retrieval.config import MemoryConfig
 from retrieval.inbox import write_session
+from retrieval.names import check_session_id
 from retrieval.paths import DataRoot
 from retrieval.projects import check_project
 from retrieval.schema import ROLES
@@ -68,6 +69,7 @@ def flush(paths: DataRoot, checkpoints: Callable[[], CheckpointStore], view: Vie
     inbox file, or None when it was already there. ``pii`` and ``default_namespace``: the
     config's (``write_session``)."""
     now = datetime.now(timezone.utc).isoformat()
+    session_id = check_session_id(session_id)
     namespace = user or view.namespace
     project = check_project(project) if project is not None else None
     checkpointed = None
@@ -94,6 +96,7 @@ def append_turn(paths: DataRoot, checkpoints: Callable[[], CheckpointStore], vie
     """Checkpoint one turn (``MemoryClient.append_turn``), durable when this returns; a
     turn with a high signal (``signals.HIGH_SIGNALS``) hands the session so far to the
     pipeline (``flush``) and asks for a ``materialize`` run."""
+    session_id = check_session_id(session_id)
     saved = checkpoints().append(view.writer("append_turn"), session_id, turn, record, project=project, now=now)
     found = signals_in(record, config, pii)
     flushed = None
@@ -113,4 +116,4 @@ def replayed(checkpoints: CheckpointStore, view: View, session_id: str,
     """The session's checkpointed turns in order, up to ``upto_turn``, as a reader gets them."""
     return [{"turn": c.turn, "record": c.record, "project": c.project, "created_at": c.created_at.isoformat(),
              "flushed": c.flushed_at is not None}
-            for c in checkpoints.replay(view.writer("replay"), session_id, upto_turn)]
+            for c in checkpoints.replay(view.writer("replay"), check_session_id(session_id), upto_turn)]
