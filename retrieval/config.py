@@ -191,6 +191,7 @@ class Pipeline(_Section):
     namespace: str
     sessions_per_run: int = Field(ge=1)
     sensor_seconds: int = Field(ge=1)
+    extraction_seconds: float = Field(gt=0)
     # Categories whose facts are about the work of the session's project (scoped to it).
     project_categories: tuple[str, ...]
 

@@ -15,10 +15,11 @@ extract_session_job = dg.define_asset_job(
 
 @dg.sensor(job=extract_session_job, minimum_interval_seconds=1800, default_status=dg.DefaultSensorStatus.RUNNING)
 def quarantine_retry_sensor(context: dg.SensorEvaluationContext, memory: MemoryRoot) -> dg.SensorResult | dg.SkipReason:
-    """Every half hour, re-runs extraction for each session with an open quarantine record."""
-    records = quarantine.open_records(memory.paths)
+    """Every half hour, re-runs extraction for each session with an open quarantine record
+    that asks for a retry (an LLM failure; not a session over its time budget)."""
+    records = [r for r in quarantine.open_records(memory.paths) if r.get("retry", True)]
     if not records:
-        return dg.SkipReason("quarantine is empty")
+        return dg.SkipReason("no quarantined session waits for a retry")
     latest: dict[str, str] = {}
     for record in records:
         latest[record["session_id"]] = max(latest.get(record["session_id"], ""), record["quarantined_at"])

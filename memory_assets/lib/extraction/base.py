@@ -14,7 +14,9 @@ Both extractors call ``segments()`` so the rules below hold for both:
 
 from __future__ import annotations
 
+import dataclasses
 import re
+import time
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -35,6 +37,36 @@ class ExtractionResult:
 
 class ExtractionFailed(LLMOutputFailed):
     """LLM output failed validation on every attempt; the session goes to quarantine."""
+
+
+class OverBudget(ExtractionFailed):
+    """The session's extraction ran past ``[pipeline] extraction_seconds``: it is
+    quarantined with the reason, its turns stay stored, and the run goes on."""
+
+
+class Budget:
+    """A session's time budget (``[pipeline] extraction_seconds``): ``check`` between
+    sentences raises ``OverBudget`` once it is spent. Each check comes after a bounded
+    step (a sentence is at most ``clauses.SENTENCE_MAX_CHARS``), so none runs on for long."""
+
+    def __init__(self, seconds: float):
+        self.seconds, self.deadline = seconds, time.monotonic() + seconds
+
+    def check(self) -> None:
+        if time.monotonic() > self.deadline:
+            raise OverBudget(f"time budget: extraction ran past {self.seconds:g} s ([pipeline] extraction_seconds)")
+
+
+_SPACES = re.compile(r"[^\S\n]+")
+_BREAKS = re.compile(r" ?\n[\s]*")
+
+
+def plain_spacing(turns: list[Turn]) -> list[Turn]:
+    """The turns with each run of spaces and tabs as one space and each run of line breaks
+    (with the blanks around them) as one: what the rules read. A run of 100,000 tabs
+    says nothing a single space does not, and it made rules that scan for a space
+    before a word take quadratic time."""
+    return [dataclasses.replace(t, content=_BREAKS.sub("\n", _SPACES.sub(" ", t.content))) for t in turns]
 
 
 class Extractor(Protocol):

@@ -220,7 +220,9 @@ def technical_session(turns) -> bool:
     hits = 0
     for turn in turns:
         text = turn.content or ""
-        if "`" in text or _TECHNICAL.search(text):
+        # Window by window: over a whole pasted log, the pattern's scans for a word run
+        # followed by "/" took time growing with the square of its length.
+        if "`" in text or any(_TECHNICAL.search(text, at, at + 1000) for at in range(0, len(text), 800)):
             hits += 1
             if hits >= 2:
                 return True

@@ -59,11 +59,28 @@ def split_caption(text: str) -> tuple[str, str | None]:
     return C.CAPTION.sub(" ", text).strip(), found.group(1).strip() or None
 
 
+# The longest sentence the rules read at once: a longer run of words (a pasted log with no
+# full stop) is read in pieces of at most this, cut at a space, so no rule's time grows
+# with the length of the whole text.
+SENTENCE_MAX_CHARS = 1000
+
+
+def _pieces(sentence: str) -> list[str]:
+    out = []
+    while len(sentence) > SENTENCE_MAX_CHARS:
+        cut = sentence.rfind(" ", SENTENCE_MAX_CHARS // 2, SENTENCE_MAX_CHARS)
+        cut = cut if cut > 0 else SENTENCE_MAX_CHARS
+        out.append(sentence[:cut].strip())
+        sentence = sentence[cut:]
+    return [*out, sentence.strip()]
+
+
 def sentences(text: str) -> list[str]:
     text = R.EMOJI.sub(" ", text.replace("’", "'"))
-    text = re.sub(r"^\s*(?:[-*•]|\d+[.)])\s+", "", text, flags=re.MULTILINE)  # list bullets
+    text = re.sub(r"^[^\S\n]*(?:[-*•]|\d+[.)])\s+", "", text, flags=re.MULTILINE)  # list bullets
     protected = _ABBREV.sub(lambda m: m.group(1) + "<DOT>", text)
-    return [p.replace("<DOT>", ".").strip() for p in _SENTENCE_END.split(protected) if p and p.strip()]
+    return [piece for p in _SENTENCE_END.split(protected) if p and p.strip()
+            for piece in _pieces(p.replace("<DOT>", ".").strip()) if piece]
 
 
 def clauses(sentence: str) -> list[str]:

@@ -19,7 +19,7 @@ import re
 
 from memory_assets.lib.extraction import cues as C
 from memory_assets.lib.extraction import rules as R
-from memory_assets.lib.extraction.base import ExtractionResult, Segment, segments
+from memory_assets.lib.extraction.base import Budget, ExtractionResult, Segment, plain_spacing, segments
 from memory_assets.lib.extraction.categories import TECHNICAL_CATEGORY, technical_session
 from memory_assets.lib.extraction.change_statements import change_statement, lead_change
 from memory_assets.lib.extraction.clauses import (Categorizer, clauses, content_words, drop_tail_question, entities_of,
@@ -43,15 +43,11 @@ from retrieval.text import sentiment
 # --- The extractor ----------------------------------------------------------------
 
 class OfflineExtractor:
-    """Rule-based extraction: deterministic, offline, fast.
-
-    Args:
-        config: the memory config; category keywords pick each fact's category and
-            ``tiers`` its tier.
-    """
+    """Rule-based extraction: deterministic, offline, fast. ``config``: the memory config
+    (category keywords pick each fact's category, ``tiers`` its tier)."""
 
     name = "offline"
-    version = "rules-v15"  # v15: a motto word after "before", "if", "when"… no longer drops a statement about "our X"
+    version = "rules-v16"  # v16: runs of spaces read as one, sentences read in pieces of ≤ 1,000 characters
 
     def __init__(self, config: MemoryConfig):
         self.config = config
@@ -59,7 +55,8 @@ class OfflineExtractor:
         self._technical_session = False
 
     def extract(self, turns: list[Turn]) -> ExtractionResult:
-        """Candidate facts from one session's turns, in order."""
+        """Candidate facts from one session's turns, in order; ``OverBudget`` past the time budget."""
+        turns, self._budget = plain_spacing(turns), Budget(self.config.pipeline.extraction_seconds)
         self._technical_session = technical_session(turns)
         by_turn: dict[int, list[Segment]] = {}
         for seg in segments(turns, self.config.injection.header):
@@ -133,6 +130,7 @@ class OfflineExtractor:
         antecedent: str | None = None
         previous: Candidate | None = None  # the fact the last sentence ended on
         for sentence in sentences(text):
+            self._budget.check()
             # "I finally bought a kiln! A used Skutt KM-818, 600 dollars from a retiring
             # teacher.": a verbless sentence right after a fact describes that fact.
             if previous is not None and (tail := appositive(sentence, all_names)):

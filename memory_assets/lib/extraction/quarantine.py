@@ -17,10 +17,12 @@ from retrieval.paths import DataRoot
 
 
 def put(paths: DataRoot, session_id: str, *, reason: str, raw_response: str | None,
-        attempts: int, extractor: str, now: datetime) -> Path:
+        attempts: int, extractor: str, now: datetime, retry: bool = True) -> Path:
+    """An open record; ``retry``: whether ``quarantine_retry_sensor`` runs the session again
+    (not for one over its time budget, which would only spend the budget again)."""
     record = {
         "session_id": session_id, "reason": reason, "raw_response": raw_response,
-        "attempts": attempts, "extractor": extractor, "quarantined_at": now.isoformat(),
+        "attempts": attempts, "extractor": extractor, "quarantined_at": now.isoformat(), "retry": retry,
     }
     return warehouse.write_json(paths.quarantine / session_id / f"{stamp(now)}.json", record, indent=1)
 

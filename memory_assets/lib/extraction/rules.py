@@ -44,7 +44,7 @@ LEFT_HAS_CLAUSE = re.compile(
     r"\b(?:is|are|was|were|has|have|had|does|did|[a-z]{3,}ed)\b|"
     r"\b[a-z]{3,}s\s+(?:anything|everything|the|a|an|my|it|that|this|them)\b", _I)
 # "For context on the climbing: …", "Change of plan: …": a heading, not part of the fact.
-LABEL = re.compile(r"^((?:[^:\d]\S*\s+){0,5}[^:\d\s]+):\s+(?=\S+\s+\S+\s+\S+)")
+LABEL = re.compile(r"^((?:[^:\d\s]\S*\s+){0,5}[^:\d\s]+):\s+(?=\S+\s+\S+\s+\S+)")
 EMOJI = re.compile("[\U0001F000-\U0001FAFF\u2600-\u27BF\uFE0F\u200d]+")
 
 # Periods that do not end a sentence ("No." only before a number: "No. 5", not "Actually no.").

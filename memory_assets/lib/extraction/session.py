@@ -16,7 +16,7 @@ import polars as pl
 
 from memory_assets.lib import warehouse
 from memory_assets.lib.extraction import direct, forgetting, quarantine
-from memory_assets.lib.extraction.base import ExtractionFailed, ExtractionResult, Extractor
+from memory_assets.lib.extraction.base import ExtractionFailed, ExtractionResult, Extractor, OverBudget
 from memory_assets.lib.extraction.facts import GatedFacts, build_facts
 from memory_assets.lib.extraction.offline import OfflineExtractor
 from retrieval import events
@@ -88,11 +88,19 @@ def extract_session(paths: DataRoot, session_id: str, extractor: Extractor, conf
     try:
         result = extractor.extract(conversation) if conversation else ExtractionResult([])
     except ExtractionFailed as failure:
-        failed = failure
+        # Over the time budget, the session's turns stay stored, quarantined and not retried
+        # on their own; the run goes on. An LLM failure is read by the rules meanwhile.
+        failed, result = failure, ExtractionResult([])
         record = quarantine.put(paths, session_id, reason=failure.reason, raw_response=failure.raw_response,
-                                attempts=failure.attempts, extractor=extractor.name, now=now)
-        extractor = OfflineExtractor(config)
-        result = extractor.extract(conversation)
+                                attempts=failure.attempts, extractor=extractor.name, now=now,
+                                retry=not isinstance(failure, OverBudget))
+        if not isinstance(failure, OverBudget):
+            extractor = OfflineExtractor(config)
+            try:
+                result = extractor.extract(conversation)
+            except OverBudget as over:
+                record = quarantine.put(paths, session_id, reason=over.reason, raw_response=None, attempts=1,
+                                        extractor=extractor.name, now=now, retry=False)
     asked = forgetting.requests(turns)
     written = direct.remembered_candidates(remembered, config)
     candidates, forgotten = forgetting.drop_forgotten(result.candidates + written, asked)
