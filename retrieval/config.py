@@ -253,6 +253,7 @@ class Service(_Section):
     checkpoint_dsn: str
     signal_scan: bool
     concurrent_searches: int = Field(ge=0)
+    searches_per_key: int = Field(ge=0)
 
 
 class MemoryConfig(_Section):

@@ -596,7 +596,7 @@ def test_no_more_than_concurrent_searches_run_at_once_and_the_rest_are_answered(
     from retrieval.service.keys import KeyStore
 
     config = tmp_path / "limit.toml"
-    config.write_text("[service]\nconcurrent_searches = 2\n")
+    config.write_text("[service]\nconcurrent_searches = 2\nsearches_per_key = 2\n")  # one key may use both
     monkeypatch.setenv("MEMORY_CONFIG", str(config))
     client = MemoryClient(tmp_path / "data", namespace="*")
     service = Service(client, KeyStore(engine_for(client.paths, client.config)))
@@ -635,3 +635,64 @@ def test_no_more_than_concurrent_searches_run_at_once_and_the_rest_are_answered(
             t.join()
     assert statuses == [200] * 12
     assert most == 2
+
+
+def test_a_key_flooding_the_server_waits_behind_itself_and_another_keys_search_starts_at_once(tmp_path, monkeypatch):
+    """Fair reads (``[service] searches_per_key``): with two search slots, eight searches sent
+    at once by one key run one at a time, and another key's search starts while they queue."""
+    import threading
+
+    from fastapi.testclient import TestClient
+
+    from retrieval.agent.client import MemoryClient
+    from retrieval.database import engine_for
+    from retrieval.service.core import Service
+    from retrieval.service.http import create_app
+    from retrieval.service.keys import KeyStore
+
+    config = tmp_path / "fair.toml"
+    config.write_text("[service]\nconcurrent_searches = 2\n")
+    monkeypatch.setenv("MEMORY_CONFIG", str(config))
+    client = MemoryClient(tmp_path / "data", namespace="*")
+    service = Service(client, KeyStore(engine_for(client.paths, client.config)))
+    keys = {agent: service.keys.create(agent)[0] for agent in ("flood", "other")}
+    entered: list[str] = []
+    inside = {"flood": 0}
+    most = {"flood": 0}
+    lock, running = threading.Lock(), threading.Event()
+    real_search = MemoryClient.search
+
+    def slow(self, *args, **kwargs):
+        with lock:
+            entered.append(self.namespace)
+            running.set()
+            if self.namespace == "flood":
+                inside["flood"] += 1
+                most["flood"] = max(most["flood"], inside["flood"])
+        try:
+            time.sleep(0.1)
+            return real_search(self, *args, **kwargs)
+        finally:
+            with lock:
+                if self.namespace == "flood":
+                    inside["flood"] -= 1
+
+    monkeypatch.setattr(MemoryClient, "search", slow)
+    with TestClient(create_app(service)) as http:
+        statuses: list[int] = []
+
+        def ask(agent: str, n: int) -> None:
+            statuses.append(http.post("/v1/search", json={"query": f"deploy {n}"},
+                                      headers={"Authorization": f"Bearer {keys[agent]}"}).status_code)
+
+        flood = [threading.Thread(target=ask, args=("flood", n)) for n in range(8)]
+        for t in flood:
+            t.start()
+        assert running.wait(timeout=10)  # the flood's first search is running
+        other = threading.Thread(target=ask, args=("other", 99))
+        other.start()
+        for t in [*flood, other]:
+            t.join()
+    assert statuses == [200] * 9
+    assert most["flood"] == 1  # the flooding key never held both slots
+    assert entered.index("other") <= 2  # it did not wait behind the flood's queue

@@ -94,25 +94,44 @@ async def _agent(n: int, client: Any, queries: list, args: argparse.Namespace, s
             await asyncio.sleep(rng.uniform(0.5, 1.5) * args.think_ms / 1000.0)
 
 
-async def _load(url: str, keys: list[str], queries: list, args: argparse.Namespace) -> dict[str, Any]:
+async def _flood(client: Any, queries: list, stop: float, seed: int, timings: list[float]) -> None:
+    """One of a flooding key's threads: injects back to back, no pause."""
+    rng = random.Random(seed)
+    while time.monotonic() < stop:
+        started = time.perf_counter()
+        try:
+            await client.post("/v1/inject", json={"context": rng.choice(queries)})
+        except Exception:  # the flood's own failures are not the measured agents' errors
+            pass
+        timings.append(time.perf_counter() - started)
+
+
+async def _load(url: str, keys: list[str], queries: list, args: argparse.Namespace,
+                flood_key: str | None = None) -> dict[str, Any]:
     import httpx
 
     timings: dict[str, list[float]] = {k: [] for k in KINDS}
     errors: list[str] = []
     written: dict[str, list] = {"remember": [], "append_turn": []}
     clients = [httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {k}"}, timeout=60) for k in keys]
+    flooder = httpx.AsyncClient(base_url=url, headers={"Authorization": f"Bearer {flood_key}"}, timeout=60,
+                                limits=httpx.Limits(max_connections=args.flood + 1)) if flood_key else None
+    flooded: list[float] = []
     started = time.monotonic()
     try:
         await asyncio.gather(*(_agent(n, c, queries, args, started + args.seconds, timings, errors, written)
-                               for n, c in enumerate(clients)))
+                               for n, c in enumerate(clients)),
+                             *(_flood(flooder, queries, started + args.seconds, args.seed + 7919 * t, flooded)
+                               for t in range(args.flood if flooder else 0)))
     finally:
-        for c in clients:
+        for c in [*clients, *([flooder] if flooder else [])]:
             await c.aclose()
     elapsed = time.monotonic() - started
     total = sum(len(v) for v in timings.values())
     return {"elapsed_s": round(elapsed, 1), "requests": total, "throughput_rps": round(total / elapsed, 1),
             "latency_ms": {k: _stats(v) for k, v in timings.items()}, "errors": len(errors),
-            "error_examples": errors[:5], "written": written}
+            "error_examples": errors[:5], "written": written,
+            **({"flood_inject_ms": _stats(flooded)} if flood_key else {})}
 
 
 def _lost(root: Path, written: dict[str, list], keys: list[str], url: str) -> dict[str, Any]:
@@ -158,7 +177,7 @@ def run(args: argparse.Namespace, memory_config: MemoryConfig) -> dict[str, Any]
         config.write_text(f"[service]\nwrites_per_minute = {args.writes_per_minute}\n"
                           f"concurrent_searches = {args.concurrent_searches}\n")
         # Every agent reads and writes the store's namespace: the heaviest read path.
-        keys = [create_key(root, f"agent-{n}", "--namespace", config.default_namespace, env=service_env(config))
+        keys = [create_key(root, f"agent-{n}", "--namespace", memory_config.default_namespace, env=service_env(config))
                 for n in range(args.clients)]
         started = time.perf_counter()
         server = start(root, keys[0], config=config, timeout=300, workers=args.workers)
@@ -169,7 +188,20 @@ def run(args: argparse.Namespace, memory_config: MemoryConfig) -> dict[str, Any]
         try:
             # A pool far larger than the requests: a repeated query would skip its embedding.
             queries = synthetic_queries(20_000, seed=args.seed)
-            load = asyncio.run(_load(server.url, keys, queries, args))
+            if args.flood:
+                # Fair reads: the agents alone, then beside one key injecting from --flood threads.
+                flood_key = create_key(root, "flooder", "--namespace", memory_config.default_namespace,
+                                       env=service_env(config))
+                idle = asyncio.run(_load(server.url, keys, queries, args))
+                load = asyncio.run(_load(server.url, keys, queries, args, flood_key))
+                before, during = idle["latency_ms"]["inject"]["p50"], load["latency_ms"]["inject"]["p50"]
+                load["fairness"] = {"flood_threads": args.flood, "others_inject_p50_idle_ms": before,
+                                    "others_inject_p50_flooded_ms": during, "ratio": round(during / before, 2),
+                                    "flood_requests": load["flood_inject_ms"].get("n", 0)}
+                load["written"] = {k: idle["written"][k] + load["written"][k] for k in load["written"]}
+                load["errors"] += idle["errors"]
+            else:
+                load = asyncio.run(_load(server.url, keys, queries, args))
             written = load.pop("written")
             if args.no_check:
                 return {**setup, **load, "machine": machine(memory_config)}
@@ -194,6 +226,11 @@ def format_report(r: dict[str, Any]) -> str:
     for kind, s in r["latency_ms"].items():
         if s.get("n"):
             lines.append(f"  {kind:<12} n={s['n']:<6} p50 {s['p50']} ms  p95 {s['p95']} ms  p99 {s['p99']} ms  max {s['max']} ms")
+    if "fairness" in r:
+        f = r["fairness"]
+        lines.append(f"  fair reads: the agents' inject p50 {f['others_inject_p50_idle_ms']} ms alone, "
+                     f"{f['others_inject_p50_flooded_ms']} ms beside one key's {f['flood_threads']}-thread flood "
+                     f"(×{f['ratio']}; {f['flood_requests']} flood requests)")
     if "lost" in r:  # not with --no-check
         lines.append(f"  after one `memory materialize` ({r['materialize_s']} s): {r['remembered']} remembered, "
                      f"{r['turns']} turns checkpointed, lost {r['lost']}")
@@ -214,6 +251,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--workers", type=int, default=None, help="the server's worker processes (default [service] workers)")
     parser.add_argument("--concurrent-searches", type=int, default=0,
                         help="the server's [service] concurrent_searches (default 0: one per core)")
+    parser.add_argument("--flood", type=int, default=0,
+                        help="fair reads: run the load alone, then beside one more key injecting back to back "
+                             "from this many threads, and compare the agents' inject p50")
     parser.add_argument("--embed", choices=["model", "random"], default="model")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-check", action="store_true",

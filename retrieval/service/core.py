@@ -18,6 +18,8 @@ import math
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,18 +109,30 @@ class Service:
         # two at a time (`memory bench service`).
         searches = int(self.config.service.concurrent_searches) or len(os.sched_getaffinity(0))
         self._searches = threading.BoundedSemaphore(searches)
+        # Fair reads: one key holds at most `searches_per_key` of those slots, so a key that
+        # floods the server queues behind itself and another key's search starts at once.
+        self._per_key = int(self.config.service.searches_per_key) or max(1, searches - 1)
+        self._key_slots: dict[str, threading.BoundedSemaphore] = {}
+        self._key_slots_lock = threading.Lock()
+
+    @contextmanager
+    def _turn(self, key: ApiKey) -> Iterator[None]:
+        """One search slot for ``key``: its own first, then one of the process's."""
+        with self._key_slots_lock:
+            slot = self._key_slots.setdefault(key.key_id, threading.BoundedSemaphore(self._per_key))
+        with slot, self._searches:
+            yield
 
     def inject(self, key: ApiKey, namespace: str | None, context: Any, **options: Any) -> Any:
-        """``MemoryClient.inject`` for ``key`` (``reader``'s namespaces), one of the searches
-        allowed at once."""
+        """``MemoryClient.inject`` for ``key`` (``reader``'s namespaces), in its turn (``_turn``)."""
         reader = self.reader(key, namespace)
-        with self._searches:
+        with self._turn(key):
             return reader.inject(context, **options)
 
     def search(self, key: ApiKey, namespace: str | None, query: str, **options: Any) -> list[Any]:
         """``MemoryClient.search`` for ``key``, as ``inject``."""
         reader = self.reader(key, namespace)
-        with self._searches:
+        with self._turn(key):
             return reader.search(query, **options)
 
     @classmethod
