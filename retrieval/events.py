@@ -16,6 +16,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from retrieval.corrections import CORRECTION_TYPES, mirror
 from retrieval.inbox import write_event
 from retrieval.names import check_session_id
 from retrieval.paths import DataRoot
@@ -64,13 +65,17 @@ def fired_triggers(paths: DataRoot) -> set[str]:
 
 def record(events_dir: Path, type: str, item_ids: Sequence[str], now: datetime, *,
            session_id: str | None = None, payload: dict[str, Any] | None = None,
-           pii: Iterable[str]) -> Event:
+           pii: Iterable[str], corrections: Path | None = None) -> Event:
     """Append one event (``retrieval.inbox.write_event``), its payload redacted of
     credentials and the ``pii`` kinds: the config's ``[privacy] redact``
-    (``credentials.pii_from_config``), which every caller holding a config passes."""
+    (``credentials.pii_from_config``), which every caller holding a config passes.
+    A correction (forget, update, pin…) is also copied, as stored, to ``corrections``
+    (the data root's ``corrections/``), so readers see it at once (``retrieval.corrections``)."""
     event = Event(type=type, item_ids=list(item_ids), ts=now.isoformat(),
                   session_id=None if session_id is None else check_session_id(session_id), payload=payload or {})
     # An ``injected`` event only counts injections (never a reference): it skips the
     # fsync that every other event, the user's feedback, gets; inject stays fast.
-    write_event(events_dir, asdict(event), pii=pii, durable=type != "injected")
+    written = write_event(events_dir, asdict(event), pii=pii, durable=type != "injected")
+    if corrections is not None and type in CORRECTION_TYPES:
+        mirror(corrections, json.loads(written.read_bytes()))  # the redacted event, as stored
     return event

@@ -1,7 +1,7 @@
 """Where everything lives under a data root (DESIGN.md, "Layout").
 
-Agents append to ``inbox/``, ``events/``, ``requests/`` and ``imports/``; only pipeline runs write
-the rest.
+Agents append to ``inbox/``, ``events/`` (and ``corrections/``), ``requests/`` and ``imports/``;
+only pipeline runs write the rest.
 
 A data root is a local folder (the embedded default) or an object-store URI
 (``s3://bucket/prefix``, ``gs://``, ``az://``), reached through fsspec: a remote root is a
@@ -93,6 +93,12 @@ class DataRoot:
     @property
     def events(self) -> Path:
         return self.root / "events"
+
+    @property
+    def corrections(self) -> Path:
+        """A copy of each correction in ``events/`` (forget, update, pin…) not published
+        yet, which readers lay over the published rows (``retrieval.corrections``)."""
+        return self.root / "corrections"
 
     @property
     def requests(self) -> Path:

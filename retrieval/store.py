@@ -8,7 +8,7 @@ after a run's checks passed.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,6 +16,7 @@ import numpy as np
 import polars as pl
 
 from retrieval import published
+from retrieval.corrections import Corrections
 from retrieval.ids import ShortIds
 from retrieval.paths import DataRoot
 from retrieval.published import ITEMS_TABLE, PUBLISHED_TAG, SUMMARIES_TABLE
@@ -150,10 +151,14 @@ class PublishedRows:
     Safe to share between threads (the service serves many requests at once): a reload
     builds the new frame and its index aside and swaps them in as one snapshot, so a
     reader never pairs one version's index with another's rows.
+
+    Every row handed out carries the user's corrections not published yet (``corrections``:
+    forgotten, reworded, pinned), as is ``corrected``'s frame.
     """
 
-    def __init__(self, paths: DataRoot):
+    def __init__(self, paths: DataRoot, tier_for: Callable[[str, str | None], str] | None = None):
         self.paths = paths
+        self.corrections = Corrections(paths, tier_for)
         self.pointer = published.PointerCache(paths)
         self._snapshot = _EMPTY
         self._loading = threading.Lock()
@@ -215,7 +220,24 @@ class PublishedRows:
                 held.clear()
             held.update(fetched)
             found.update((item_id, dict(row)) for item_id, row in fetched.items())
+        if self.corrections:
+            found = {item_id: self.corrections.apply(row) for item_id, row in found.items()}
         return {item_id: found[item_id] for item_id in dict.fromkeys(ids) if item_id in found}
+
+    def corrected(self, frame: pl.DataFrame) -> pl.DataFrame:
+        """``frame`` (rows of the snapshot) with the corrections not published yet laid over
+        it: the rows they name replaced, the items of an erased namespace purged."""
+        if not self.corrections or frame.is_empty():
+            return frame
+        named = frame.filter(pl.col("id").is_in(list(self.corrections.touched())))
+        if not named.is_empty():
+            rows = [self.corrections.apply(r) for r in named.to_dicts()]
+            frame = frame.update(pl.DataFrame(rows, schema=frame.schema), on="id", include_nulls=True)
+        for namespace, at in self.corrections.erased():
+            frame = frame.with_columns(
+                status=pl.when((pl.col("namespace") == namespace) & (pl.col("created_at") <= at))
+                .then(pl.lit("purged")).otherwise(pl.col("status")))
+        return frame
 
 
 # Converted rows a snapshot keeps, at most (about 2 KiB each).

@@ -80,17 +80,23 @@ def test_an_unknown_id_is_an_error_naming_it(built, capsys):
         assert "m:0000000" in capsys.readouterr().err
 
 
-def test_edit_and_forget_are_applied_by_the_next_materialize(built, tmp_path, capsys):
+def test_edit_and_forget_take_effect_at_once_and_the_next_materialize_publishes_them(built, tmp_path, capsys):
     root = tmp_path / "data"
     shutil.copytree(built, root)
     wrx = _wrx(root, capsys)
     editor = next(r for r in _listed(root, capsys, "--category", "work") if r["id"] != wrx["id"])
     new = "Aaron's WRX oil change is due at 12,500 miles"
     assert memory(["--data-root", str(root), "edit", wrx["ref"], new, "--tags", "car,maintenance"]) == 0
-    assert "applied by the next `memory materialize`" in capsys.readouterr().out
+    assert "agents read it at once" in capsys.readouterr().out
     assert memory(["--data-root", str(root), "forget", editor["ref"]]) == 0
     assert "audit trail" in capsys.readouterr().out
     assert memory(["--data-root", str(root), "edit", wrx["ref"], "   "]) == 2  # an empty wording is refused
+    # Before any run: a new reader already reads the new wording, and not the forgotten item.
+    before = MemoryClient(root, namespace="*")
+    assert (before.get(wrx["id"])["content"], before.get(wrx["id"])["provenance"]) == (new, "user_corrected")
+    assert before.get(editor["id"])["status"] == "purged"
+    assert editor["id"] not in {r["id"] for r in _listed(root, capsys)}
+    assert len(list((root / "corrections").glob("*.json"))) == 2
 
     with dg.instance_for_test() as instance:
         assert not materialize_pending(DataRoot.resolve(root), instance=instance,
@@ -101,6 +107,7 @@ def test_edit_and_forget_are_applied_by_the_next_materialize(built, tmp_path, ca
     assert after.get(editor["id"])["status"] == "purged"
     assert editor["id"] not in {r["id"] for r in _listed(root, capsys)}
     assert editor["id"] in {r["id"] for r in _listed(root, capsys, "--status", "purged")}
+    assert not list((root / "corrections").glob("*.json"))  # published: the copies are gone
     assert memory(["--data-root", str(root), "show", wrx["id"]]) == 0
     history = capsys.readouterr().out.split("history:")[1]
     assert "update" in history and "12,500" in history

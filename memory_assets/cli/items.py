@@ -2,7 +2,8 @@
 right to be forgotten) and ``memory disable / enable`` (memory off for a namespace).
 
 The operator's view: every namespace (``MemoryClient(root, namespace="*")``). Edits and
-forgets are feedback events the next ``memory materialize`` applies; an erasure runs the
+forgets are feedback events that readers apply at once (``retrieval.corrections``) and the
+next ``memory materialize`` publishes; an erasure runs the
 ``erase`` job at once (``lib/erasure.py``); disabling writes ``settings/disabled.json``,
 which agents read (``retrieval/disabled.py``).
 
@@ -158,7 +159,7 @@ def _feedback(args: argparse.Namespace, write: Callable[[Any], str], what: str) 
         item_id = write(_operator(args.data_root))
     except (ItemStore.DoesNotExist, AmbiguousId) as exc:
         return _not_found(exc)
-    print(f"{item_id} {what} (applied by the next `memory materialize`)")
+    print(f"{item_id} {what} (agents read it at once; the next `memory materialize` publishes it)")
     return 0
 
 

@@ -52,8 +52,18 @@ def about(stores: Stores, view: View, type: str, item_id: str, now: datetime, *,
     """Record a feedback event of ``type`` (reinforce, demote, update…) about the item
     ``item_id`` names (``resolve``); its full id."""
     found = resolve(stores, view, item_id)
-    events.record(stores.paths.events, type, [found], now, payload=payload, pii=pii)
+    _record(stores, type, [found], now, payload=payload, pii=pii)
     return found
+
+
+def _record(stores: Stores, type: str, item_ids: list[str], now: datetime, *, payload: dict[str, Any],
+            pii: Iterable[str]) -> events.Event:
+    """A feedback event; a correction (forget, update, pin, erase…) also takes effect for
+    this process's next read at once, and for any other's once it sees the folder change."""
+    event = events.record(stores.paths.events, type, item_ids, now, payload=payload, pii=pii,
+                          corrections=stores.paths.corrections)
+    stores.rows.corrections.invalidate()
+    return event
 
 
 def erase(stores: Stores, view: View, namespace: str | None, item_id: str | None, now: datetime, *,
@@ -62,10 +72,9 @@ def erase(stores: Stores, view: View, namespace: str | None, item_id: str | None
     writes to) or for the one item ``item_id`` names; the request's id."""
     payload = {k: v for k, v in (("reason", reason), ("by", by)) if v}
     if item_id is not None:
-        return events.record(stores.paths.events, "erase", [resolve(stores, view, item_id)], now, payload=payload,
-                             pii=pii).id
+        return _record(stores, "erase", [resolve(stores, view, item_id)], now, payload=payload, pii=pii).id
     target = namespace or view.writer("erase")
-    return events.record(stores.paths.events, "erase", [], now, payload={"namespace": target, **payload}, pii=pii).id
+    return _record(stores, "erase", [], now, payload={"namespace": target, **payload}, pii=pii).id
 
 
 def injection_of(stores: Stores, view: View, item_ids: Sequence[str]) -> Injection:
@@ -97,6 +106,7 @@ def listing(stores: Stores, overlay: Overlay, view: View, *, scope: str | None, 
     stores.rows.refresh()
     frame = stores.rows.frame
     if status != PENDING and frame is not None and frame.height:
+        frame = stores.rows.corrected(view.own_rows(frame))
         wanted = [pl.lit(True)]
         for column, value in (("status", status), ("scope", scope), ("category", category), ("kind", kind),
                               ("project", project)):
@@ -106,7 +116,7 @@ def listing(stores: Stores, overlay: Overlay, view: View, *, scope: str | None, 
             wanted.append(pl.col("tags").list.contains(tag.lower()))
         if text:
             wanted.append(pl.col("content").str.to_lowercase().str.contains(text.lower(), literal=True))
-        chosen = view.own_rows(frame).filter(pl.all_horizontal(wanted)).sort("created_at", descending=True,
+        chosen = frame.filter(pl.all_horizontal(wanted)).sort("created_at", descending=True,
                                                                               nulls_last=True)
         short = stores.rows.short_ids
         rows += [public(r, short.short(r["id"])) for r in chosen.slice(0, offset + limit).to_dicts()]

@@ -124,5 +124,5 @@ def _attributes(stores: Stores, table: Any, lists: dict[str, list[dict[str, Any]
     missing = [r["_rowid"] for rows in lists.values() for r in rows if r["id"] not in attributes and "_rowid" in r]
     if missing:
         fetched = table.take_row_ids(list(dict.fromkeys(missing))).select(_ATTRIBUTES).to_list()
-        attributes.update({row["id"]: row for row in fetched})
+        attributes.update({row["id"]: row for row in stores.rows.corrections.apply_all(fetched)})
     return attributes

@@ -268,9 +268,12 @@ def profile_tier(stores: Stores, view: View, message: str, cap: int) -> list[Hit
 
 def _visible_citations(stores: Stores, view: View, ids: list[str]) -> list[dict[str, Any]] | None:
     """The items a summary line cites, or None when the reader may not see one of them
-    (no longer active, another namespace or scope): then the line is not served."""
+    (no longer active, another namespace or scope) or one was reworded since it was
+    written: then the line is not served."""
     found = stores.rows.rows(ids)
     items = [found.get(i) for i in ids]
+    if any(stores.rows.corrections.reworded(i) for i in ids):
+        return None  # the line quotes an old wording the user has just corrected
     return items if all(item is not None and view.visible(item) for item in items) else None
 
 

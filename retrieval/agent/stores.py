@@ -57,7 +57,7 @@ class Stores:
     def __init__(self, paths: DataRoot, config: MemoryConfig):
         self.paths, self.config = paths, config
         self.store = ItemStore(paths)
-        self.rows = PublishedRows(paths)
+        self.rows = PublishedRows(paths, config.tier_for)
         self.graph = GraphIndex()
         self.negatives = NegativeRules()
         self.rewriter: LLMRewriter | None = None

@@ -22,6 +22,7 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from retrieval.corrections import CORRECTION_TYPES
 from retrieval.checkpoints import CheckpointConflict, CheckpointError
 from retrieval.disabled import MemoryDisabled
 from retrieval.ids import AmbiguousId
@@ -41,6 +42,11 @@ _PROJECT = PROJECT
 
 def _json(obj: Any) -> Any:
     return json.loads(json.dumps(obj, default=str))
+
+
+def _when(action: str) -> str:
+    """When feedback shows: a correction in the next read, a counter after the next run."""
+    return "now" if action in CORRECTION_TYPES else "by the next pipeline run"
 
 
 class BodyLimit:
@@ -200,14 +206,14 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
     def update(body: UpdateBody, item_id: str = Path(max_length=64), key: ApiKey = Depends(caller),
                namespace: str | None = Namespace) -> dict:
         client = service.writer(key, namespace)
-        return {"id": client.update(item_id, body.content, body.tags), "applied": "by the next pipeline run"}
+        return {"id": client.update(item_id, body.content, body.tags), "applied": _when("update")}
 
     @app.post("/v1/items/{item_id}/{action}", tags=["write"], status_code=202,
               summary="Feedback on a memory: forget, pin, unpin, reinforce or demote")
     def act(action: Literal["forget", "pin", "unpin", "reinforce", "demote"], item_id: str = Path(max_length=64),
             key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> dict:
         client = service.writer(key, namespace)
-        return {"id": getattr(client, action)(item_id), "action": action, "applied": "by the next pipeline run"}
+        return {"id": getattr(client, action)(item_id), "action": action, "applied": _when(action)}
 
     @app.post("/v1/responses", tags=["write"], summary="Which injected memories the agent's reply used")
     def record_response(body: ResponseBody, key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> dict:

@@ -211,7 +211,8 @@ def _event_kept(event: dict[str, Any], erased: set[str]) -> dict[str, Any] | Non
 
 def _events(paths: DataRoot, target: Target) -> int:
     erased, changed = target.item_ids, 0
-    for file in warehouse.files(paths.events, "*.json"):
+    # The events not folded yet, and the copies readers hold of the corrections among them.
+    for file in warehouse.files(paths.events, "*.json") + warehouse.files(paths.corrections, "*.json"):
         try:
             event = json.loads(warehouse.read_bytes(file))
         except ValueError:

@@ -126,7 +126,7 @@ def extract_session(paths: DataRoot, session_id: str, extractor: Extractor, conf
 def _retire_what_was_asked(paths: DataRoot, asked: list[forgetting.ForgetRequest], namespace: str,
                            session_id: str, now: datetime, pii: tuple[str, ...]) -> int:
     """One ``forget`` event per request for the stored items it names (audited like any
-    forget, folded by the next ``memory_items`` run)."""
+    forget, folded by the next ``memory_items`` run; readers stop serving them at once)."""
     if not asked:  # most sessions: no need to read the published items
         return 0
     matches = forgetting.stored_matches(ItemStore(paths).items(), asked, namespace)
@@ -134,5 +134,5 @@ def _retire_what_was_asked(paths: DataRoot, asked: list[forgetting.ForgetRequest
     for resource_id, ids in matches.items():
         events.record(paths.events, "forget", ids, now, session_id=session_id,
                       payload={"reason": "the user asked to forget it", "topic": by_turn[resource_id].topic,
-                               "request_resource_id": resource_id}, pii=pii)
+                               "request_resource_id": resource_id}, pii=pii, corrections=paths.corrections)
     return sum(len(ids) for ids in matches.values())

@@ -17,6 +17,8 @@ import polars as pl
 from memory_assets.lib.extraction.fields import read_fields, reworded
 from memory_assets.lib.items import dedup
 from memory_assets.lib import warehouse
+from retrieval import corrections
+from retrieval.corrections import CORRECTION_TYPES
 from retrieval.ids import content_hash
 from retrieval.config import MemoryConfig
 from retrieval.moments import parse_utc
@@ -60,12 +62,16 @@ def read_events(paths: DataRoot) -> EventBatch:
 
 @spanned("compact events")
 def compact(paths: DataRoot, batch: EventBatch, stamp: str) -> int:
-    """Move the event files just folded into a Parquet part (kept forever), then remove them."""
+    """Move the event files just folded into a Parquet part (kept forever), then remove
+    them and the copies readers held of the corrections among them: the published rows
+    say what those said (``retrieval.corrections``)."""
     if not batch.files:
         return 0
     names = {f.name for f in batch.files}
     part = batch.events.filter(pl.col("source_file").is_in(list(names)))
     warehouse.write_frame(paths.warehouse / "event_log" / f"events-{stamp}.parquet", part)
+    for event_id in part.filter(pl.col("type").is_in(CORRECTION_TYPES))["id"].to_list():
+        warehouse.remove(corrections.file_of(paths.corrections, event_id))
     for f in batch.files:
         warehouse.remove(f)
     return part.height
