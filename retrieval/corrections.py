@@ -29,6 +29,7 @@ from retrieval.files import atomic_write
 from retrieval.ids import content_hash
 from retrieval.moments import parse_utc
 from retrieval.paths import DataRoot
+from retrieval.schema import AGENT_STATED, agent_written
 
 # The feedback events a reader sees at once (the rest, counters, wait for the run).
 CORRECTION_TYPES = ("update", "correction", "forget", "erase", "pin", "unpin")
@@ -154,7 +155,7 @@ def _replay(row: dict[str, Any], event: dict[str, Any], tier_for: Callable[[str,
         row["content_hash"] = content_hash(payload["content"])
         if payload.get("tags") is not None:
             row["tags"] = list(payload["tags"])
-        row["provenance"] = "user_corrected"
+        row["provenance"] = AGENT_STATED if agent_written(payload.get("written_by")) else "user_corrected"
         row["updated_at"] = ts
     elif kind in ("forget", "erase"):
         row["status"] = "purged"

@@ -28,7 +28,23 @@ STATUSES = ("active", "candidate", "superseded", "archived", "cold", "purged")
 # Where a memory came from. An extractor claims one of the first five; "migration" is a
 # memory brought over from flat files (MEMORY.md) by ``memory import --from-markdown``.
 EXTRACTED_PROVENANCE = ("user_stated", "user_corrected", "observed", "inferred", "extracted")
-PROVENANCE = (*EXTRACTED_PROVENANCE, "migration")
+# "agent_stated": written by another agent's key (``author``), never an extractor's claim:
+# it ranks below what the user said, and its line says ``[from: agent]``.
+AGENT_STATED = "agent_stated"
+PROVENANCE = (*EXTRACTED_PROVENANCE, "migration", AGENT_STATED)
+# Whose word a key's writes are: the user's own agent's, or another agent's.
+AUTHOR_ROLES = ("user", "agent")
+
+
+def author(role: str, agent: str, key_id: str) -> str:
+    """Who wrote a turn or a correction through a key, as stored (``Turn.written_by``):
+    ``<role>:<agent>:<key id>``."""
+    return f"{role}:{agent}:{key_id}"
+
+
+def agent_written(written_by: str | None) -> bool:
+    """Whether ``written_by`` (``author``) is another agent's key: its words are its claim."""
+    return bool(written_by) and str(written_by).startswith("agent:")
 SCOPES = ("global", "project", "session")
 EVENT_TYPES = (
     "injected", "referenced", "ignored", "reinforce", "demote", "update", "forget", "correction",
@@ -64,6 +80,8 @@ class Turn:
     source_format: str = "jsonl"
     # The project the session was about (``retrieval.projects``); None: no project.
     project: str | None = None
+    # The key that wrote it (``author``); None: not through a key (the CLI, an in-process client).
+    written_by: str | None = None
 
 
 @dataclass
@@ -126,7 +144,12 @@ RESOURCE_SCHEMA: dict[str, pl.DataType] = {
     # The project the session was about: named by the agent or derived from the
     # transcript's metadata (``retrieval.projects``); null: none.
     "project": pl.String(),
+    # The key that wrote the turn (``author``: "agent:research-bot:0b04…"); null: no key.
+    "written_by": pl.String(),
 }
+# Columns added to a contract after files were written without them: such a file reads
+# them as null, and the schema check warns instead of failing.
+ADDED_COLUMNS = frozenset({"written_by"})
 
 FACT_SCHEMA: dict[str, pl.DataType] = {
     "id": pl.String(),

@@ -107,19 +107,20 @@ def cmd_keys(args: argparse.Namespace) -> int:
     try:
         if args.action == "create":
             plain, record = keys.create(args.agent, args.namespace, grants=tuple(args.grant or ()),
-                                        writes_per_minute=args.writes_per_minute)
+                                        writes_per_minute=args.writes_per_minute, role=args.role)
             if args.json:
                 print(json.dumps({"key": plain, **record.as_dict()}, indent=2))
             else:
                 print(plain)
-                print(f"agent {record.agent}, namespace {record.namespace}, reads also {', '.join(record.grants) or '-'}"
+                print(f"agent {record.agent} ({'the user' if record.role == 'user' else 'another agent'}), "
+                      f"namespace {record.namespace}, reads also {', '.join(record.grants) or '-'}"
                       f" (key id {record.key_id}; shown once, only its hash is stored)", file=sys.stderr)
         elif args.action == "list":
             rows = [k.as_dict() for k in keys.list(revoked=args.all)]
             if args.json:
                 print(json.dumps(rows, indent=2))
             for k in rows if not args.json else []:
-                print(f"{k['key_id']}  {k['agent']:<20} {k['namespace']:<20} grants={','.join(k['grants']) or '-'}"
+                print(f"{k['key_id']}  {k['agent']:<20} {k['namespace']:<20} {k['role']:<5} grants={','.join(k['grants']) or '-'}"
                       f"  created {k['created_at'][:19]}" + (f"  REVOKED {k['revoked_at'][:19]}" if k["revoked_at"] else ""))
         else:
             record = keys.revoke(args.key_id)
@@ -148,6 +149,10 @@ def add_commands(command: Callable[..., argparse.ArgumentParser]) -> None:
     create.add_argument("--namespace", default=None, help="the namespace it reads and writes (default: the agent's name)")
     create.add_argument("--grant", action="append", metavar="NAMESPACE", help="a shared namespace it may read (repeat)")
     create.add_argument("--writes-per-minute", type=int, default=None, help="default [service] writes_per_minute")
+    create.add_argument("--role", choices=["user", "agent"], default=None,
+                        help="user: the user's own agent, its writes are the user's word; agent: another agent, "
+                             "its writes are its claims (agent_stated, never above the user). Default: user when "
+                             "the agent is named after the namespace, else agent")
     create.add_argument("--json", action="store_true")
     listing = keys.add_parser("list", help="keys (never their secrets)")
     listing.add_argument("--all", action="store_true", help="revoked keys too")

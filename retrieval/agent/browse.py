@@ -52,7 +52,8 @@ def about(stores: Stores, view: View, type: str, item_id: str, now: datetime, *,
     """Record a feedback event of ``type`` (reinforce, demote, update…) about the item
     ``item_id`` names (``resolve``); its full id."""
     found = resolve(stores, view, item_id)
-    _record(stores, type, [found], now, payload=payload, pii=pii)
+    written_by = {"written_by": view.author} if view.author else {}  # who said so: an agent's word is its claim
+    _record(stores, type, [found], now, payload={**(payload or {}), **written_by}, pii=pii)
     return found
 
 

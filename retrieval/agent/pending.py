@@ -30,6 +30,7 @@ from retrieval.inbox import write_session
 from retrieval.moments import parse_utc
 from retrieval.paths import DataRoot
 from retrieval.projects import check_project
+from retrieval.schema import AGENT_STATED, agent_written
 from retrieval.text import QUERY_STOPWORDS
 
 PREFIX = "remember-"
@@ -45,6 +46,7 @@ class Pending:
     content: str
     written_at: datetime
     project: str | None = None
+    written_by: str | None = None  # the key that wrote it (``retrieval.schema.author``)
 
     @property
     def id(self) -> str:
@@ -53,7 +55,8 @@ class Pending:
     def as_row(self) -> dict:
         return {"id": self.id, "content": self.content, "category": PENDING, "kind": "fact", "status": PENDING,
                 "namespace": self.namespace, "project": self.project, "scope": "project" if self.project else "global",
-                "importance": 0.5, "confidence": 1.0, "source_trust": "trusted", "provenance": "user_stated",
+                "importance": 0.5, "confidence": 1.0, "source_trust": "trusted",
+                "provenance": AGENT_STATED if agent_written(self.written_by) else "user_stated",
                 "session_id": self.session_id, "source_session": self.session_id, "created_at": self.written_at,
                 "source_resource_ids": [], "source_turn_ids": []}
 
@@ -75,9 +78,9 @@ def write(paths: DataRoot, view: View, content: str, *, now: datetime, pii: Sequ
     session_id = f"{PREFIX}{uuid.uuid4().hex[:20]}"
     message = {"session_id": session_id, "turn": 1, "role": "user", "content": content, "ts": now.isoformat(),
                "speaker": "user", "trust": "trusted", "namespace": namespace, "source_format": "remember",
-               **({"project": project} if project else {})}
+               **({"project": project} if project else {}), **({"written_by": view.author} if view.author else {})}
     write_session(paths.inbox, session_id, [message], pii=pii, default_namespace=namespace)  # it names its own
-    return Pending(session_id, namespace, credentials.redact(content, pii=tuple(pii)), now, project)
+    return Pending(session_id, namespace, credentials.redact(content, pii=tuple(pii)), now, project, view.author)
 
 
 class Overlay:
@@ -106,7 +109,7 @@ class Overlay:
             except (OSError, ValueError, IndexError):
                 return None  # being written: read again next time
             return Pending(session_id, str(line.get("namespace") or ""), str(line["content"]),
-                           parse_utc(line["ts"]), line.get("project"))
+                           parse_utc(line["ts"]), line.get("project"), line.get("written_by"))
         return None
 
     def _folders(self, published_at: float) -> list[str]:

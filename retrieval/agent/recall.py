@@ -13,18 +13,20 @@ from __future__ import annotations
 from datetime import datetime
 
 from retrieval import credentials, events
+from retrieval.agent import trust
 from retrieval.agent.echo import cited
 from retrieval.agent.injection import Injection
 from retrieval.agent.options import RetrievalOptions
 from retrieval.agent.pending import Overlay
 from retrieval.agent.retrieve import Retrieved, block, rank, retrieve
-from retrieval.agent.rewrite import CONTEXT_MESSAGES
+from retrieval.agent.rewrite import CONTEXT_MESSAGES, keywords
 from retrieval.agent.search import Hit
 from retrieval.agent.stores import Messages, Stores
 from retrieval.agent.view import View
 from retrieval.config import MemoryConfig
 from retrieval.disabled import is_disabled
 from retrieval.spans import timed
+from retrieval.text import QUERY_STOPWORDS
 
 
 def redacted_context(context: str | Messages, pii: tuple[str, ...]) -> str | Messages:
@@ -46,9 +48,26 @@ def pending_hits(stores: Stores, overlay: Overlay, view: View, config: MemoryCon
     return overlay.matching(query, lambda: stores.embed(query) if query.strip() else None, view, floor=floor)
 
 
+def below_the_users_word(hits: list[Hit], claims: list[Hit]) -> list[Hit]:
+    """``hits`` with each of another agent's ``claims`` placed right after the first line
+    not itself a claim that shares a content word with it (the user's word on the same
+    thing), else last."""
+    out = list(hits)
+    for claim in claims:
+        words = _words(claim.content)
+        at = next((i for i, h in enumerate(out) if not trust.claimed(h) and words & _words(h.content)), len(out) - 1)
+        out.insert(at + 1, claim)
+    return out
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in keywords(text)} - QUERY_STOPWORDS
+
+
 def search(stores: Stores, overlay: Overlay, view: View, config: MemoryConfig, options: RetrievalOptions,
            query: str, k: int, now: datetime) -> list[Hit]:
-    """The ``k`` best items for ``query``, the reader's pending writes first (not as of a
+    """The ``k`` best items for ``query``, the reader's pending writes first, another
+    agent's below the user's word on the same thing (not as of a
     past day: what was true then was published); none when the reader's memory is off
     (``memory disable``)."""
     if is_disabled(stores.paths, view.namespace):
@@ -57,7 +76,10 @@ def search(stores: Stores, overlay: Overlay, view: View, config: MemoryConfig, o
     if view.as_of is not None:
         return hits
     pending = pending_hits(stores, overlay, view, config, query)
-    return (pending + hits)[:k] if pending else hits
+    if not pending:
+        return hits
+    own = [h for h in pending if not trust.claimed(h)]
+    return below_the_users_word(own + hits, [h for h in pending if trust.claimed(h)])[:k]
 
 
 def found(context: str | Messages, stores: Stores, overlay: Overlay, view: View, config: MemoryConfig,
@@ -67,8 +89,11 @@ def found(context: str | Messages, stores: Stores, overlay: Overlay, view: View,
     out = retrieve(context, stores, config, options, now, view=view, max_items=max_items,
                    budget_aware=budget_aware)
     if view.as_of is None and (pending := pending_hits(stores, overlay, view, config, out.query.text)):
-        out.hits = pending + out.hits
-        out.flags.update({h.id: ["[pending]"] for h in pending})
+        # The reader's own pending words lead; another agent's pending claim follows the
+        # user's word about the same thing, never above it.
+        own = [h for h in pending if not trust.claimed(h)]
+        out.hits = below_the_users_word(own + out.hits, [h for h in pending if trust.claimed(h)])
+        out.flags.update({h.id: ["[pending]", *(["[from: agent]"] if trust.claimed(h) else [])] for h in pending})
     return out
 
 

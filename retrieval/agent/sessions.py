@@ -42,9 +42,10 @@ def signals_in(record: Mapping[str, Any], config: MemoryConfig, pii: tuple[str, 
 
 
 def canonical(session_id: str, messages: Messages, *, namespace: str | None, project: str | None,
-              now: str) -> list[dict[str, Any]]:
+              now: str, written_by: str | None = None) -> list[dict[str, Any]]:
     """The messages as the inbox takes them: ``role`` checked, ``turn``, ``ts``, ``speaker``
-    and ``trust`` filled in when missing (a tool's output is untrusted)."""
+    and ``trust`` filled in when missing (a tool's output is untrusted); ``written_by`` (the
+    key that hands them over) on each, whatever the caller wrote there."""
     out = []
     for index, message in enumerate(messages, start=1):
         role = message.get("role")
@@ -57,6 +58,7 @@ def canonical(session_id: str, messages: Messages, *, namespace: str | None, pro
             "trust": message.get("trust", "untrusted" if role == "tool" else "trusted"),
             **({"namespace": namespace} if namespace else {}),
             **({"project": project} if project else {}),
+            **({"written_by": written_by} if written_by else {}),
         })
     return out
 
@@ -82,7 +84,7 @@ def flush(paths: DataRoot, checkpoints: Callable[[], CheckpointStore], view: Vie
     if not any(str(m.get("content", "")).strip() for m in messages):
         # An empty transcript would only fail the pipeline run that reads it.
         raise ValueError(f"flush_session: the transcript of session {session_id!r} is empty")
-    written = canonical(session_id, messages, namespace=namespace, project=project, now=now)
+    written = canonical(session_id, messages, namespace=namespace, project=project, now=now, written_by=view.author)
     path = write_session(paths.inbox, session_id, written, pii=pii, default_namespace=default_namespace)
     if checkpointed:
         checkpoints().mark_flushed(namespace, session_id, max(c.turn for c in checkpointed),

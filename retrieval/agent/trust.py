@@ -13,7 +13,12 @@ Flags, appended to the item's line in the block:
   a confirmed candidate, or an item a contradiction lowered);
 - ``[archived]`` / ``[cold]`` for an item recalled from the archive to fill the block;
 - ``[stale]`` when not confirmed for the configured days (90);
-- ``[untrusted]`` for facts from tool output or untrusted data.
+- ``[untrusted]`` for facts from tool output or untrusted data;
+- ``[from: agent]`` for another agent's claim (``agent_stated``: written through a key of
+  another agent, ``retrieval.service.keys``). On a conflict with anything else it is the
+  side not believed, whatever its confidence or age (``[conflict: agent claim]``): a claim
+  never outranks the user without a newer statement from the user;
+- ``[shared: NAME]`` for a line from a namespace shared with the reader, not its own.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import numpy as np
 
 from retrieval.agent.search import Hit
 from retrieval.config import MemoryConfig
+from retrieval.schema import AGENT_STATED
 from retrieval.scoring import belief, is_stale
 from retrieval.text import opposed
 
@@ -66,18 +72,35 @@ def conflicts(hits: Sequence[Hit], vectors: Vectors | None, threshold: float) ->
     return pairs
 
 
+def claimed(hit: Hit) -> bool:
+    """Another agent's claim (``agent_stated``), not the user's word."""
+    return hit.row.get("provenance") == AGENT_STATED
+
+
 def _likelier(a: Hit, b: Hit) -> bool:
-    """``a`` is the side to believe."""
+    """``a`` is the side to believe: the user's word over another agent's claim, else the
+    stronger belief (confidence, decayed by age)."""
+    if claimed(a) != claimed(b):
+        return claimed(b)
     when = lambda h: h.row.get("created_at") or h.row.get("updated_at")  # noqa: E731
     return belief(a.confidence, when(a)) > belief(b.confidence, when(b))
 
 
 def losers(hits: Sequence[Hit], pairs: set[tuple[str, str]]) -> set[str]:
-    """The side of each conflicting pair held with lower confidence (none on a tie: then
-    both are plain ``[conflict]``, the newer first)."""
+    """The side of each conflicting pair not to believe: another agent's claim against
+    the user's word, else the one held with lower confidence (none on a tie: then both
+    are plain ``[conflict]``, the newer first)."""
     by_id = {h.id: h for h in hits}
-    return {(b if by_id[a].confidence > by_id[b].confidence else a) for a, b in pairs
-            if a in by_id and b in by_id and by_id[a].confidence != by_id[b].confidence}
+    out = set()
+    for a, b in pairs:
+        if a not in by_id or b not in by_id:
+            continue
+        first, second = by_id[a], by_id[b]
+        if claimed(first) != claimed(second):
+            out.add(a if claimed(first) else b)
+        elif first.confidence != second.confidence:
+            out.add(b if first.confidence > second.confidence else a)
+    return out
 
 
 def order(hits: Sequence[Hit], pairs: set[tuple[str, str]]) -> list[Hit]:
@@ -96,9 +119,10 @@ def order(hits: Sequence[Hit], pairs: set[tuple[str, str]]) -> list[Hit]:
 
 
 def flags(hits: Sequence[Hit], config: MemoryConfig, now: datetime, vectors: Vectors | None = None, *,
-          pairs: set[tuple[str, str]] | None = None) -> dict[str, list[str]]:
+          pairs: set[tuple[str, str]] | None = None, reader: str | None = None) -> dict[str, list[str]]:
     """id → the flags to show on its line, in a fixed order. ``pairs``: the conflicting
-    pairs when the caller already found them (``conflicts``)."""
+    pairs when the caller already found them (``conflicts``); ``reader``: the reader's own
+    namespace (None: every one is, nothing is shared)."""
     cfg = config.injection
     if pairs is None:
         pairs = conflicts(hits, vectors, float(cfg.conflict_similarity))
@@ -108,7 +132,8 @@ def flags(hits: Sequence[Hit], config: MemoryConfig, now: datetime, vectors: Vec
     for hit in hits:
         marks: list[str] = []
         if hit.id in conflicted:
-            marks.append("[conflict: lower confidence]" if hit.id in lower else "[conflict]")
+            marks.append(("[conflict: agent claim]" if claimed(hit) else "[conflict: lower confidence]")
+                         if hit.id in lower else "[conflict]")
         if hit.confidence < float(cfg.uncertain_below):
             marks.append("[uncertain]")
         if hit.row.get("status") in ("archived", "cold", "superseded"):
@@ -117,6 +142,10 @@ def flags(hits: Sequence[Hit], config: MemoryConfig, now: datetime, vectors: Vec
             marks.append("[stale]")
         if hit.source_trust == "untrusted":
             marks.append("[untrusted]")
+        if claimed(hit):
+            marks.append("[from: agent]")
+        if reader and (namespace := hit.row.get("namespace")) and namespace != reader:
+            marks.append(f"[shared: {namespace}]")
         if marks:
             out[hit.id] = marks
     return out

@@ -36,7 +36,10 @@ class View:
 
     ``shared``: other namespaces this reader was granted (another agent's memory, a
     team's), read too but ranked × ``shared_penalty``: off-domain for this reader
-    (ADR-0077, cross-agent)."""
+    (ADR-0077, cross-agent).
+
+    ``author``: the key its writes come from (``retrieval.schema.author``; None: no key),
+    recorded with every turn, pending write and correction it makes."""
 
     namespace: str | None = None
     scopes: tuple[str, ...] | None = None
@@ -44,6 +47,7 @@ class View:
     shared: tuple[str, ...] = ()
     shared_penalty: float = 1.0
     project: str | None = None
+    author: str | None = None
 
     @classmethod
     def of(cls, config: MemoryConfig, namespace: str | None = None, scopes: Sequence[str] | None = None) -> View:
@@ -74,6 +78,10 @@ class View:
             return True
         start, end = row.get("valid_from") or row.get("created_at"), row.get("invalid_at")
         return (start is None or utc(start) <= self.as_of) and (end is None or utc(end) > self.as_of)
+
+    def by(self, author: str | None) -> View:
+        """This view writing as ``author`` (a key's ``author``)."""
+        return self if author == self.author else dataclasses.replace(self, author=author)
 
     def sharing(self, shared: Sequence[str], penalty: float) -> View:
         """This view reading ``shared`` namespaces too, their items × ``penalty``."""

@@ -172,4 +172,4 @@ class Service:
             raise Forbidden(FORBIDDEN.format(what="write", namespace=namespace))
         if count:
             self.limiter.take(key)
-        return self.client.scoped(key.namespace)
+        return self.client.scoped(key.namespace, author=key.author)

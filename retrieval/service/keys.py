@@ -6,7 +6,11 @@ its SHA-256 in constant time. The secret is 32 random bytes, so a fast hash is e
 The plain key is shown once, when it is created, and is not stored anywhere.
 
 A key belongs to an agent and reads and writes one namespace, its own; it may also read
-the shared namespaces it was granted. Keys live in the service database: SQLite in the
+the shared namespaces it was granted. Its ``role`` says whose word its writes are: the
+user's own agent (``user``: what it stores is what the user said) or another agent
+(``agent``: what it stores is that agent's claim, ``agent_stated``, which never outranks
+the user). A key whose agent is named after its namespace is the user's own unless told
+otherwise; any other is another agent's. Keys live in the service database: SQLite in the
 data root, or the PostgreSQL the checkpoints use when a DSN is configured
 (``retrieval.database``).
 """
@@ -27,6 +31,7 @@ import sqlalchemy as sa
 from retrieval.database import metadata
 from retrieval.moments import utc
 from retrieval.names import InvalidName, check_namespace
+from retrieval.schema import AUTHOR_ROLES as ROLES, author
 
 PREFIX = "mem"
 _KEY = re.compile(rf"^{PREFIX}_([0-9a-f]{{12}})_([A-Za-z0-9_-]{{20,}})$")
@@ -42,6 +47,8 @@ keys_table = sa.Table(
     sa.Column("namespace", sa.String(128), nullable=False),
     sa.Column("grants", sa.Text, nullable=False, default="[]"),
     sa.Column("writes_per_minute", sa.Integer, nullable=True),
+    # "user" or "agent"; null on a key created before roles: as ``default_role`` says.
+    sa.Column("role", sa.String(8), nullable=True),
     sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
     sa.Column("revoked_at", sa.DateTime(timezone=True), nullable=True),
 )
@@ -62,6 +69,12 @@ class ApiKey:
     writes_per_minute: int | None = None
     created_at: datetime | None = None
     revoked_at: datetime | None = None
+    role: str = "user"
+
+    @property
+    def author(self) -> str:
+        """Who its writes are from, as every write records it (``retrieval.schema.author``)."""
+        return author(self.role, self.agent, self.key_id)
 
     def may_read(self, namespace: str) -> bool:
         return namespace == self.namespace or namespace in self.grants
@@ -71,13 +84,19 @@ class ApiKey:
 
     def as_dict(self) -> dict:
         return {"key_id": self.key_id, "agent": self.agent, "namespace": self.namespace, "grants": list(self.grants),
-                "writes_per_minute": self.writes_per_minute,
+                "role": self.role, "writes_per_minute": self.writes_per_minute,
                 "created_at": self.created_at.isoformat() if self.created_at else None,
                 "revoked_at": self.revoked_at.isoformat() if self.revoked_at else None}
 
 
 def _digest(secret: str) -> str:
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def default_role(agent: str, namespace: str) -> str:
+    """A key's role when none is given: the user's own agent when it is named after the
+    namespace (``memory keys create alice``), another agent otherwise."""
+    return "user" if agent == namespace else "agent"
 
 
 def _name(value: str, what: str) -> str:
@@ -96,22 +115,33 @@ class KeyStore:
 
     def __post_init__(self) -> None:
         metadata.create_all(self.engine, tables=[keys_table])
+        # A database made before keys had a role gains the column (null: ``default_role``).
+        if "role" not in {c["name"] for c in sa.inspect(self.engine).get_columns(keys_table.name)}:
+            with self.engine.begin() as db:
+                db.execute(sa.text(f"ALTER TABLE {keys_table.name} ADD COLUMN role VARCHAR(8)"))
 
     def create(self, agent: str, namespace: str | None = None, *, grants: tuple[str, ...] = (),
-               writes_per_minute: int | None = None, now: datetime | None = None) -> tuple[str, ApiKey]:
-        """A new key for ``agent`` (its namespace: ``namespace``, default the agent's name).
-        Returns the plain key, shown this once, and what it may do."""
+               writes_per_minute: int | None = None, role: str | None = None,
+               now: datetime | None = None) -> tuple[str, ApiKey]:
+        """A new key for ``agent`` (its namespace: ``namespace``, default the agent's name;
+        ``role``: ``user`` or ``agent``, default ``default_role``). Returns the plain key,
+        shown this once, and what it may do."""
         agent = _name(agent, "agent")
         namespace = _name(namespace or agent, "namespace")
+        if role not in (None, *ROLES):
+            raise KeyRefused(f"role {role!r}: user (the user's own agent) or agent (another agent)")
+        role = role or default_role(agent, namespace)
         grants = tuple(dict.fromkeys(_name(g, "granted namespace") for g in grants if g != namespace))
         if writes_per_minute is not None and writes_per_minute < 1:
             raise KeyRefused(f"writes per minute {writes_per_minute}: at least 1")
         key_id, secret = secrets.token_hex(6), secrets.token_urlsafe(32)
-        record = ApiKey(key_id, agent, namespace, grants, writes_per_minute, now or datetime.now(timezone.utc))
+        record = ApiKey(key_id, agent, namespace, grants, writes_per_minute, now or datetime.now(timezone.utc),
+                        role=role)
         with self.engine.begin() as db:
             db.execute(keys_table.insert().values(
                 key_id=key_id, secret_sha256=_digest(secret), agent=agent, namespace=namespace,
-                grants=json.dumps(list(grants)), writes_per_minute=writes_per_minute, created_at=record.created_at))
+                grants=json.dumps(list(grants)), writes_per_minute=writes_per_minute, created_at=record.created_at,
+                role=role))
         return f"{PREFIX}_{key_id}_{secret}", record
 
     def list(self, *, revoked: bool = False) -> list[ApiKey]:
@@ -161,4 +191,5 @@ class KeyStore:
 def _record(row) -> ApiKey:
     return ApiKey(row["key_id"], row["agent"], row["namespace"], tuple(json.loads(row["grants"] or "[]")),
                   row["writes_per_minute"], utc(row["created_at"]),
-                  None if row["revoked_at"] is None else utc(row["revoked_at"]))
+                  None if row["revoked_at"] is None else utc(row["revoked_at"]),
+                  role=row.get("role") or default_role(row["agent"], row["namespace"]))

@@ -20,7 +20,7 @@ from retrieval.ids import content_hash
 from retrieval import scoring
 from retrieval.config import MemoryConfig
 from retrieval.schema import (
-    FACT_SCHEMA, KINDS, REJECTION_SCHEMA, SENTIMENTS, STRENGTHS, TIERS, Candidate, Turn,
+    AGENT_STATED, FACT_SCHEMA, KINDS, REJECTION_SCHEMA, SENTIMENTS, STRENGTHS, TIERS, Candidate, Turn, agent_written,
 )
 
 
@@ -112,7 +112,9 @@ def build_facts(candidates: list[Candidate], turns: list[Turn], config: MemoryCo
             "project": project,
             "namespace": namespace,
             "source_trust": trust,
-            "provenance": "extracted" if trust == "untrusted" else cand.provenance,
+            # Another agent's key wrote it: its claim, whatever the extractor read it as.
+            "provenance": ("extracted" if trust == "untrusted" else AGENT_STATED
+                           if any(agent_written(t.written_by) for t in sources) else cand.provenance),
             "source_session": session_id,
             "source_resource_ids": resource_ids,
             "source_turn_ids": [t.external_id or f"{session_id}:{t.turn}" for t in sources],

@@ -56,7 +56,8 @@ def to_turns(frame: pl.DataFrame) -> list[Turn]:
         Turn(session_id=r["session_id"], turn=r["turn"], role=r["role"], content=r["content"],
              content_at=r["content_at"], speaker=r["speaker"], trust=r["trust"],
              external_id=r["external_id"], resource_id=r["resource_id"], namespace=r.get("namespace"),
-             source_format=r.get("source_format") or "jsonl", project=r.get("project"))
+             source_format=r.get("source_format") or "jsonl", project=r.get("project"),
+             written_by=r.get("written_by"))
         for r in frame.sort("turn").iter_rows(named=True)
     ]
 

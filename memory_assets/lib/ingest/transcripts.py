@@ -31,6 +31,8 @@ FORMATS = ("jsonl", "openai", "locomo")
 _SESSION_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 # OpenAI roles that mean the same as ours.
 _ROLE_ALIASES = {"developer": "system", "function": "tool"}
+# Who wrote a line through a key (``retrieval.schema.author``): role, agent name, key id.
+_AUTHOR = re.compile(r"(?:user|agent):[A-Za-z0-9._@-]{1,128}:[0-9a-f]{12}")
 
 
 class TranscriptError(ValueError):
@@ -142,6 +144,9 @@ def _message(path: Path, line: int | None, raw: Any, *, max_bytes: int,
             namespace = check_namespace(namespace.strip() if isinstance(namespace, str) else namespace)
         except InvalidName as exc:
             raise TranscriptError(path, line, f'"namespace" (the user or agent): {exc}') from None
+    written_by = raw.get("written_by")
+    if written_by is not None and not (isinstance(written_by, str) and _AUTHOR.fullmatch(written_by)):
+        raise TranscriptError(path, line, f'"written_by" is {written_by!r}; expected user|agent:<agent>:<key id>')
     project = raw.get("project")
     if project is not None:
         try:
@@ -160,6 +165,7 @@ def _message(path: Path, line: int | None, raw: Any, *, max_bytes: int,
         "namespace": namespace.strip() if namespace else None,
         "source_format": source_format,
         "project": project,
+        "written_by": written_by,
     }
 
 

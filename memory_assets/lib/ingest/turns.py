@@ -70,6 +70,7 @@ def new_turns(files: Sequence[Path], session_id: str, stored: Iterable[str], *, 
                 "content_at": parse_utc(message["ts"]), "trust": message["trust"],
                 "source_format": message.get("source_format", "jsonl"), "source_file": file.name, "ingested_at": now,
                 "namespace": message.get("namespace"), "project": message.get("project"),
+                "written_by": message.get("written_by"),
             })
     out.frame = pl.DataFrame(rows, schema=RESOURCE_SCHEMA)
     return out

@@ -19,7 +19,7 @@ from memory_assets.lib.extraction.fields import with_fields
 from memory_assets.lib.extraction import gate
 from memory_assets.lib.items import dedup, feedback, supersession, validity
 from retrieval.config import MemoryConfig
-from retrieval.schema import ITEM_SCHEMA
+from retrieval.schema import AGENT_STATED, ITEM_SCHEMA
 from retrieval.spans import spanned
 
 # What lifecycle runs change on an item; carried over from the last published version.
@@ -235,7 +235,9 @@ def _retire(items: pl.DataFrame, pairs: list[validity.Retirement], now: datetime
     """Mark each (new, old, rule) row pair: the old one superseded by the new one (appended
     to ``superseded``), with why (``validity.why``); an old row already retired is left as it is.
     A "conflict" pair retires nothing: once the retirements are done, the two rows, if both
-    still stand, name each other in ``contradicts`` (the trust pass marks both)."""
+    still stand, name each other in ``contradicts`` (the trust pass marks both). Another
+    agent's claim (``agent_stated``) never retires what the user said: such a pair is a
+    conflict, which the trust pass settles for the user."""
     rows: dict[int, dict] = {}
     for new_i, old_i, _rule in pairs:
         for i in (old_i, new_i):
@@ -245,6 +247,8 @@ def _retire(items: pl.DataFrame, pairs: list[validity.Retirement], now: datetime
         old, new = rows[old_i], rows[new_i]
         if old["status"] not in ("active", "candidate"):
             continue
+        if new["provenance"] == AGENT_STATED and old["provenance"] != AGENT_STATED:
+            rule = "conflict"
         if rule == "conflict":
             if new["status"] in ("active", "candidate") and new["id"] not in (old["contradicts"] or []):
                 old["contradicts"] = [*(old["contradicts"] or []), new["id"]]

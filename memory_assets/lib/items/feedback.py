@@ -19,6 +19,7 @@ from memory_assets.lib.items import dedup
 from memory_assets.lib import warehouse
 from retrieval import corrections
 from retrieval.corrections import CORRECTION_TYPES
+from retrieval.schema import AGENT_STATED, agent_written
 from retrieval.ids import content_hash
 from retrieval.config import MemoryConfig
 from retrieval.moments import parse_utc
@@ -155,7 +156,8 @@ def _replay(rows: dict[str, dict], alias: dict[str, str], events: pl.DataFrame, 
                     row.update(reworded(payload["content"], row, config))
                 if payload.get("tags") is not None:
                     row["tags"] = list(payload["tags"])
-                row["provenance"] = "user_corrected"
+                # Another agent's rewording is its claim, not the user's correction.
+                row["provenance"] = AGENT_STATED if agent_written(payload.get("written_by")) else "user_corrected"
                 row["updated_at"] = event["ts"]
                 row["last_referenced_at"] = event["ts"]
             elif kind in ("forget", "erase"):

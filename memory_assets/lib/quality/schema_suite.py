@@ -4,7 +4,8 @@ The contracts are ``RESOURCE_SCHEMA``, ``FACT_SCHEMA`` and ``ITEM_SCHEMA`` in
 ``retrieval.schema``. The schema is validated as data — one row per column and file,
 with what changed — so the UI names the column, the file, and the old and new type.
 A missing or retyped column breaks every reader (ERROR); an extra column is only
-unexpected (WARN).
+unexpected (WARN), and so is a column added since the file was written (``ADDED_COLUMNS``:
+its readers take it as null).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import polars as pl
 
 from memory_assets.lib.quality.suite_report import QualityReport
 from memory_assets.lib.quality.validation import Rule, validate
+from retrieval.schema import ADDED_COLUMNS
 from retrieval.spans import spanned
 
 RULES = (
@@ -24,6 +26,9 @@ RULES = (
     Rule("no_unexpected_columns", "ExpectColumnValuesToNotBeInSet", "WARN",
          "the contract in retrieval/schema.py stays the one description of this asset",
          {"column": "change", "value_set": ["extra"]}),
+    Rule("no_columns_predated", "ExpectColumnValuesToNotBeInSet", "WARN",
+         "a file written before a column was added (ADDED_COLUMNS) reads it as null",
+         {"column": "change", "value_set": ["predates"]}),
 )
 
 
@@ -33,7 +38,8 @@ def schema_changes(schemas: Mapping[str, Mapping[str, pl.DataType]], expected: M
     for source, actual in schemas.items():
         for name, dtype in expected.items():
             got = actual.get(name)
-            change = "missing" if got is None else ("ok" if got == dtype else "retyped")
+            change = (("predates" if name in ADDED_COLUMNS else "missing") if got is None
+                      else ("ok" if got == dtype else "retyped"))
             rows.append({"column": name, "file": source, "expected": str(dtype),
                          "actual": None if got is None else str(got), "change": change})
         for name, dtype in actual.items():
