@@ -23,6 +23,7 @@ from memory_assets.cli.runner import materialize_pending
 from memory_assets.lib import warehouse
 from retrieval.agent import trust
 from retrieval.agent.search import Hit
+from retrieval.agent.view import View
 from retrieval.config import load_config
 from retrieval.paths import DataRoot
 from retrieval.service.keys import KeyStore
@@ -170,7 +171,7 @@ def test_a_newer_surer_claim_still_ranks_below_the_users_older_word():
     user, claim = _hit("user", 0.7, "user_stated", 30), _hit("claim", 0.95, "agent_stated", 0)
     pairs = {("claim", "user")}
     assert [h.id for h in trust.order([claim, user], pairs)] == ["user", "claim"]
-    flags = trust.flags([user, claim], load_config(), NOW, pairs=pairs, reader="default")
+    flags = trust.flags([user, claim], load_config(), NOW, pairs=pairs, view=View(namespace="default"))
     assert flags["claim"] == ["[conflict: agent claim]", "[from: agent]"]
     assert flags["user"] == ["[conflict]"]
     # Two claims, or two of the user's words: confidence decides, as before.

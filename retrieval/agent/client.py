@@ -67,8 +67,7 @@ class MemoryClient:
     def scoped(self, namespace: str | None, scopes: Sequence[str] | None = None, *,
                shared: Sequence[str] = (), author: str | None = None) -> MemoryClient:
         """This client for another reader, also reading the ``shared`` namespaces (ranked ×
-        ``[service] shared_penalty``), writing as ``author`` (a key's; None: no key); it
-        shares the open stores, the model and the overlay."""
+        ``[service] shared_penalty``), writing as ``author`` (a key's); same stores and model."""
         other = copy.copy(self)
         other.view = (View.of(self.config, namespace, scopes).sharing(shared, float(self.config.service.shared_penalty))
                       .by(author))

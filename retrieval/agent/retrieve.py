@@ -346,7 +346,7 @@ def retrieve(context: str | Messages, stores: Stores, config: MemoryConfig, opti
     if rules:
         ids = {h.id for h, _ in rules}
         hits = [h for h, _ in rules] + [h for h in hits if h.id not in ids]
-    flags = trust.flags(hits, config, now, pairs=pairs, reader=view.namespace)
+    flags = trust.flags(hits, config, now, pairs=pairs, view=view)
     for hit, patterns in rules:
         flags[hit.id] = [f"[rule: {', '.join(patterns[:3])}]", *flags.get(hit.id, [])]
     return Retrieved(tier=tier, hits=hits, flags=flags, labels=labels(stores, hits), query=query, cap=cap)

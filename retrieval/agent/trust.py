@@ -29,6 +29,7 @@ from datetime import datetime
 import numpy as np
 
 from retrieval.agent.search import Hit
+from retrieval.agent.view import View
 from retrieval.config import MemoryConfig
 from retrieval.schema import AGENT_STATED
 from retrieval.scoring import belief, is_stale
@@ -119,10 +120,10 @@ def order(hits: Sequence[Hit], pairs: set[tuple[str, str]]) -> list[Hit]:
 
 
 def flags(hits: Sequence[Hit], config: MemoryConfig, now: datetime, vectors: Vectors | None = None, *,
-          pairs: set[tuple[str, str]] | None = None, reader: str | None = None) -> dict[str, list[str]]:
+          pairs: set[tuple[str, str]] | None = None, view: View | None = None) -> dict[str, list[str]]:
     """id → the flags to show on its line, in a fixed order. ``pairs``: the conflicting
-    pairs when the caller already found them (``conflicts``); ``reader``: the reader's own
-    namespace (None: every one is, nothing is shared)."""
+    pairs when the caller already found them (``conflicts``); ``view``: the reader's (None:
+    nothing is shared)."""
     cfg = config.injection
     if pairs is None:
         pairs = conflicts(hits, vectors, float(cfg.conflict_similarity))
@@ -144,8 +145,8 @@ def flags(hits: Sequence[Hit], config: MemoryConfig, now: datetime, vectors: Vec
             marks.append("[untrusted]")
         if claimed(hit):
             marks.append("[from: agent]")
-        if reader and (namespace := hit.row.get("namespace")) and namespace != reader:
-            marks.append(f"[shared: {namespace}]")
+        if view is not None and (shared := view.shared_from(hit.row)):
+            marks.append(f"[shared: {shared}]")
         if marks:
             out[hit.id] = marks
     return out

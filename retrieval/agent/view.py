@@ -87,6 +87,12 @@ class View:
         """This view reading ``shared`` namespaces too, their items × ``penalty``."""
         return dataclasses.replace(self, shared=tuple(n for n in shared if n != self.namespace), shared_penalty=penalty)
 
+    def shared_from(self, row: Mapping[str, Any]) -> str | None:
+        """The namespace ``row`` was shared from, when it is not this reader's own (None:
+        its own, or a view of every namespace)."""
+        namespace = row.get("namespace")
+        return namespace if self.namespace and namespace and namespace != self.namespace else None
+
     def owns(self, row: Mapping[str, Any]) -> bool:
         """The row is of this reader's namespace (not one shared with it); a view of every
         namespace owns every row."""

@@ -247,7 +247,7 @@ def _retire(items: pl.DataFrame, pairs: list[validity.Retirement], now: datetime
         old, new = rows[old_i], rows[new_i]
         if old["status"] not in ("active", "candidate"):
             continue
-        if new["provenance"] == AGENT_STATED and old["provenance"] != AGENT_STATED:
+        if new.get("provenance") == AGENT_STATED and old.get("provenance") != AGENT_STATED:
             rule = "conflict"
         if rule == "conflict":
             if new["status"] in ("active", "candidate") and new["id"] not in (old["contradicts"] or []):
