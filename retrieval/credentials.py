@@ -12,8 +12,12 @@ Three families of rule:
   (``password: …``, ``api_key=…``, ``DB_PASS=…``, ``Authorization: Bearer …``,
   ``user:pass@host``): only the value is redacted, so
   ``postgres://app:[REDACTED:connection_string]@db:5432`` still says where the database lives;
-- *personal data* (``PII_KINDS``): payment card numbers and national id numbers by
-  default, e-mail addresses and phone numbers when ``[privacy] redact`` names them.
+- *personal data* (``PII_KINDS``): payment card numbers, national id numbers, bank
+  accounts (IBAN), e-mail addresses and phone numbers, as ``[privacy] redact`` names them;
+- *everyday words and disguises* (``retrieval.secret_phrases``): "pw: X", "Mein Passwort
+  ist X", "admin / X", a key within a few words of its name when its entropy is high; and
+  text scanned as NFKC without zero-width characters, base64 and percent-encoded runs
+  decoded and scanned again.
 
 Bare hashes, git SHAs and UUIDs are not credentials on their own; they are flagged
 only in an assignment to a secret-sounding name (``token=<sha>``). Neither are code
@@ -31,6 +35,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 from dataclasses import dataclass
 
+from retrieval.secret_phrases import BANK_PRECHECK, BANK_RULE, FINDERS, PHRASE_RULES, encoded, phone_spans, unveil
 from retrieval.secret_values import (
     VALUE as _VALUE,
     accept_any as _any,
@@ -136,7 +141,7 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("huggingface_token", re.compile(r"(?<![A-Za-z0-9_])hf_[A-Za-z0-9]{30,}(?![A-Za-z0-9])"), _random_real),
     _Rule("mailgun_key", re.compile(r"(?<![A-Za-z0-9_-])key-[0-9a-z]{32}(?![0-9A-Za-z])"), _random_real),
     _Rule("datadog_key", re.compile(
-        r"(?i:\b(?:dd|datadog)[_ -]?(?:api|app(?:lication)?)?[_ -]?key)[\"']?\s*(?:[:=]|\bis\b)\s*[\"']?"
+        r"(?i:\b(?:dd|datadog)[_ -]?(?:api|app(?:lication)?)?[_ -]?key)[\"']?\s*(?:[:=]|\bis\b)?\s*[\"']?"
         r"(?P<secret>[0-9a-f]{32}(?:[0-9a-f]{8})?)(?![0-9a-fA-F])")),
     # A bot token is three base64url parts; said next to "discord" or "bot" ("Authorization: Bot …").
     _Rule("discord_token", re.compile(
@@ -204,7 +209,12 @@ _RULES: tuple[_Rule, ...] = (
         re.IGNORECASE), _env_value),
 )
 
-CREDENTIAL_KINDS: tuple[str, ...] = tuple(dict.fromkeys(rule.kind for rule in _RULES))
+_RULES += tuple(_Rule(kind, pattern, accept) for kind, pattern, accept, _ in PHRASE_RULES)
+# A base64 or percent-encoded run that decodes to a secret (``secret_phrases.encoded``).
+ENCODED = "encoded_secret"
+# What a text must hold to have such a run (Python's ``re`` and polars' Rust regex alike).
+ENCODED_PRECHECK = r"[A-Za-z0-9+/_-]{24}|%[0-9A-Fa-f]{2}"
+CREDENTIAL_KINDS: tuple[str, ...] = (*dict.fromkeys(rule.kind for rule in _RULES), ENCODED)
 
 
 # Literal text every match of a rule of that kind contains, lower-cased: a rule runs only
@@ -263,12 +273,16 @@ ANCHORS: dict[str, tuple[str, ...]] = {
     "gcp_service_account": ("private_key_id",),
     "env_secret": ("pass", "pwd", "secret", "token", "key", "dsn", "credential", "creds", "database_url"),
 }
+for _kind, _, _, _anchors in PHRASE_RULES:
+    ANCHORS[_kind] = tuple(dict.fromkeys((*ANCHORS.get(_kind, ()), *_anchors)))
 ALL_ANCHORS: tuple[str, ...] = tuple(sorted({a for anchors in ANCHORS.values() for a in anchors}))
 _RULE_ANCHORS = {kind: frozenset(anchors) for kind, anchors in ANCHORS.items()}
 
 
-PII_KINDS: tuple[str, ...] = ("payment_card", "national_id", "email", "phone")
-DEFAULT_PII: tuple[str, ...] = ("payment_card", "national_id")
+PII_KINDS: tuple[str, ...] = ("payment_card", "national_id", "bank_account", "email", "phone")
+# The user's e-mail address and phone number are personal data too: redacted unless
+# ``[privacy] redact`` leaves them out.
+DEFAULT_PII: tuple[str, ...] = PII_KINDS
 
 # Card numbers by network: leading digits and lengths (ISO/IEC 7812 issuer ranges). With
 # the Luhn check, a 16-digit order number is taken for a card about once in a hundred.
@@ -283,23 +297,17 @@ _CARD_NUMBER = re.compile(r"""
 """, re.VERBOSE)
 
 
-def _luhn(number: str) -> bool:
-    total = 0
-    for i, ch in enumerate(reversed(number)):
-        d = int(ch)
-        if i % 2:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
-    return total % 10 == 0
+def _email(match: re.Match[str]) -> bool:
+    """Not a URL's user-info (``postgres://app:secret@db.internal``): the host stays readable."""
+    before = match.string[:match.start()]
+    return "://" not in before[before.rfind(" ") + 1:]
 
 
 def _card(match: re.Match[str]) -> bool:
+    from stdnum import luhn
+
     number = re.sub(r"[ -]", "", match.group(0))
-    return bool(_CARD_NUMBER.fullmatch(number)) and _luhn(number)
-
-
-def _phone(match: re.Match[str]) -> bool:
-    return 10 <= sum(c.isdigit() for c in match.group(0)) <= 15
+    return bool(_CARD_NUMBER.fullmatch(number)) and luhn.is_valid(number)
 
 
 # Not inside a word, a decimal (0.4111…) or a longer dash-joined number.
@@ -319,14 +327,17 @@ _PII_RULES: tuple[_Rule, ...] = (
     _Rule("national_id", re.compile(
         _NUMBER_START + r"(?!000|666|9\d\d)\d{3}([- ])(?!00)\d{2}\1(?!0000)\d{4}" + _NUMBER_END
         + r"|\b(?!BG|GB|KN|NK|NT|TN|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b")),
-    _Rule("email", re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b")),
-    _Rule("phone", re.compile(r"(?<![\w+])\+?\(?\d[\d ().-]{8,18}\d(?![\d-])"), _phone),
+    _Rule(BANK_RULE[0], BANK_RULE[1], BANK_RULE[2]),
+    _Rule("email", re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"),
+          _email),
+    # Phone numbers: libphonenumber's matcher (``secret_phrases.phone_spans``), not a regex.
 )
 # What a text must hold for each personal-data rule to match (every match of the kind
 # contains one); written for Python's ``re`` and the Rust ``regex`` crate (polars) alike.
 PII_PRECHECKS: dict[str, str] = {
     "payment_card": r"\d{13}|\d{4}[ -]\d{4}[ -]\d{4}[ -]\d{4}|\d{4}[ -]\d{6}[ -]\d{4}",
     "national_id": r"\d{3}[ -]\d\d[ -]\d{4}|\d\d ?\d\d ?\d\d ?[A-D]",
+    "bank_account": BANK_PRECHECK,
     "email": r"@",
     "phone": r"\d[\d ().-]{8,18}\d",
 }
@@ -335,7 +346,7 @@ PII_PRECHECK = "|".join(PII_PRECHECKS[kind] for kind in DEFAULT_PII)
 _PII_PRECHECK_RE = {kind: re.compile(pattern) for kind, pattern in PII_PRECHECKS.items()}
 # The fewest digits a match of each kind holds: counting them is cheaper than any regex,
 # and most text has too few for a card (13), a national id (6) or a phone number (10).
-_PII_MIN_DIGITS = {"payment_card": 13, "national_id": 6, "email": 0, "phone": 10}
+_PII_MIN_DIGITS = {"payment_card": 13, "national_id": 6, "bank_account": 8, "email": 0, "phone": 10}
 
 # Every rule with its priority (its place in this order).
 _ALL_RULES: tuple[tuple[int, _Rule], ...] = tuple(enumerate(_RULES + _PII_RULES))
@@ -364,10 +375,18 @@ def _rules_for(text: str, pii: frozenset[str]) -> list[tuple[int, _Rule]]:
             if r.kind in prechecked or (r.kind in _RULE_ANCHORS and not _RULE_ANCHORS[r.kind].isdisjoint(present))]
 
 
+def _phone_possible(text: str, pii: frozenset[str]) -> bool:
+    return ("phone" in pii and sum(map(text.count, "0123456789")) >= _PII_MIN_DIGITS["phone"]
+            and _PII_PRECHECK_RE["phone"].search(text) is not None)
+
+
 def might_hold_credential(text: str, *, pii: Iterable[str] = DEFAULT_PII) -> bool:
     """False only when ``text`` cannot hold a credential or the ``pii`` kinds: it is ASCII,
-    holds none of ``ALL_ANCHORS``, and no ``PII_PRECHECKS`` pattern of those kinds finds anything."""
-    return bool(_rules_for(text, _pii_kinds(pii)))
+    holds none of ``ALL_ANCHORS``, no ``PII_PRECHECKS`` pattern of those kinds finds
+    anything, and no run of it could be an encoded secret."""
+    kinds = _pii_kinds(pii)
+    return (bool(_rules_for(text, kinds)) or _phone_possible(text, kinds) or bool(encoded(text, lambda _: True))
+            or any(find(text) for _, find in FINDERS))
 
 
 def pii_from_config(config: Any) -> tuple[str, ...]:
@@ -386,14 +405,17 @@ def find_credentials(text: str, *, pii: Iterable[str] = DEFAULT_PII) -> list[Cre
     Raises:
         ValueError: ``pii`` names a kind not in ``PII_KINDS``.
     """
-    claims: list[tuple[int, int, int, str]] = []
-    for priority, rule in _rules_for(text, _pii_kinds(pii)):
-        for match in rule.pattern.finditer(text):
-            if rule.accept(match):
-                start, end = _span(match)
-                claims.append((start, -end, priority, rule.kind))
+    kinds = _pii_kinds(pii)
+    claims = _claims(text, kinds)
+    if (veiled := unveil(text)) is not None:
+        # Scanned again as it reads (NFKC, no zero-width characters); spans mapped back.
+        clean, origin = veiled
+        claims += [(origin[start], -(origin[-neg_end - 1] + 1), priority, kind)
+                   for start, neg_end, priority, kind in _claims(clean, kinds)]
     found: list[CredentialMatch] = []
-    for start, neg_end, _, kind in sorted(claims):
+    # At one start the more specific kind names the span (a token before "@github.com" is
+    # a token, not an e-mail address); the span still takes in all that overlaps it.
+    for start, _, neg_end, kind in sorted((s, p, e, k) for s, e, p, k in claims):
         end = -neg_end
         if found and start < found[-1].end:
             if end > found[-1].end:
@@ -401,6 +423,24 @@ def find_credentials(text: str, *, pii: Iterable[str] = DEFAULT_PII) -> list[Cre
             continue
         found.append(CredentialMatch(kind, start, end))
     return found
+
+
+_LAST = len(_ALL_RULES)  # priorities after every rule: phone numbers, then encoded runs
+
+
+def _claims(text: str, kinds: frozenset[str]) -> list[tuple[int, int, int, str]]:
+    """(start, -end, priority, kind) of every match in ``text``, overlapping ones included."""
+    claims: list[tuple[int, int, int, str]] = []
+    for priority, rule in _rules_for(text, kinds):
+        for match in rule.pattern.finditer(text):
+            if rule.accept(match):
+                start, end = _span(match)
+                claims.append((start, -end, priority, rule.kind))
+    claims += [(start, -end, _LAST, kind) for kind, find in FINDERS for start, end in find(text)]
+    if _phone_possible(text, kinds):
+        claims += [(start, -end, _LAST, "phone") for start, end in phone_spans(text)]
+    claims += [(start, -end, _LAST + 1, ENCODED) for start, end in encoded(text, lambda d: bool(_claims(d, kinds)))]
+    return claims
 
 
 def redact(text: str, *, pii: Iterable[str] = DEFAULT_PII) -> str:

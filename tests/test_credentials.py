@@ -6,6 +6,7 @@ literal sits in the repository for a secret scanner to trip over.
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import subprocess
 import sys
@@ -19,13 +20,13 @@ from retrieval.credentials import (
     CredentialMatch,
     find_credentials,
     has_credential,
-    PII_KINDS,
     might_hold_credential,
     pii_from_config,
     redact,
 )
 
 OPENAI = "sk-" + "T3stKey9" * 6
+GITHUB_FOR_B64 = "ghp_" + "Q7wErT9yUiOp3aSdFgHjKlZx" + "C8vBnM1q2w3e"
 OPENAI_PROJECT = "sk-" + "proj-" + "Ab3_dE6-" * 7
 ANTHROPIC = "sk-" + "ant-api03-" + "Zx9Yw8Vu7" * 9
 AWS_ID = "AKIA" + "IOSFODNN7EXAMPL3"
@@ -167,6 +168,8 @@ POSITIVES = [
     ("huggingface_token", f"HF hub token is {HUGGINGFACE}", HUGGINGFACE),
     ("mailgun_key", f"mailgun {MAILGUN} for the newsletter", MAILGUN),
     ("datadog_key", f"the datadog api key is {DATADOG}", DATADOG),
+    ("encoded_secret", "paste this: " + base64.b64encode(GITHUB_FOR_B64.encode()).decode() + " ok",
+     base64.b64encode(GITHUB_FOR_B64.encode()).decode()),
     ("discord_token", f"Authorization: Bot {DISCORD}", DISCORD),
     ("discord_webhook", f"post alerts to {DISCORD_HOOK}", DISCORD_HOOK),
     ("telegram_token", f"my telegram bot is {TELEGRAM}", TELEGRAM),
@@ -368,13 +371,15 @@ def test_prose_about_credentials_is_not_flagged(text: str) -> None:
 
 @pytest.mark.parametrize(("kind", "text", "secret"), POSITIVES, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(POSITIVES)])
 def test_every_credential_holds_an_anchor_of_its_kind(kind: str, text: str, secret: str) -> None:
-    """The bulk scans skip texts without an anchor; no credential may be skipped."""
-    assert any(anchor in text.lower() for anchor in ANCHORS[kind])
+    """The bulk scans skip texts without an anchor; no credential may be skipped (an
+    encoded one has none: its run is what the scans look for)."""
+    assert kind == "encoded_secret" or any(anchor in text.lower() for anchor in ANCHORS[kind])
     assert might_hold_credential(text)
 
 
 def test_anchors_skip_plain_prose_but_never_non_ascii() -> None:
-    assert set(ANCHORS) == set(CREDENTIAL_KINDS)
+    # An encoded secret has no anchor: any long base64 run or a percent escape is decoded.
+    assert set(ANCHORS) == set(CREDENTIAL_KINDS) - {"encoded_secret"}
     assert not might_hold_credential("Maya moved to Lisbon in March and walks her dog daily.")
     assert might_hold_credential("Maya's ſecret=Q2x8ZmVyY2hpbGRsaWtlYnV0dGVy")
 
@@ -399,17 +404,17 @@ def test_cards_and_national_ids_are_redacted_by_default(kind: str, text: str, se
     assert redact(text, pii=()) == text  # [privacy] redact = [] keeps them
 
 
-def test_emails_and_phones_only_when_configured() -> None:
+def test_emails_and_phones_by_default_and_kept_when_configured() -> None:
     text = "write to dana.k@example.org or call +1 (415) 555-0134"
-    assert redact(text) == text
-    assert redact(text, pii=PII_KINDS) == "write to [REDACTED:email] or call [REDACTED:phone]"
+    assert redact(text) == "write to [REDACTED:email] or call [REDACTED:phone]"
+    assert redact(text, pii=("payment_card", "national_id")) == text
 
 
 def test_privacy_config_names_known_kinds() -> None:
     from retrieval.config import load_config
 
     config = load_config()
-    assert pii_from_config(config) == ("payment_card", "national_id")
+    assert pii_from_config(config) == ("payment_card", "national_id", "bank_account", "email", "phone")
     assert pii_from_config(config.replace(privacy={"redact": []})) == ()
     with pytest.raises(ValueError, match="passport"):
         pii_from_config(config.replace(privacy={"redact": ["passport"]}))
@@ -435,9 +440,12 @@ def test_redacted_json_config_stays_json() -> None:
 
 
 def test_dates_and_short_numbers_skip_every_rule() -> None:
-    assert not might_hold_credential("meeting 2026-10-12 09:30 in room 101, call 415-555-0134")
-    assert not might_hold_credential("write to dana@example.org")
-    assert might_hold_credential("write to dana@example.org", pii=PII_KINDS)
+    cards_and_ids = ("payment_card", "national_id")
+    assert not might_hold_credential("meeting 2026-10-12 09:30 in room 101, call 415-555-0134", pii=cards_and_ids)
+    assert not might_hold_credential("write to dana@example.org", pii=cards_and_ids)
+    assert might_hold_credential("write to dana@example.org")
+    # A date and a time are not a phone number, even when the phone rule looks.
+    assert redact("meeting 2026-10-12 09:30 in room 101") == "meeting 2026-10-12 09:30 in room 101"
 
 
 def test_python_and_polars_read_the_personal_data_precheck_alike() -> None:

@@ -99,6 +99,54 @@ def _discord_token() -> tuple[str, str]:
     return first + ".", _r(6, URL) + "." + _r(38, URL)
 
 
+def _iban() -> str:
+    from stdnum import iban
+
+    bban = _r(18, DIGITS)
+    return "DE" + iban.calc_check_digits("DE00" + bban) + bban
+
+
+def _phone() -> str:
+    """A US number libphonenumber holds valid, written as people write it."""
+    import phonenumbers
+
+    while True:
+        number = f"({secrets.choice('23456789')}{_r(2, DIGITS)}) {secrets.choice('23456789')}{_r(2, DIGITS)}-{_r(4, DIGITS)}"
+        if phonenumbers.is_valid_number(phonenumbers.parse(number, "US")):
+            return number
+
+
+def _full_width(text: str) -> str:
+    return "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in text)
+
+
+def everyday() -> list[Secret]:
+    """Secrets in the words people use and in disguise (issue 30, item 4): each is found
+    through the message's own words, its NFKC form or a decoding."""
+    s = _secret
+    ghp = "ghp" + "_" + _r(36)
+    encoded = base64.b64encode(ghp.encode()).decode()
+    discord_first, discord_rest = _discord_token()
+    body = _r(36)
+    return [
+        s("pw_colon", "pw: {s}", "", "Tr0" + _r(9)),
+        s("account_pair", "the NAS login is admin / {s}", "", "Nas" + _r(9) + "!"),
+        s("my_pass", "my pass is {s} for the gym site", "", "Gym" + _r(9)),
+        s("possessive_password", "My Gmail password's {s}", "", "Gm" + _r(10)),
+        s("german_password", "Mein Passwort ist {s}", "", "Pw" + _r(10)),
+        s("aws_key_id_lower", "the old key id {s} still works", "akia", _r(16, LOWER + DIGITS)),
+        Secret("github_base64", f"here it is in base64: {encoded}", encoded, encoded),
+        Secret("github_zero_width", f"my token is g\u200bhp_{body}", f"g\u200bhp_{body}", body),
+        Secret("github_full_width", f"my token is {_full_width('ghp_' + body[::-1])}",
+               _full_width("ghp_" + body[::-1]), body[::-1]),
+        s("iban", "wire it to my IBAN {s} by Friday", "", _iban()),
+        s("datadog_no_colon", "Datadog API key {s}", "", _r(32, HEX)),
+        s("discord_unnamed", "the moderation app runs on {s}", discord_first, discord_rest),
+        s("phone", "call me on {s} after six", "", _phone()),
+        s("email", "write to me at {s} instead", "", _r(9, LOWER) + "@" + _r(9, LOWER) + ".com"),
+    ]
+
+
 def corpus() -> list[Secret]:
     """Every shape ``retrieval.credentials`` redacts, each in a sentence a user or a tool would write."""
     card = luhn_card("4", 16, fill=_r(14, DIGITS))
@@ -172,6 +220,7 @@ def corpus() -> list[Secret]:
         s("card_mastercard", "charge {s} please", "", mastercard),
         s("ssn", "my SSN is {s}", "", _ssn()),
         s("ni_number", "my National Insurance number is {s}", "", _ni_number()),
+        *everyday(),
     ]
 
 

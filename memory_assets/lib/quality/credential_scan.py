@@ -75,7 +75,8 @@ class ScanLedger:
         # Texts with none of the rules' literal anchors cannot match: only the rest are scanned.
         text = texts.fill_null("")
         anchored = (text.str.to_lowercase().str.contains_any(list(credentials.ALL_ANCHORS))
-                    | text.str.contains(r"[^\x00-\x7F]") | text.str.contains(credentials.PII_PRECHECK))
+                    | text.str.contains(r"[^\x00-\x7F]") | text.str.contains(credentials.PII_PRECHECK)
+                    | text.str.contains(credentials.ENCODED_PRECHECK))
         todo = (unseen & anchored).arg_true().to_list()
         out: list[str | None] = [None] * len(values)
         for i in todo:
