@@ -328,7 +328,7 @@ _PII_RULES: tuple[_Rule, ...] = (
         _NUMBER_START + r"(?!000|666|9\d\d)\d{3}([- ])(?!00)\d{2}\1(?!0000)\d{4}" + _NUMBER_END
         + r"|\b(?!BG|GB|KN|NK|NT|TN|ZZ)[A-CEGHJ-PR-TW-Z][A-CEGHJ-NPR-TW-Z] ?\d{2} ?\d{2} ?\d{2} ?[A-D]\b")),
     _Rule(BANK_RULE[0], BANK_RULE[1], BANK_RULE[2]),
-    _Rule("email", re.compile(r"(?<![\w.+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"),
+    _Rule("email", re.compile(r"(?<![\w.%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"),
           _email),
     # Phone numbers: libphonenumber's matcher (``secret_phrases.phone_spans``), not a regex.
 )

@@ -155,7 +155,10 @@ def unveil(text: str) -> tuple[str, list[int]] | None:
 
 # A run that may be base64 (standard or URL-safe) or percent-encoding.
 _BASE64 = re.compile(r"(?<![A-Za-z0-9+/_-])[A-Za-z0-9+/_-]{24,}={0,2}(?![A-Za-z0-9+/=_-])")
-_PERCENT = re.compile(r"(?:[A-Za-z0-9._~-]*%[0-9A-Fa-f]{2})+[A-Za-z0-9._~-]*")
+# A URL-safe run holding a percent escape: runs are found whole (each starts where the
+# last ended, so the scan is linear), then kept when one holds an escape.
+_URL_RUN = re.compile(r"[A-Za-z0-9._~%-]+")
+_ESCAPE = re.compile(r"%[0-9A-Fa-f]{2}")
 
 
 def encoded(text: str, found: Callable[[str], bool]) -> list[tuple[int, int]]:
@@ -173,7 +176,9 @@ def encoded(text: str, found: Callable[[str], bool]) -> list[tuple[int, int]]:
                 spans.append(match.span())
                 break
     if "%" in text:
-        for match in _PERCENT.finditer(text):
+        for match in _URL_RUN.finditer(text):
+            if not _ESCAPE.search(match.group(0)):
+                continue
             try:
                 decoded = unquote_to_bytes(match.group(0)).decode("utf-8")
             except UnicodeDecodeError:

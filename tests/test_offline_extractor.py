@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from datetime import datetime, timezone
 
 import pytest
@@ -721,7 +720,10 @@ def test_extraction_is_deterministic():
     assert extract(*MIXED_SESSION) == extract(*MIXED_SESSION)
 
 
-def test_a_long_conversation_is_fast():
+def test_a_long_conversation_is_read_whole():
+    """700 turns in one session read as their lines read alone: nothing is dropped or
+    garbled by the length (its time is a benchmark's: ``memory bench adversarial`` and
+    ``memory bench ingest``, never a timed test)."""
     lines = [
         "I went to a LGBTQ support group yesterday and it was so powerful.",
         "Wow, that's cool! What happened that was so awesome?",
@@ -730,11 +732,10 @@ def test_a_long_conversation_is_fast():
     ]
     turns = [turn(i + 1, "user", lines[i % len(lines)], ("Caroline", "Melanie")[i % 2]) for i in range(700)]
     extractor = OfflineExtractor(CONFIG)
-    extractor.extract(turns[:10])  # warm the regex caches
-    started = time.perf_counter()
-    extractor.extract(turns)
-    # The budget is "well under a second" for 700 turns; doubled so a busy CI box does not flake.
-    assert time.perf_counter() - started < 2.0
+    alone = {c.content for c in extractor.extract(turns[:4]).candidates}
+    whole = extractor.extract(turns).candidates
+    assert alone and {c.content for c in whole} == alone
+    assert all(1 <= number <= 700 for c in whole for number in c.source_turns)
 
 
 # --- LoCoMo (when the dataset is present) --------------------------------------------

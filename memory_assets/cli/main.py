@@ -216,6 +216,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from evals.bench.adversarial import main as run
     elif args.what == "redaction":
         from evals.bench.redaction import main as run
+    elif args.what == "patterns":
+        from evals.bench.patterns import main as run
     else:
         from evals.bench.retrieval import main as run
     return int(run(args.rest) or 0)
@@ -324,8 +326,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_eval)
 
     p = command("bench", help="measure speed: `memory bench retrieval|quality|nightly|service --items N [--json]`, "
-                              "`memory bench ingest --sessions N [--json]`, `memory bench adversarial [--sizes …]`, `memory bench redaction [--dataset …]`")
-    p.add_argument("what", choices=["retrieval", "quality", "nightly", "service", "signals", "ingest", "adversarial", "redaction"])
+                              "`memory bench ingest --sessions N [--json]`, `memory bench adversarial [--sizes …]`, `memory bench redaction [--dataset …]`, `memory bench patterns [--sizes …]`")
+    p.add_argument("what", choices=["retrieval", "quality", "nightly", "service", "signals", "ingest", "adversarial", "redaction", "patterns"])
     p.add_argument("rest", nargs=argparse.REMAINDER, help="options of that benchmark (see --help after it)")
     p.set_defaults(func=cmd_bench)
     return parser
