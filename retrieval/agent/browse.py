@@ -72,10 +72,13 @@ def erase(stores: Stores, view: View, namespace: str | None, item_id: str | None
     """An ``erase`` request for every memory of ``namespace`` (default the one ``view``
     writes to) or for the one item ``item_id`` names; the request's id."""
     payload = {k: v for k, v in (("reason", reason), ("by", by)) if v}
+    # The request is the operator's audit record, not a message: who asked ("dpo@acme.org")
+    # stays readable; a credential in it is still redacted.
+    del pii
     if item_id is not None:
-        return _record(stores, "erase", [resolve(stores, view, item_id)], now, payload=payload, pii=pii).id
+        return _record(stores, "erase", [resolve(stores, view, item_id)], now, payload=payload, pii=()).id
     target = namespace or view.writer("erase")
-    return _record(stores, "erase", [], now, payload={"namespace": target, **payload}, pii=pii).id
+    return _record(stores, "erase", [], now, payload={"namespace": target, **payload}, pii=()).id
 
 
 def injection_of(stores: Stores, view: View, item_ids: Sequence[str]) -> Injection:
