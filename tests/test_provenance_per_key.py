@@ -177,3 +177,19 @@ def test_a_newer_surer_claim_still_ranks_below_the_users_older_word():
     # Two claims, or two of the user's words: confidence decides, as before.
     other = _hit("other", 0.5, "agent_stated", 1)
     assert trust.losers([claim, other], {("claim", "other")}) == {"other"}
+
+
+def test_another_agents_import_is_its_claim_whatever_its_lines_say(personal_root, tmp_path):
+    import json
+
+    from retrieval.agent.client import MemoryClient
+    from retrieval.service import exports
+
+    root = copy_root(personal_root, tmp_path)
+    owner = MemoryClient(root)
+    text = "\n".join(exports.export(owner, "default"))
+    bot = owner.scoped("default", author="agent:garage-bot:0123456789ab")
+    assert exports.import_text(bot, "default", text)["written"]
+    [written] = list((root / "imports").glob("*.jsonl"))
+    items = [r for r in map(json.loads, written.read_text().splitlines()) if r.get("type") == "item"]
+    assert items and {r["provenance"] for r in items} == {"agent_stated"}

@@ -17,6 +17,7 @@ from retrieval import inbox, interchange
 from retrieval.agent.client import MemoryClient
 from retrieval.credentials import pii_from_config
 from retrieval.files import stamp
+from retrieval.schema import AGENT_STATED, agent_written
 from retrieval.service.core import FORBIDDEN, Forbidden
 
 
@@ -40,6 +41,9 @@ def import_text(client: MemoryClient, namespace: str, text: str) -> dict:
         # An item that names no namespace is the key's: left empty, the pipeline would
         # adopt it into the default namespace, which this key may not write.
         records = [{**header, "namespace": namespace}, *({**item, "namespace": namespace} for item in items)]
+        if agent_written(client.view.author):
+            # Another agent's import is its claim, whatever provenance its lines state.
+            records = [{**r, "provenance": AGENT_STATED} if r.get("type") == "item" else r for r in records]
         _, out["written"] = inbox.write_import(client.paths.imports, records, stamp=stamp(now),
                                                pii=pii_from_config(client.config))
     return out
