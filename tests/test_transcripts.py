@@ -55,11 +55,15 @@ def test_locomo_sessions_keep_dates_and_dia_ids():
     ([json.dumps({**GOOD, "ts": "yesterday"})], 1, '"ts" does not parse'),
     ([json.dumps({**GOOD, "turn": "three"})], 1, '"turn" must be'),
     ([json.dumps({k: v for k, v in GOOD.items() if k != "content"})], 1, 'missing "content"'),
-    ([json.dumps(GOOD), json.dumps({**GOOD, "turn": 2, "content": "x" * 5_000_000})], 2, "limit is 1,000,000"),
+    ([json.dumps(GOOD), json.dumps({**GOOD, "turn": 2, "content": "x" * 5_000_000})], 2,
+     "limit is 100,000 (MESSAGE_MAX_CHARS"),
+    # Under the character bound, over the byte cap: 90,000 four-byte characters.
+    ([json.dumps(GOOD), json.dumps({**GOOD, "turn": 2, "content": "😀" * 90_000}, ensure_ascii=False)], 2,
+     "limit is 300,000 (ingest.max_message_bytes)"),
 ])
 def test_bad_line_names_file_and_line_and_good_lines_still_count(tmp_path, lines, line_no, message):
     path = _jsonl(tmp_path / "t.jsonl", *lines)
-    parsed = parse_transcript(path, max_message_bytes=1_000_000)
+    parsed = parse_transcript(path, max_message_bytes=300_000)
     assert len(parsed.errors) == 1
     error = str(parsed.errors[0])
     assert error.startswith(f"{path} line {line_no}: ") and message in error

@@ -15,7 +15,7 @@ from typing import Any
 
 import polars as pl
 
-from retrieval import events
+from retrieval import events, limits
 from retrieval.agent.injection import Injection
 from retrieval.agent.lineage import events_about, related_items, sources_of
 from retrieval.agent.pending import PENDING, Overlay
@@ -51,6 +51,8 @@ def about(stores: Stores, view: View, type: str, item_id: str, now: datetime, *,
           payload: dict[str, Any] | None = None) -> str:
     """Record a feedback event of ``type`` (reinforce, demote, update…) about the item
     ``item_id`` names (``resolve``); its full id."""
+    if type == "update":
+        limits.memory(str((payload or {}).get("content") or ""), "update: the new wording")
     found = resolve(stores, view, item_id)
     written_by = {"written_by": view.author} if view.author else {}  # who said so: an agent's word is its claim
     _record(stores, type, [found], now, payload={**(payload or {}), **written_by}, pii=pii)

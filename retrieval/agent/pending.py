@@ -22,7 +22,7 @@ from datetime import datetime
 
 import numpy as np
 
-from retrieval import credentials, published
+from retrieval import credentials, limits, published
 from retrieval.agent.rewrite import keywords
 from retrieval.agent.search import Hit, to_hit
 from retrieval.agent.view import View
@@ -73,6 +73,7 @@ def write(paths: DataRoot, view: View, content: str, *, now: datetime, pii: Sequ
     empty, the view has no namespace to write to, or ``project`` is not a project name."""
     if not (content := " ".join(str(content).split())):
         raise ValueError("remember: the content is empty")
+    limits.memory(content, "remember: the content")
     namespace = view.writer("remember")
     project = check_project(project) if project is not None else None
     session_id = f"{PREFIX}{uuid.uuid4().hex[:20]}"

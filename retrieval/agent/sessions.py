@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from retrieval import jobs
+from retrieval import jobs, limits
 from retrieval.agent import signals
 from retrieval.agent.stores import Messages
 from retrieval.agent.view import View
@@ -46,8 +46,12 @@ def canonical(session_id: str, messages: Messages, *, namespace: str | None, pro
     """The messages as the inbox takes them: ``role`` checked, ``turn``, ``ts``, ``speaker``
     and ``trust`` filled in when missing (a tool's output is untrusted); ``written_by`` (the
     key that hands them over) on each, whatever the caller wrote there."""
+    if len(messages) > limits.MESSAGES_MAX:
+        raise limits.OverLimit(f"the transcript has {len(messages):,} messages; the limit is "
+                               f"{limits.MESSAGES_MAX:,} (MESSAGES_MAX)")
     out = []
     for index, message in enumerate(messages, start=1):
+        limits.message(str(message.get("content", "")), f"message {index}")
         role = message.get("role")
         if role not in ROLES:
             raise ValueError(f"message {index}: role {role!r}; expected one of {', '.join(ROLES)}")
@@ -99,6 +103,8 @@ def append_turn(paths: DataRoot, checkpoints: Callable[[], CheckpointStore], vie
     turn with a high signal (``signals.HIGH_SIGNALS``) hands the session so far to the
     pipeline (``flush``) and asks for a ``materialize`` run."""
     session_id = check_session_id(session_id)
+    for field in ("user_input", "llm_output"):
+        limits.message(str(record.get(field) or ""), f"the turn's {field}")
     saved = checkpoints().append(view.writer("append_turn"), session_id, turn, record, project=project, now=now)
     found = signals_in(record, config, pii)
     flushed = None

@@ -3,7 +3,8 @@
 The HTTP routes take these models as their bodies; the MCP tools build the same model
 from their arguments before anything runs, so a bound, a type, a nesting depth or a name
 is checked once, the same way, whichever transport carries the call (a failure is a 422
-on HTTP and a "422 Invalid" tool error on MCP). Names come from ``retrieval.names``.
+on HTTP and a "422 Invalid" tool error on MCP). Names come from ``retrieval.names``, the
+bounds from ``retrieval.limits`` (which the in-process client and the CLI check too).
 """
 
 from __future__ import annotations
@@ -13,12 +14,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from retrieval.limits import MEMORY_MAX_CHARS, MESSAGE_MAX_CHARS, MESSAGES_MAX, NESTING_MAX
 from retrieval.names import NAMESPACE, PROJECT, SESSION
 
-MEMORY_MAX_CHARS = 4000  # a remembered or reworded memory, a search query
-MESSAGE_MAX_CHARS = 100_000  # one message or turn field (a pasted log fits; a book does not)
-MESSAGES_MAX = 2000  # messages in one flushed transcript
-NESTING_MAX = 32  # depth of a turn's tool calls and internal state
 ITEMS_MAX = 500  # rows one list call returns
 PROJECT_READ = ("The project the agent works on: its memories and the global ones, never another project's "
                 "(default: every memory)")

@@ -25,6 +25,7 @@ from typing import Any
 from retrieval.moments import parse_utc, utc
 from retrieval.names import InvalidName, check_namespace
 from retrieval.projects import check_project, project_from_metadata
+from retrieval.limits import MESSAGE_MAX_CHARS
 from retrieval.schema import ROLES, SOURCE_FORMATS, TRUST
 
 FORMATS = ("jsonl", "openai", "locomo")
@@ -113,6 +114,9 @@ def _message(path: Path, line: int | None, raw: Any, *, max_bytes: int,
         raise TranscriptError(path, line, 'missing "content"')
     if not isinstance(content, str):
         raise TranscriptError(path, line, f'"content" must be a string, got {type(content).__name__}')
+    if len(content) > MESSAGE_MAX_CHARS:
+        raise TranscriptError(path, line, f"message is {len(content):,} characters; the limit is "
+                                          f"{MESSAGE_MAX_CHARS:,} (MESSAGE_MAX_CHARS, as at every door)")
     size = len(content.encode("utf-8"))
     if size > max_bytes:
         raise TranscriptError(path, line, f"message is {size:,} bytes; the limit is {max_bytes:,} (ingest.max_message_bytes)")
