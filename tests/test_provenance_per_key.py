@@ -179,6 +179,20 @@ def test_a_newer_surer_claim_still_ranks_below_the_users_older_word():
     assert trust.losers([claim, other], {("claim", "other")}) == {"other"}
 
 
+def test_two_claims_against_the_users_word_both_stay_below_it_whatever_their_ids():
+    # Ranked: a surer claim, a second claim, the user's word, an unrelated line, a user line
+    # the first claim also contradicts. Swapping pair by pair in id order lifted the surer
+    # claim back above the user's word once the two claims were compared.
+    surer, claim, user = _hit("b", 0.95, "agent_stated", 0), _hit("d", 0.9, "agent_stated", 2), _hit("c", 0.8, "user_stated", 30)
+    unrelated, booked = _hit("x", 0.8, "user_stated", 5), _hit("a", 0.8, "user_stated", 20)
+    pairs = {("a", "b"), ("b", "c"), ("b", "d"), ("c", "d")}
+    for ids in (pairs, {tuple(reversed(p)) for p in pairs}):
+        ordered = [h.id for h in trust.order([surer, claim, user, unrelated, booked], ids)]
+        assert ordered.index("x") == 3  # not in a conflict: keeps its place
+        assert max(ordered.index("a"), ordered.index("c")) < min(ordered.index("b"), ordered.index("d"))
+        assert ordered.index("b") < ordered.index("d")  # between two claims, the likelier first
+
+
 def test_another_agents_import_is_its_claim_whatever_its_lines_say(personal_root, tmp_path):
     import json
 

@@ -105,18 +105,47 @@ def losers(hits: Sequence[Hit], pairs: set[tuple[str, str]]) -> set[str]:
 
 
 def order(hits: Sequence[Hit], pairs: set[tuple[str, str]]) -> list[Hit]:
-    """``hits`` with the more likely side of each conflicting pair ranked above the other
-    (the two swap places; everything else keeps its rank)."""
+    """``hits`` with the more likely side of every conflicting pair ranked above the other.
+
+    The hits joined by conflicts keep the places they hold between them and are laid out
+    again in those places: each one after every side it loses to, otherwise by its rank.
+    Swapping pair by pair is not enough: with two claims against one user line, the second
+    swap could lift a claim back above the user's word. The "likelier" relation is a strict
+    order (the user's word first, then belief), so the layout always exists.
+    """
     out = list(hits)
     at = {h.id: i for i, h in enumerate(out)}
-    for a, b in sorted(pairs):
+    linked: dict[int, set[int]] = {}
+    beaten_by: dict[int, set[int]] = {}
+    for a, b in pairs:
         if a not in at or b not in at:
             continue
-        first, second = sorted((at[a], at[b]))
-        if _likelier(out[second], out[first]):
-            out[first], out[second] = out[second], out[first]
-            at[out[first].id], at[out[second].id] = first, second
-    return out
+        i, j = at[a], at[b]
+        linked.setdefault(i, set()).add(j)
+        linked.setdefault(j, set()).add(i)
+        if _likelier(out[i], out[j]):
+            beaten_by.setdefault(j, set()).add(i)
+        elif _likelier(out[j], out[i]):
+            beaten_by.setdefault(i, set()).add(j)
+    result, seen = list(out), set()
+    for start in sorted(linked):
+        if start in seen:
+            continue
+        group, stack = set(), [start]
+        while stack:
+            k = stack.pop()
+            if k not in group:
+                group.add(k)
+                stack.extend(linked[k] - group)
+        seen |= group
+        left, laid = set(group), []
+        while left:
+            free = [k for k in left if not beaten_by.get(k, set()) & left]
+            laid.append(min(free or left))
+            left.remove(laid[-1])
+        for slot, k in zip(sorted(group), laid):
+            result[slot] = out[k]
+    return result
 
 
 def flags(hits: Sequence[Hit], config: MemoryConfig, now: datetime, vectors: Vectors | None = None, *,
