@@ -203,6 +203,8 @@ class Feedback(_Section):
 
 class Privacy(_Section):
     redact: tuple[str, ...]
+    # gitignore patterns of files whose text never enters memory (retrieval.ignored_files).
+    secret_files: tuple[str, ...] = ()
 
     @field_validator("redact", mode="before")
     @classmethod

@@ -231,8 +231,8 @@ class MemoryClient:
         return sessions.replayed(self.checkpoints, self.view, session_id, upto_turn)
 
     def flush_session(self, session_id: str, messages: Messages | None = None, *, user: str | None = None,
-                      project: str | None = None) -> str | None:
-        """Hand a session's transcript to the pipeline (its checkpointed turns when no
-        ``messages``), for ``user`` (default this client's namespace); the inbox file or None."""
+                      project: str | None = None, workspace: str | None = None) -> str | None:
+        """Hand a session's transcript to the pipeline (its checkpointed turns when no ``messages``), for
+        ``user`` (default this client's namespace), ``workspace``: the agent's folder; the inbox file or None."""
         return sessions.flush(self.paths, lambda: self.checkpoints, self.view, session_id, messages, user=user,
-                              project=project, pii=self._pii, default_namespace=self.config.default_namespace)
+                              project=project, pii=self._pii, config=self.config, workspace=workspace)

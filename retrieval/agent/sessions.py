@@ -19,6 +19,7 @@ from retrieval.agent.stores import Messages
 from retrieval.agent.view import View
 from retrieval.checkpoints import CheckpointStore
 from retrieval.config import MemoryConfig
+from retrieval.ignored_files import FileRules, withhold_message, withhold_record
 from retrieval.inbox import write_session
 from retrieval.names import check_session_id
 from retrieval.paths import DataRoot
@@ -42,10 +43,11 @@ def signals_in(record: Mapping[str, Any], config: MemoryConfig, pii: tuple[str, 
 
 
 def canonical(session_id: str, messages: Messages, *, namespace: str | None, project: str | None,
-              now: str, written_by: str | None = None) -> list[dict[str, Any]]:
+              now: str, written_by: str | None = None, files: FileRules | None = None) -> list[dict[str, Any]]:
     """The messages as the inbox takes them: ``role`` checked, ``turn``, ``ts``, ``speaker``
     and ``trust`` filled in when missing (a tool's output is untrusted); ``written_by`` (the
-    key that hands them over) on each, whatever the caller wrote there."""
+    key that hands them over) on each, whatever the caller wrote there; the content of a
+    message holding a file ``files`` withholds (its ``file``) replaced by a note."""
     if len(messages) > limits.MESSAGES_MAX:
         raise limits.OverLimit(f"the transcript has {len(messages):,} messages; the limit is "
                                f"{limits.MESSAGES_MAX:,} (MESSAGES_MAX)")
@@ -55,6 +57,8 @@ def canonical(session_id: str, messages: Messages, *, namespace: str | None, pro
         role = message.get("role")
         if role not in ROLES:
             raise ValueError(f"message {index}: role {role!r}; expected one of {', '.join(ROLES)}")
+        if files is not None and message.get("file"):
+            message = withhold_message(message, files)
         out.append({
             "session_id": session_id, "turn": int(message.get("turn", index)), "role": role,
             "content": str(message.get("content", "")), "ts": message.get("ts", now),
@@ -69,11 +73,12 @@ def canonical(session_id: str, messages: Messages, *, namespace: str | None, pro
 
 def flush(paths: DataRoot, checkpoints: Callable[[], CheckpointStore], view: View, session_id: str,
           messages: Messages | None, *, user: str | None, project: str | None,
-          pii: tuple[str, ...], default_namespace: str) -> str | None:
+          pii: tuple[str, ...], config: MemoryConfig, workspace: str | None = None) -> str | None:
     """Write the session's transcript to the inbox (``MemoryClient.flush_session``): the
     ``messages`` given, else its checkpointed turns, which are then marked flushed. The
-    inbox file, or None when it was already there. ``pii`` and ``default_namespace``: the
-    config's (``write_session``)."""
+    inbox file, or None when it was already there. ``pii``: the kinds to redact
+    (``write_session``); ``workspace``: the agent's working directory, whose ignore files
+    say which files' text is withheld (``retrieval.ignored_files``)."""
     now = datetime.now(timezone.utc).isoformat()
     session_id = check_session_id(session_id)
     namespace = user or view.namespace
@@ -88,8 +93,10 @@ def flush(paths: DataRoot, checkpoints: Callable[[], CheckpointStore], view: Vie
     if not any(str(m.get("content", "")).strip() for m in messages):
         # An empty transcript would only fail the pipeline run that reads it.
         raise ValueError(f"flush_session: the transcript of session {session_id!r} is empty")
-    written = canonical(session_id, messages, namespace=namespace, project=project, now=now, written_by=view.author)
-    path = write_session(paths.inbox, session_id, written, pii=pii, default_namespace=default_namespace)
+    files = FileRules.load(config.privacy.secret_files, workspace)
+    written = canonical(session_id, messages, namespace=namespace, project=project, now=now, written_by=view.author,
+                        files=files)
+    path = write_session(paths.inbox, session_id, written, pii=pii, default_namespace=config.default_namespace)
     if checkpointed:
         checkpoints().mark_flushed(namespace, session_id, max(c.turn for c in checkpointed),
                                    datetime.now(timezone.utc))
@@ -101,17 +108,23 @@ def append_turn(paths: DataRoot, checkpoints: Callable[[], CheckpointStore], vie
                 pii: tuple[str, ...]) -> dict[str, Any]:
     """Checkpoint one turn (``MemoryClient.append_turn``), durable when this returns; a
     turn with a high signal (``signals.HIGH_SIGNALS``) hands the session so far to the
-    pipeline (``flush``) and asks for a ``materialize`` run."""
+    pipeline (``flush``) and asks for a ``materialize`` run. A tool call on a file the
+    record's ``workspace`` (or ``[privacy] secret_files``) keeps private is checkpointed
+    without the file's text (``retrieval.ignored_files``)."""
     session_id = check_session_id(session_id)
     for field in ("user_input", "llm_output"):
         limits.message(str(record.get(field) or ""), f"the turn's {field}")
+    record = dict(record)
+    workspace = record.pop("workspace", None)  # where the files are; the checkpoint does not keep it
+    record = withhold_record(record, FileRules.load(config.privacy.secret_files,
+                                                    workspace if isinstance(workspace, str) else None))
     saved = checkpoints().append(view.writer("append_turn"), session_id, turn, record, project=project, now=now)
     found = signals_in(record, config, pii)
     flushed = None
     if signals.HIGH_SIGNALS.intersection(found):
         try:
             flushed = flush(paths, checkpoints, view, session_id, None, user=None, project=project, pii=pii,
-                            default_namespace=config.default_namespace)
+                            config=config)
         except ValueError:
             flushed = None  # the turn is checkpointed; a transcript with no words yet waits
         jobs.request_run(paths, "materialize", now)

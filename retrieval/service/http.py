@@ -240,7 +240,8 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
     def flush(body: FlushBody, session_id: str = Path(pattern=_SESSION), key: ApiKey = Depends(caller),
               namespace: str | None = Namespace) -> dict:
         messages = None if body.messages is None else [m.model_dump(exclude_none=True) for m in body.messages]
-        written = service.writer(key, namespace).flush_session(session_id, messages, project=body.project)
+        written = service.writer(key, namespace).flush_session(session_id, messages, project=body.project,
+                                                                workspace=body.workspace)
         return {"session_id": session_id, "written": written is not None}
 
     @app.get("/v1/export", tags=["read"], response_class=StreamingResponse,

@@ -225,7 +225,7 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
     async def memory_append_turn(session_id: str, turn: int, ctx: Context, user_input: str = "",
                                  llm_output: str = "", tool_calls: list[Any] | None = None,
                                  internal_state: dict[str, Any] | None = None, project: str | None = None,
-                                 namespace: str | None = None) -> str:
+                                 workspace: str | None = None, namespace: str | None = None) -> str:
         """Checkpoint one turn of the current session, so nothing is lost if the session crashes.
 
         Args:
@@ -236,11 +236,13 @@ def build_mcp(service: Service, *, stdio_key: str | None = None) -> FastMCP:
             tool_calls: the tool calls made this turn, with their outputs.
             internal_state: your own state to restore after a crash (never turned into memories).
             project: the project this session works on.
+            workspace: your working directory (absolute): the text of files its .gitignore or
+                .secretsignore names is not kept.
         """
         def run(key: ApiKey) -> dict:
             session = valid(SessionRef, session_id=session_id).session_id
             asked = valid(TurnBody, turn=turn, user_input=user_input, llm_output=llm_output, tool_calls=tool_calls,
-                          internal_state=internal_state, project=project)
+                          internal_state=internal_state, project=project, workspace=workspace)
             record = asked.model_dump(exclude={"turn", "project"})
             return service.writer(key, _namespace(namespace)).append_turn(session, asked.turn, record,
                                                                           project=asked.project)

@@ -14,12 +14,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from retrieval.ignored_files import PATH_MAX_CHARS
 from retrieval.limits import MEMORY_MAX_CHARS, MESSAGE_MAX_CHARS, MESSAGES_MAX, NESTING_MAX
 from retrieval.names import NAMESPACE, PROJECT, SESSION
 
 ITEMS_MAX = 500  # rows one list call returns
 PROJECT_READ = ("The project the agent works on: its memories and the global ones, never another project's "
                 "(default: every memory)")
+NO_NUL = r"^[^\x00]*$"
+WORKSPACE = ("The agent's working directory (absolute): the text of a file its .gitignore or .secretsignore "
+             "names, or [privacy] secret_files does, is withheld from tool calls and messages")
 
 
 def depth(value: Any) -> int:
@@ -55,6 +59,10 @@ class Message(Body):
     ts: str | None = Field(default=None, max_length=64)
     speaker: str | None = Field(default=None, max_length=128)
     trust: Literal["trusted", "untrusted"] | None = None
+    file: str | None = Field(default=None, max_length=PATH_MAX_CHARS, pattern=NO_NUL,
+                             description="The file this message holds (a tool's read): its text is withheld when "
+                                         "the workspace's .gitignore or .secretsignore, or [privacy] secret_files, "
+                                         "names it")
 
 
 class NamespaceArg(Body):
@@ -125,6 +133,7 @@ class TurnBody(Body):
     llm_output: str = Field(default="", max_length=MESSAGE_MAX_CHARS)
     internal_state: dict[str, Any] = Field(default_factory=dict)
     project: str | None = Field(default=None, pattern=PROJECT)
+    workspace: str | None = Field(default=None, max_length=PATH_MAX_CHARS, pattern=NO_NUL, description=WORKSPACE)
 
     @field_validator("tool_calls", "internal_state")
     @classmethod
@@ -140,6 +149,7 @@ class FlushBody(Body):
     messages: list[Message] | None = Field(default=None, min_length=1, max_length=MESSAGES_MAX,
                                            description="The transcript; omitted: the checkpointed turns")
     project: str | None = Field(default=None, pattern=PROJECT)
+    workspace: str | None = Field(default=None, max_length=PATH_MAX_CHARS, pattern=NO_NUL, description=WORKSPACE)
 
 
 class EraseBody(Body):

@@ -20,6 +20,7 @@ from memory_assets.lib.ingest.turns import new_turns
 from retrieval.config import MemoryConfig
 from retrieval.credentials import pii_from_config
 from retrieval.files import stamp
+from retrieval.ignored_files import withhold_transcript
 from retrieval.inbox import write_session
 from retrieval.paths import DataRoot
 
@@ -58,6 +59,7 @@ def ingest_paths(files: list[Path], data_root: str | Path | None, config: Memory
             report.messages += len(messages)
             if session_id not in report.sessions:
                 report.sessions.append(session_id)
+            messages = withhold_transcript(messages, config.privacy.secret_files)
             if write_session(paths.inbox, session_id, messages, pii=pii,
                              default_namespace=config.default_namespace) is not None:
                 report.files_written += 1

@@ -170,6 +170,9 @@ def _message(path: Path, line: int | None, raw: Any, *, max_bytes: int,
         "source_format": source_format,
         "project": project,
         "written_by": written_by,
+        # A message holding a file's text, and the folder the agent worked in: read once
+        # by the intake (``retrieval.ignored_files``), never stored.
+        **{k: raw[k] for k in ("file", "workspace", "cwd") if isinstance(raw.get(k), str)},
     }
 
 
