@@ -11,7 +11,7 @@ export MEMORY_DATA_ROOT ?= data
 export DAGSTER_HOME ?= $(abspath $(MEMORY_DATA_ROOT))/dagster
 UI_PORT ?= 3000
 
-.PHONY: install demo test test-all docs ui check clean deploy-local debian-packages
+.PHONY: install demo test test-all docs ui check clean deploy-local debian-packages node-tools
 
 install: $(STAMP)
 
@@ -44,8 +44,17 @@ test: install
 	$(PYTEST) -m "not slow"
 
 # Everything, the slow tests included: what CI runs. PostgreSQL and Redis first (as root).
-test-all: install debian-packages
+test-all: install debian-packages node-tools
 	$(PYTEST)
+
+# The official MCP Inspector CLI and the Node.js 22 it needs, from the npm registry
+# (clients/inspector/package-lock.json): the slow loop runs it against a real `memory serve`.
+NODE_TOOLS := clients/inspector/node_modules/.installed
+node-tools: $(NODE_TOOLS)
+
+$(NODE_TOOLS): clients/inspector/package-lock.json
+	cd clients/inspector && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
 
 # The docs site (docs/, mkdocs.yml): --strict, so a broken link or a page missing from the nav fails.
 docs: install

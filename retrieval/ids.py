@@ -20,6 +20,10 @@ from retrieval.text import normalize
 
 PREFIX = "m:"
 MIN_DIGITS = 4
+# A write not published yet is ``pending:<session>``, its session ``remember-<hex>``
+# (``retrieval.agent.pending``); the pipeline folds a correction of it into its item.
+PENDING = "pending"
+REMEMBER_PREFIX = "remember-"
 
 
 class AmbiguousId(LookupError):

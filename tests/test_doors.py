@@ -134,9 +134,9 @@ def test_mcp_tools_have_the_http_bounds(app):
     assert error and "422 Invalid: content" in text and "4000" in text
     error, text = _tool(app, "memory_list", limit=-1)
     assert error and "422 Invalid: limit" in text
-    error, text = _tool(app, "memory_append_turn", session_id="s-deep", turn=0, tool_calls=[_deep(NESTING_MAX + 8)])
+    error, text = _tool(app, "memory_append_turn", session_id="s-deep", turn=0, tool_calls=[{"input": _deep(NESTING_MAX + 8)}])
     assert error and "422 Invalid: tool_calls" in text and "nests deeper" in text
-    error, text = _tool(app, "memory_append_turn", session_id="s-deep", turn=0, tool_calls=[_deep(900)])
+    error, text = _tool(app, "memory_append_turn", session_id="s-deep", turn=0, tool_calls=[{"input": _deep(900)}])
     assert error and "Invalid" in text  # the SDK refuses it first ("Maximum serialization depth"), not a crash
     error, text = _tool(app, "memory_search", query="")
     assert error and "422 Invalid: query" in text

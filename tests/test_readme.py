@@ -223,7 +223,7 @@ def test_every_memory_command_the_readme_names_exists():
 
 def test_the_docs_list_exactly_the_mcp_tools_served():
     source = (REPO / "retrieval" / "service" / "mcp_server.py").read_text()
-    served = set(re.findall(r"@mcp\.tool\(\)\s+async def (\w+)", source))
+    served = set(re.findall(r"@mcp\.tool\([^)]*\)\s+async def (\w+)", source))
     listed = set(re.findall(r"^\| `(memory_\w+)` \|", (REPO / "docs" / "service.md").read_text(), re.MULTILINE))
     assert len(served) == source.count("@mcp.tool")
     assert listed == served
@@ -423,7 +423,7 @@ def test_readme_service_commands_run_against_a_real_server(template, tmp_path, c
 
         # The MCP set-ups: each lists the tools served and injects the demo's memory.
         source = (REPO / "retrieval" / "service" / "mcp_server.py").read_text()
-        served = set(re.findall(r"@mcp\.tool\(\)\s+async def (\w+)", source))
+        served = set(re.findall(r"@mcp\.tool\([^)]*\)\s+async def (\w+)", source))
         configured = _mcp_servers(key, port, root)
         assert {"url" in s for s in configured} == {True, False}
         for config in configured:

@@ -262,7 +262,10 @@ def test_every_route_and_the_schema_refuse_a_missing_or_bad_key_with_401(door):
             assert answer.status_code == 401, (who, method, path, answer.text)
             assert answer.headers["www-authenticate"] == "Bearer"
         assert client.get("/openapi.json").status_code == 401
-        assert client.post("/mcp/", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}).status_code == 401
+        # MCP: 403 with the reason as a JSON-RPC error (a 401 sends MCP clients into OAuth).
+        for path in ("/mcp/", "/mcp"):
+            refused = client.post(path, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+            assert refused.status_code == 403 and "401 Unauthorized" in refused.json()["error"]["message"]
 
 
 def test_a_namespace_the_key_was_not_granted_is_403_and_says_nothing_about_it(door):
@@ -488,7 +491,9 @@ def test_mcp_over_streamable_http_with_the_sdk_client(server, server_published):
                 return await work(session)
 
     async def inject(session, context: str) -> str:
-        return json.loads(_text(await session.call_tool("memory_inject", {"context": context})))["text"]
+        result = await session.call_tool("memory_inject", {"context": context})
+        assert result.structuredContent["text"] in (_text(result), "")  # the block itself, not JSON in a string
+        return result.structuredContent["text"]
 
     async def main():
         async def flow(session):
@@ -557,15 +562,15 @@ def test_mcp_over_stdio_remember_materialize_inject(tmp_path):
                 await session.initialize()
                 wrote = await session.call_tool("memory_remember", {"content": "Dana's CI runs on Buildkite, not GitHub Actions."})
                 assert not wrote.isError
-                pending = json.loads(_text(await session.call_tool("memory_inject", {"context": "Which CI does Dana use?"})))
-                assert "[pending]" in pending["text"]
+                pending = (await session.call_tool("memory_inject", {"context": "Which CI does Dana use?"}))
+                assert "[pending]" in _text(pending) and "[p:" in _text(pending)
                 await anyio.to_thread.run_sync(lambda: _materialize(root))
                 for _ in range(40):
-                    block = json.loads(_text(await session.call_tool("memory_inject", {"context": "Which CI does Dana use?"})))
-                    if "Buildkite" in block["text"] and "[pending]" not in block["text"]:
+                    block = _text(await session.call_tool("memory_inject", {"context": "Which CI does Dana use?"}))
+                    if "Buildkite" in block and "[pending]" not in block:
                         break
                     await anyio.sleep(0.5)
-                assert "Buildkite" in block["text"] and "[m:" in block["text"]
+                assert "Buildkite" in block and "[m:" in block
 
     anyio.run(main)
 

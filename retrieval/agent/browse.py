@@ -18,7 +18,7 @@ import polars as pl
 from retrieval import events, limits
 from retrieval.agent.injection import Injection
 from retrieval.agent.lineage import events_about, related_items, sources_of
-from retrieval.agent.pending import PENDING, Overlay
+from retrieval.agent.pending import PENDING, Overlay, is_pending
 from retrieval.agent.search import to_hit
 from retrieval.agent.stores import Stores
 from retrieval.agent.view import View
@@ -35,9 +35,16 @@ def public(row: dict[str, Any], short_id: str | None = None) -> dict[str, Any]:
 
 
 def resolve(stores: Stores, view: View, item_id: str) -> str:
-    """The published item ``item_id`` names: a full id or a short one from the block
-    (``m:4821``). Raises ``ItemStore.DoesNotExist`` (with the data root) or
-    ``retrieval.ids.AmbiguousId``."""
+    """The item ``item_id`` names: a full id or a short one from the block (``m:4821``),
+    or the reader's own write not published yet (``pending:…``, ``p:482193``: a correction
+    of it is read at once and folded into the item the pipeline makes of it). Raises
+    ``ItemStore.DoesNotExist`` (with the data root) or ``retrieval.ids.AmbiguousId``."""
+    if is_pending(item_id):
+        found = _pending(stores).resolve(item_id, view)
+        if found is None:
+            raise ItemStore.DoesNotExist(f"no pending memory {item_id!r} of yours under {stores.paths.root} (once "
+                                         "stored, it has an m: id: search for it)")
+        return found.id
     rows = stores.rows
     rows.refresh()
     found = rows.short_ids.resolve(item_id)
@@ -84,19 +91,29 @@ def erase(stores: Stores, view: View, namespace: str | None, item_id: str | None
 
 
 def injection_of(stores: Stores, view: View, item_ids: Sequence[str]) -> Injection:
-    """An injection of the published items ``item_ids`` name, for a caller holding only
-    the block's ids."""
-    rows = stores.rows.rows([resolve(stores, view, i) for i in item_ids])
-    return Injection(text="", items=[to_hit(row, 1.0, 1.0) for row in rows.values()])
+    """An injection of the items ``item_ids`` name (published, or the reader's pending
+    writes), for a caller holding only the block's ids."""
+    full = [resolve(stores, view, i) for i in item_ids]
+    rows = stores.rows.rows([i for i in full if not is_pending(i)])
+    overlay = _pending(stores)
+    pending = [p.hit(1.0) for i in full if is_pending(i) and (p := overlay.get(i)) is not None]
+    return Injection(text="", items=[*pending, *(to_hit(row, 1.0, 1.0) for row in rows.values())])
+
+
+def _pending(stores: Stores) -> Overlay:
+    """The writes not published yet, read from the inbox (nothing is embedded)."""
+    def no_vectors(texts: list[str]) -> Any:
+        raise AssertionError("a pending write is found by its id here, never by its words")
+    return Overlay(stores.paths, no_vectors)
 
 
 def get(stores: Stores, overlay: Overlay, view: View, item_id: str) -> dict[str, Any]:
     """One memory by id, short id or pending id, every status."""
-    if item_id.startswith(f"{PENDING}:"):
-        found = overlay.get(item_id)
+    if is_pending(item_id):
+        found = overlay.resolve(item_id, view)
         if found is None or not view.owns(found.as_row()):
             raise ItemStore.DoesNotExist(f"no pending write with id {item_id!r}")
-        return found.as_row()
+        return stores.rows.corrections.apply(found.as_row())
     full = resolve(stores, view, item_id)
     return public(stores.rows.rows([full])[full], stores.rows.short_ids.short(full))
 
@@ -107,8 +124,9 @@ def listing(stores: Stores, overlay: Overlay, view: View, *, scope: str | None, 
     """The memories matching every filter given, newest first (``MemoryClient.list``)."""
     rows: list[dict[str, Any]] = []
     if status in (None, PENDING):
-        rows += [p.as_row() for p in overlay.pending(view)
-                 if project in (None, p.project) and (not text or text.lower() in p.content.lower())]
+        mine = stores.rows.corrections.apply_all(p.as_row() for p in overlay.pending(view))  # forgotten, reworded
+        rows += [r for r in mine if r["status"] == PENDING and project in (None, r["project"])
+                 and (not text or text.lower() in r["content"].lower())]
     stores.rows.refresh()
     frame = stores.rows.frame
     if status != PENDING and frame is not None and frame.height:

@@ -26,6 +26,7 @@ from retrieval import credentials, limits, published
 from retrieval.agent.rewrite import keywords
 from retrieval.agent.search import Hit, to_hit
 from retrieval.agent.view import View
+from retrieval.ids import PENDING, REMEMBER_PREFIX, digits
 from retrieval.inbox import write_session
 from retrieval.moments import parse_utc
 from retrieval.paths import DataRoot
@@ -33,8 +34,21 @@ from retrieval.projects import check_project
 from retrieval.schema import AGENT_STATED, agent_written
 from retrieval.text import QUERY_STOPWORDS
 
-PREFIX = "remember-"
-PENDING = "pending"
+PREFIX = REMEMBER_PREFIX
+# A pending line's short id: "p:" and six digits of its id's hash (``retrieval.ids.digits``),
+# so a model can cite it, correct it or forget it before the pipeline stores it.
+REF = "p:"
+
+
+def is_pending(item_id: str) -> bool:
+    """An id of a write not published yet (``pending:remember-…``) or its short id (``p:…``)."""
+    ref = item_id.strip().strip("[]").strip()
+    return ref.startswith(f"{PENDING}:") or (ref.startswith(REF) and ref[len(REF):].isdigit())
+
+
+def pending_ref(item_id: str) -> str:
+    """The short id of the pending write ``item_id`` (``p:482193``)."""
+    return REF + digits(item_id)[:6]
 
 
 @dataclass(frozen=True)
@@ -58,7 +72,7 @@ class Pending:
                 "importance": 0.5, "confidence": 1.0, "source_trust": "trusted",
                 "provenance": AGENT_STATED if agent_written(self.written_by) else "user_stated",
                 "session_id": self.session_id, "source_session": self.session_id, "created_at": self.written_at,
-                "source_resource_ids": [], "source_turn_ids": []}
+                "source_resource_ids": [], "source_turn_ids": [], "ref": pending_ref(self.id)}
 
     def hit(self, relevance: float) -> Hit:
         return to_hit(self.as_row(), relevance, relevance)
@@ -167,6 +181,11 @@ class Overlay:
             if similarity >= floor or shared:
                 hits.append(p.hit(max(similarity, 0.0)))
         return sorted(hits, key=lambda h: -h.relevance)[:limit]
+
+    def resolve(self, ref: str, view: View) -> Pending | None:
+        """The write of ``view`` that ``ref`` names: its pending id or its short id (``p:…``)."""
+        ref = ref.strip().strip("[]").strip()
+        return next((p for p in self.pending(view) if ref in (p.id, pending_ref(p.id))), None)
 
     def get(self, pending_id: str) -> Pending | None:
         session_id = pending_id.removeprefix(f"{PENDING}:")

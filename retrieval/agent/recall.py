@@ -10,6 +10,7 @@ records what was injected (an ``injected`` event), the retrieval itself
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 from retrieval import credentials, events
@@ -17,7 +18,7 @@ from retrieval.agent import trust
 from retrieval.agent.echo import cited
 from retrieval.agent.injection import Injection
 from retrieval.agent.options import RetrievalOptions
-from retrieval.agent.pending import Overlay
+from retrieval.agent.pending import PENDING, Overlay, pending_ref
 from retrieval.agent.retrieve import Retrieved, block, rank, retrieve
 from retrieval.agent.rewrite import CONTEXT_MESSAGES, keywords
 from retrieval.agent.search import Hit
@@ -45,7 +46,16 @@ def pending_hits(stores: Stores, overlay: Overlay, view: View, config: MemoryCon
     """What ``view``'s reader wrote with ``remember`` that the pipeline has not published
     yet and ``query`` is about, for its project (None: any)."""
     floor = float(config.injection.min_similarity)
-    return overlay.matching(query, lambda: stores.embed(query) if query.strip() else None, view, floor=floor)
+    hits = overlay.matching(query, lambda: stores.embed(query) if query.strip() else None, view, floor=floor)
+    corrections = stores.rows.corrections
+    if not hits or not corrections:
+        return hits
+    out = []
+    for hit in hits:  # the reader's word about a pending write counts at once, as about an item
+        row = corrections.apply(dict(hit.row))
+        if row["status"] == PENDING:
+            out.append(hit if row["content"] == hit.content else replace(hit, content=row["content"], row=row))
+    return out
 
 
 def below_the_users_word(hits: list[Hit], claims: list[Hit]) -> list[Hit]:
@@ -94,6 +104,7 @@ def found(context: str | Messages, stores: Stores, overlay: Overlay, view: View,
         own = [h for h in pending if not trust.claimed(h)]
         out.hits = below_the_users_word(own + out.hits, [h for h in pending if trust.claimed(h)])
         out.flags.update({h.id: ["[pending]", *(["[from: agent]"] if trust.claimed(h) else [])] for h in pending})
+        out.labels.update({h.id: pending_ref(h.id) for h in pending})
     return out
 
 

@@ -245,8 +245,13 @@ def profile_tier(stores: Stores, view: View, message: str, cap: int) -> list[Hit
     (``retrieval.profiles``): the entity is looked up by name in the reader's namespace,
     and a line is served only when the reader may see every item it cites."""
     name = asked_about(message)
-    if name is None:
-        return None
+    return None if name is None else profile_lines(stores, view, name, cap)
+
+
+def profile_lines(stores: Stores, view: View, name: str, cap: int) -> list[Hit] | None:
+    """The profile of the entity called ``name`` (or an alias) in the reader's namespace,
+    as lines (with the active items that contradict them), or None: no such entity or no
+    line the reader may see."""
     table = stores.table("summaries")
     stores.table()  # the items snapshot and the graph, as published
     if table is None:

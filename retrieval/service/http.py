@@ -21,6 +21,7 @@ from fastapi import Depends, FastAPI, Path, Query, Request
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.routing import Route
 
 from retrieval.corrections import CORRECTION_TYPES
 from retrieval.checkpoints import CheckpointConflict, CheckpointError
@@ -285,13 +286,33 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
     app.state.schema = schema
     app.add_middleware(BodyLimit, limit=int(service.config.service.max_request_bytes))
     if mcp is not None:
-        app.mount("/mcp", _KeyRequired(mcp.streamable_http_app(), service))
+        guarded = _KeyRequired(mcp.streamable_http_app(), service)
+        app.mount("/mcp", guarded)
+        # "/mcp" as clients are configured with it, answered in place (no 307 to "/mcp/").
+        app.router.routes.insert(0, Route("/mcp", _WithSlash(guarded), methods=["GET", "POST", "DELETE"]))
     return app
 
 
+class _WithSlash:
+    """``/mcp`` served as ``/mcp/``: the MCP app sees the path it serves."""
+
+    def __init__(self, app: Callable[..., Awaitable[None]]):
+        self.app = app
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        root = scope.get("root_path", "")
+        scope = {**scope, "path": f"{root}/mcp/", "raw_path": f"{root}/mcp/".encode(), "root_path": f"{root}/mcp"}
+        await self.app(scope, receive, send)
+
+
 class _KeyRequired:
-    """The MCP transport behind the same key check as every route: 401 without a valid
-    key; the key is handed to the tools in the ASGI scope's state."""
+    """The MCP transport behind the same key check as every route; the key is handed to
+    the tools in the ASGI scope's state.
+
+    Without a valid key the answer is 403 with a JSON-RPC error that says why ("401
+    Unauthorized: …"), not 401: an MCP client that sees 401 starts an OAuth flow (RFC 9728
+    discovery, then a browser), which this server does not offer, and its user sees an
+    OAuth failure instead of "the key is wrong". The HTTP routes answer 401."""
 
     def __init__(self, app: Callable[..., Awaitable[None]], service: Service):
         self.app, self.service = app, service
@@ -304,7 +325,8 @@ class _KeyRequired:
             try:
                 key = self.service.authenticate(presented)
             except Unauthorized as exc:
-                response = JSONResponse({"error": exc.message}, status_code=401, headers={"WWW-Authenticate": "Bearer"})
+                error = {"code": -32001, "message": f"401 Unauthorized: {exc.message}"}
+                response = JSONResponse({"jsonrpc": "2.0", "id": None, "error": error}, status_code=403)
                 return await response(scope, receive, send)
             scope.setdefault("state", {})["memory_key"] = key
         await self.app(scope, receive, send)

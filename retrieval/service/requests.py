@@ -141,6 +141,10 @@ class TurnBody(Body):
         return _shallow(value, info.field_name)
 
 
+class EntityName(Body):
+    name: str = Field(min_length=1, max_length=128, pattern=r"^[^\x00-\x1f]+$")
+
+
 class SessionRef(Body):
     session_id: str = Field(pattern=SESSION)
 

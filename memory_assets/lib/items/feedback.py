@@ -20,7 +20,7 @@ from memory_assets.lib import warehouse
 from retrieval import corrections
 from retrieval.corrections import CORRECTION_TYPES
 from retrieval.schema import AGENT_STATED, agent_written
-from retrieval.ids import content_hash
+from retrieval.ids import PENDING, REMEMBER_PREFIX, content_hash
 from retrieval.config import MemoryConfig
 from retrieval.moments import parse_utc
 from retrieval.paths import DataRoot
@@ -92,17 +92,27 @@ def fold(items: pl.DataFrame, events: pl.DataFrame, config: MemoryConfig) -> tup
     position = {item_id: i for i, item_id in enumerate(ids)}
     if len(position) != len(ids):  # repeated ids: the whole-frame replay (one row per id)
         rows = {r["id"]: r for r in items.to_dicts()}
-        alias = {m: r["id"] for r in rows.values() for m in (r.get("merged_from") or [])}
+        alias = {m: r["id"] for r in rows.values() for m in (r.get("merged_from") or [])} | _remembered(items)
         counts = _replay(rows, alias, events, config)
         return pl.DataFrame(list(rows.values()), schema=items.schema), counts
     merged = items.select("id", "merged_from").filter(pl.col("merged_from").list.len() > 0)
-    alias = {m: item_id for item_id, absorbed in merged.iter_rows() for m in absorbed}
+    alias = {m: item_id for item_id, absorbed in merged.iter_rows() for m in absorbed} | _remembered(items)
     named = events["item_ids"].explode().drop_nulls().unique().to_list()
     touched = {target for raw_id in named
                if (target := raw_id if raw_id in position else alias.get(raw_id)) in position}
     rows = {item_id: items.row(position[item_id], named=True) for item_id in touched}
     counts = _replay(rows, alias, events, config)
     return dedup.replace_rows(items, {position[item_id]: row for item_id, row in rows.items()}), counts
+
+
+def _remembered(items: pl.DataFrame) -> dict[str, str]:
+    """A ``remember`` as its reader named it before it was stored (``pending:<session>``,
+    ``retrieval.agent.pending``) → the item made of it: a correction of the pending line
+    applies to the item."""
+    if "session_id" not in items.columns:
+        return {}
+    made = items.select("id", "session_id").filter(pl.col("session_id").str.starts_with(REMEMBER_PREFIX))
+    return {f"{PENDING}:{session}": item_id for item_id, session in made.iter_rows()}
 
 
 def _expand_erasures(items: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
