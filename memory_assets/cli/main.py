@@ -308,9 +308,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("id", help="an item id, or the short id its line shows (m:4821)")
         p.set_defaults(func=cmd_pin)
 
-    from memory_assets.cli import items, portable, service
+    from memory_assets.cli import hooks, items, portable, service
 
     service.add_commands(command)
+    hooks.add_commands(command)
     portable.add_commands(command)
     items.add_commands(command)
 

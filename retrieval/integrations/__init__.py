@@ -1,0 +1,3 @@
+"""Where agents already are: coding agents' hooks (``claude_code``), the memory a hook
+talks to (``memory``: a running service or the data root) and the installer that writes
+the agent's configuration (``install``)."""

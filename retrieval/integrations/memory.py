@@ -1,0 +1,86 @@
+"""The memory a hook or a shell command talks to: a running ``memory serve`` over HTTP
+(``MEMORY_URL`` and ``MEMORY_API_KEY``), or the data root in process.
+
+Over HTTP nothing heavy is imported and no model is loaded: the server holds them, so a
+hook answers in the time of one request. In process, the client is imported only when
+used. Both answer the same three calls (``retrieval.integrations.claude_code.Memory``),
+and a turn checkpointed once is not an error when it comes again (409 or
+``CheckpointConflict``: a turn is written once, and its first words are kept).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+URL_ENV, KEY_ENV = "MEMORY_URL", "MEMORY_API_KEY"
+TIMEOUT_S = 8.0
+
+
+class MemoryUnreachable(RuntimeError):
+    """The service did not answer, or refused: the message says which and why."""
+
+
+class RemoteMemory:
+    """``memory serve`` at ``url`` with ``key``."""
+
+    def __init__(self, url: str, key: str, timeout: float = TIMEOUT_S):
+        import httpx
+
+        self._client = httpx.Client(base_url=url.rstrip("/"), timeout=timeout,
+                                    headers={"Authorization": f"Bearer {key}"})
+
+    def _post(self, path: str, body: dict[str, Any], ok: tuple[int, ...] = (200, 201, 202)) -> Any:
+        import httpx
+
+        try:
+            answer = self._client.post(path, json=body)
+        except httpx.HTTPError as exc:
+            raise MemoryUnreachable(f"{self._client.base_url}{path}: {exc}") from None
+        if answer.status_code not in ok:
+            raise MemoryUnreachable(f"{self._client.base_url}{path}: {answer.status_code} {answer.text[:300]}")
+        return answer.json()
+
+    def inject(self, context: str, project: str | None) -> str:
+        return str(self._post("/v1/inject", {"context": context, **({"project": project} if project else {})})["text"])
+
+    def append_turn(self, session_id: str, turn: int, record: dict[str, Any], project: str | None) -> None:
+        self._post(f"/v1/sessions/{session_id}/turns", {"turn": turn, **record, **({"project": project} if project else {})},
+                   ok=(200, 201, 409))
+
+    def flush(self, session_id: str, project: str | None) -> None:
+        self._post(f"/v1/sessions/{session_id}/flush", {**({"project": project} if project else {})})
+
+
+class LocalMemory:
+    """The data root in this process (``MemoryClient``), for ``namespace``."""
+
+    def __init__(self, data_root: str | None, namespace: str | None = None):
+        from retrieval.agent.client import MemoryClient
+
+        self.client = MemoryClient(data_root, namespace=namespace)
+
+    def inject(self, context: str, project: str | None) -> str:
+        return self.client.inject(context, project=project).text
+
+    def append_turn(self, session_id: str, turn: int, record: dict[str, Any], project: str | None) -> None:
+        from retrieval.checkpoints import CheckpointConflict
+
+        try:
+            self.client.append_turn(session_id, turn, record, project=project)
+        except CheckpointConflict:
+            pass  # the turn is checkpointed already: its first words are kept
+
+    def flush(self, session_id: str, project: str | None) -> None:
+        self.client.flush_session(session_id, project=project)
+
+
+def memory_for(data_root: str | None, namespace: str | None = None) -> RemoteMemory | LocalMemory:
+    """``RemoteMemory`` when ``MEMORY_URL`` is set (with ``MEMORY_API_KEY``), else ``LocalMemory``."""
+    url = os.environ.get(URL_ENV)
+    if url:
+        key = os.environ.get(KEY_ENV)
+        if not key:
+            raise MemoryUnreachable(f"{URL_ENV} is set but {KEY_ENV} is not: a key from `memory keys create`")
+        return RemoteMemory(url, key)
+    return LocalMemory(data_root, namespace)
