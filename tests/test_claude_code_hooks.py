@@ -203,3 +203,31 @@ def test_the_documented_install_command_installs(tmp_path, monkeypatch):
     assert set(settings["hooks"]) == {"UserPromptSubmit", "Stop", "PreCompact", "SessionEnd"}
     assert json.loads((project / ".mcp.json").read_text())["mcpServers"]["memory"]["type"] == "stdio"
     assert str(project / ".mcp.json") in out.getvalue() and not (tmp_path / "home").exists()
+
+
+@pytest.mark.slow
+def test_memory_inject_and_the_hook_talk_to_a_running_server_with_memory_url(personal_root, tmp_path, workspace):
+    """``MEMORY_URL``: the CLI and the hook ask the server (no data root here, no model loaded)."""
+    from evals.bench.serving import create_key, start
+
+    root = copy_root(personal_root, tmp_path)
+    key = create_key(root, "default")
+    server = start(root, key, workers=1)
+    try:
+        env = {**service_env(), "MEMORY_URL": f"http://127.0.0.1:{server.port}", "MEMORY_API_KEY": key}
+        nowhere = ["--data-root", str(tmp_path / "no-such-root")]
+        done = subprocess.run([sys.executable, "-m", "memory_assets.cli", *nowhere, "inject", "--context",
+                               "When is the WRX oil change due?"], capture_output=True, text=True, env=env, cwd=REPO,
+                              timeout=120)
+        assert done.returncode == 0 and "11,799" in done.stdout, done.stderr
+        event = json.dumps(_event("SessionEnd", workspace, reason="other"))
+        done = subprocess.run([sys.executable, "-m", "memory_assets.cli", *nowhere, "hooks", "run", "claude-code"],
+                              input=event, capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        assert list((root / "inbox" / f"claude-{SESSION}").glob("*.jsonl"))
+        wrong = subprocess.run([sys.executable, "-m", "memory_assets.cli", *nowhere, "inject", "--context", "x"],
+                               capture_output=True, text=True, env={**env, "MEMORY_API_KEY": "mem_0_x"}, cwd=REPO,
+                               timeout=120)
+        assert wrong.returncode == 1 and "401" in wrong.stderr
+    finally:
+        server.stop()

@@ -110,14 +110,24 @@ def cmd_search(args: argparse.Namespace) -> int:
 
 
 def cmd_inject(args: argparse.Namespace) -> int:
-    from retrieval import MemoryClient  # the read path an agent uses
+    if os.environ.get("MEMORY_URL"):  # a running `memory serve` answers: no model to load here
+        from retrieval.integrations.memory import MemoryUnreachable, memory_for
 
-    injection = MemoryClient(args.data_root, namespace=args.namespace).inject(
-        args.context, max_items=args.max_items, token_budget=args.token_budget, project=args.project)
-    if args.json:
-        _print_json(injection.as_dict())
+        try:
+            found = memory_for(None).inject_answer(args.context, namespace=args.namespace, project=args.project,
+                                                   max_items=args.max_items, token_budget=args.token_budget)
+        except MemoryUnreachable as exc:
+            print(f"memory inject: {exc}", file=sys.stderr)
+            return 1
     else:
-        print(injection.text or "(nothing to inject)")
+        from retrieval import MemoryClient  # the read path an agent uses
+
+        found = MemoryClient(args.data_root, namespace=args.namespace).inject(
+            args.context, max_items=args.max_items, token_budget=args.token_budget, project=args.project).as_dict()
+    if args.json:
+        _print_json(found)
+    else:
+        print(found["text"] or "(nothing to inject)")
     return 0
 
 

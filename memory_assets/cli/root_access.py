@@ -51,7 +51,7 @@ USES: dict[str, str | Callable[[argparse.Namespace], str]] = {
     "rollback": lambda args: READS if args.list else WRITES,
     "erase": lambda args: WRITES if args.yes else IGNORES,
     "keys": lambda args: CREATES if args.action == "create" else WRITES,
-    "search": READS, "inject": READS, "stats": READS, "list": READS, "show": READS, "export": READS,
+    "search": READS, "inject": lambda args: IGNORES if os.environ.get("MEMORY_URL") else READS, "stats": READS, "list": READS, "show": READS, "export": READS,
     "models": IGNORES, "eval": IGNORES, "bench": IGNORES,
 }
 

@@ -42,7 +42,14 @@ class RemoteMemory:
         return answer.json()
 
     def inject(self, context: str, project: str | None) -> str:
-        return str(self._post("/v1/inject", {"context": context, **({"project": project} if project else {})})["text"])
+        return str(self.inject_answer(context, project=project)["text"])
+
+    def inject_answer(self, context: str, *, namespace: str | None = None, **options: Any) -> dict[str, Any]:
+        """``POST /v1/inject``: the block and its items (``options``: ``project``,
+        ``max_items``, ``token_budget``; None left out)."""
+        body = {"context": context, **{k: v for k, v in options.items() if v is not None}}
+        path = "/v1/inject" + (f"?namespace={namespace}" if namespace else "")
+        return self._post(path, body)
 
     def append_turn(self, session_id: str, turn: int, record: dict[str, Any], project: str | None) -> None:
         self._post(f"/v1/sessions/{session_id}/turns", {"turn": turn, **record, **({"project": project} if project else {})},
