@@ -53,7 +53,7 @@ NODE_TOOLS := clients/inspector/node_modules/.installed
 node-tools: $(NODE_TOOLS)
 
 $(NODE_TOOLS): clients/inspector/package-lock.json
-	cd clients/inspector && npm ci --no-audit --no-fund --loglevel=error
+	cd clients/inspector && npm install --no-audit --no-fund --loglevel=error   # the lock's versions (npm ci trips on an optional Windows-only package)
 	touch $@
 
 # The docs site (docs/, mkdocs.yml): --strict, so a broken link or a page missing from the nav fails.
