@@ -355,7 +355,7 @@ async def _ask_over_mcp(server: dict, errlog: Path) -> tuple[set[str], str]:
         tools = {t.name for t in (await session.list_tools()).tools}
         result = await session.call_tool("memory_inject", {"context": WRX})
         assert not result.isError, result
-        return tools, json.loads(result.content[0].text)["text"]
+        return tools, result.content[0].text  # the block itself, what goes into the context
 
     if "url" in server:
         async with (streamablehttp_client(server["url"], headers=server.get("headers")) as (read, write, _),

@@ -53,6 +53,8 @@ USES: dict[str, str | Callable[[argparse.Namespace], str]] = {
     "keys": lambda args: CREATES if args.action == "create" else WRITES,
     "search": READS, "inject": lambda args: IGNORES if os.environ.get("MEMORY_URL") else READS, "stats": READS, "list": READS, "show": READS, "export": READS,
     "models": IGNORES, "eval": IGNORES, "bench": IGNORES,
+    # install writes Claude Code's files; run must answer (exit 0) whatever the root is
+    "hooks": IGNORES,
 }
 
 ADVICE = "pass --data-root DIR or MEMORY_DATA_ROOT"
