@@ -24,7 +24,6 @@ withheld when the checkpoints become messages (``retrieval.privacy``).
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -45,7 +44,7 @@ from sqlalchemy import (
     select,
     update,
 )
-from sqlalchemy.exc import DatabaseError, IntegrityError
+from sqlalchemy.exc import IntegrityError
 
 from retrieval import credentials, database
 from retrieval.database import configured_dsn
@@ -145,17 +144,10 @@ class CheckpointStore:
     def _db(self) -> Engine:
         """The engine, its table created on first use."""
         if not self._ready:
-            for attempt in range(3):
-                try:
-                    database.metadata.create_all(self.engine)
-                    break
-                except DatabaseError as exc:
-                    # Most likely another process created a table between our check and our
-                    # CREATE ("already exists"); checking again sees it. A store that cannot
-                    # be opened fails every time.
-                    if attempt == 2:
-                        raise CheckpointError(f"{self!r}: cannot open the checkpoint store: {exc.orig}") from exc
-                    time.sleep(0.05 * (attempt + 1))
+            try:
+                database.create_tables(self.engine, what="the checkpoint store")
+            except database.DatabaseRefused as exc:
+                raise CheckpointError(str(exc)) from exc
             self._ready = True
         return self.engine
 
@@ -238,10 +230,8 @@ class CheckpointStore:
             condition = and_(condition, table.turn.in_(sorted(set(turns))))
         with self._db().begin() as conn:
             deleted = conn.execute(delete(_checkpoints).where(condition)).rowcount
-        if deleted and self.engine.url.get_backend_name() == "sqlite":
-            with self.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
-                conn.exec_driver_sql("VACUUM")
-                conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+        if deleted:
+            database.compact(self.engine)
         return deleted
 
     # -- reading ---------------------------------------------------------------------------

@@ -11,10 +11,12 @@ Core code path serves both.
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, MetaData, create_engine, event
+from sqlalchemy import Engine, MetaData, Table, create_engine, event
+from sqlalchemy.exc import DatabaseError
 from sqlalchemy.engine import make_url
 
 from retrieval.paths import DataRoot
@@ -79,3 +81,28 @@ def engine(paths: DataRoot, dsn: str | None) -> Engine:
 def engine_for(paths: DataRoot, config: Any) -> Engine:
     """The engine the config names."""
     return engine(paths, configured_dsn(config))
+
+
+def create_tables(engine: Engine, tables: list[Table] | None = None, *, what: str) -> None:
+    """Create ``tables`` (default all) if missing. Another process creating one between
+    our check and our CREATE ("already exists") is retried; a store that cannot be opened
+    raises ``DatabaseRefused`` naming ``what`` and why."""
+    for attempt in range(3):
+        try:
+            metadata.create_all(engine, tables=tables)
+            return
+        except DatabaseError as exc:
+            if attempt == 2:
+                raise DatabaseRefused(f"cannot open {what} ({engine.url.render_as_string(hide_password=True)}): "
+                                      f"{exc.orig}") from exc
+            time.sleep(0.05 * (attempt + 1))
+
+
+def compact(engine: Engine) -> None:
+    """After an erasure: on SQLite the file is rewritten (``VACUUM``, the WAL truncated), so
+    the deleted rows' words are not left behind in free pages. PostgreSQL: nothing to do
+    here (its autovacuum reclaims the space)."""
+    if engine.url.get_backend_name() == "sqlite":
+        with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.exec_driver_sql("VACUUM")
+            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")

@@ -27,13 +27,14 @@ from memory_assets.cli.runner import materialize_pending, run_job
 from memory_assets.lib import erasure
 from retrieval import MemoryClient
 from retrieval.config import load_config
+from retrieval.integrations.langgraph import MemoryStore
 from retrieval.paths import DataRoot
 from retrieval.store import ItemStore
 from tests.test_secrets_scan import _texts_under
 
 T0 = datetime(2026, 9, 1, 9, tzinfo=timezone.utc)
 # Words only alice ever said (in a session, a checkpointed turn, a remember, an update).
-ALICE_WORDS = ("Zorblax", "Quintaxel", "Marigold", "Vendelmoor", "Brasquette", "Ottervane")
+ALICE_WORDS = ("Zorblax", "Quintaxel", "Marigold", "Vendelmoor", "Brasquette", "Ottervane", "Pellucidor")
 ALICE = [
     "My dog Zorblax is a border collie and he loves the frisbee park on Saturdays.",
     "I decided to use Postgres for the Quintaxel project instead of MySQL.",
@@ -67,6 +68,7 @@ def built(tmp_path_factory) -> Path:
     alice.append_turn("alice-live", 1, {"user_input": "Our village is called Vendelmoor, by the sea.",
                                         "llm_output": "Noted."}, now=T0)
     alice.remember("My locker password hint is the word Brasquette.", now=T0)
+    MemoryStore(alice).put(("notes", "garden"), "gnome", {"text": "My garden gnome is called Pellucidor."})  # LangGraph
     (root / "dagster").mkdir(parents=True)
     with dg.instance_for_test(temp_dir=str(root / "dagster")) as instance:
         materialize_pending(paths, instance=instance, extractor="offline", now=T0 + timedelta(hours=1))

@@ -18,10 +18,11 @@ import polars as pl
 from retrieval import events, limits
 from retrieval.agent.injection import Injection
 from retrieval.agent.lineage import events_about, related_items, sources_of
-from retrieval.agent.pending import PENDING, Overlay, is_pending
+from retrieval.agent.pending import PENDING, Overlay, is_pending, pending_ref
 from retrieval.agent.search import to_hit
 from retrieval.agent.stores import Stores
 from retrieval.agent.view import View
+from retrieval.ids import REMEMBER_PREFIX
 from retrieval.published import INSIGHTS_TABLE
 from retrieval.store import ItemStore
 
@@ -41,10 +42,13 @@ def resolve(stores: Stores, view: View, item_id: str) -> str:
     ``ItemStore.DoesNotExist`` (with the data root) or ``retrieval.ids.AmbiguousId``."""
     if is_pending(item_id):
         found = _pending(stores).resolve(item_id, view)
-        if found is None:
+        if found is not None:
+            return found.id
+        made = _made_of(stores, view, item_id)
+        if made is None:
             raise ItemStore.DoesNotExist(f"no pending memory {item_id!r} of yours under {stores.paths.root} (once "
                                          "stored, it has an m: id: search for it)")
-        return found.id
+        return made
     rows = stores.rows
     rows.refresh()
     found = rows.short_ids.resolve(item_id)
@@ -52,6 +56,21 @@ def resolve(stores: Stores, view: View, item_id: str) -> str:
     if row is None or not view.owns(row):
         raise ItemStore.DoesNotExist(f"no published item with id {item_id!r} under {stores.paths.root}")
     return found
+
+
+def _made_of(stores: Stores, view: View, ref: str) -> str | None:
+    """The published item the pipeline made of the reader's write ``ref`` (``pending:…``
+    or ``p:…``), which has left the overlay: the item read from its session (as the
+    pipeline folds a correction of the pending line into it). None: none of the reader's."""
+    rows = stores.rows
+    rows.refresh()
+    frame = rows.frame
+    if frame is None or not frame.height or "session_id" not in frame.columns:
+        return None
+    ref = ref.strip().strip("[]").strip()
+    made = view.own_rows(frame.filter(pl.col("session_id").str.starts_with(REMEMBER_PREFIX)))
+    return next((item_id for item_id, session in made.select("id", "session_id").iter_rows()
+                 if ref in (f"{PENDING}:{session}", pending_ref(f"{PENDING}:{session}"))), None)
 
 
 def about(stores: Stores, view: View, type: str, item_id: str, now: datetime, *, pii: Iterable[str],
@@ -109,12 +128,10 @@ def _pending(stores: Stores) -> Overlay:
 
 def get(stores: Stores, overlay: Overlay, view: View, item_id: str) -> dict[str, Any]:
     """One memory by id, short id or pending id, every status."""
-    if is_pending(item_id):
-        found = overlay.resolve(item_id, view)
-        if found is None or not view.owns(found.as_row()):
-            raise ItemStore.DoesNotExist(f"no pending write with id {item_id!r}")
+    found = overlay.resolve(item_id, view) if is_pending(item_id) else None
+    if found is not None and view.owns(found.as_row()):
         return stores.rows.corrections.apply(found.as_row())
-    full = resolve(stores, view, item_id)
+    full = resolve(stores, view, item_id)  # a pending id once published: the item made of it
     return public(stores.rows.rows([full])[full], stores.rows.short_ids.short(full))
 
 

@@ -19,6 +19,7 @@ from memory_assets.lib.erasure.targets import (ERASED, Target, drop_rows, erased
                                                manifest_file, names_any, pending, resolve)
 from memory_assets.lib.items import publish
 from retrieval.config import MemoryConfig
+from retrieval.ids import REMEMBER_PREFIX
 from retrieval.inbox import encode_jsonl
 from retrieval.paths import DataRoot
 
@@ -56,6 +57,7 @@ def erase_sources(paths: DataRoot, config: MemoryConfig, now: datetime) -> Erase
     # Written first: a crash from here on leaves the ids for the next run.
     warehouse.write_json(manifest_file(paths), target.to_json(), indent=1)
     done.add("checkpoints", _checkpoints(paths, config, target))  # first: it matches the turns' words
+    done.add("documents", _documents(paths, config, target))
     done.add("inbox_lines", _inbox(paths, target))
     done.add("resources", _resources(paths, target))
     done.add("facts", _facts(paths, target))
@@ -268,6 +270,20 @@ def _checkpoints(paths: DataRoot, config: MemoryConfig, target: Target) -> int:
             hit = [c.turn for c in store.replay(namespace, session) if words & set(_strings(c.record))]
             deleted += store.erase(namespace, session, turns=hit) if hit else 0
     return deleted
+
+
+def _documents(paths: DataRoot, config: MemoryConfig, target: Target) -> int:
+    """The keyed documents a framework put (``retrieval.documents``): a namespace's, and
+    those an erased memory was made of (its ``remember`` session)."""
+    from retrieval.database import configured_dsn, sqlite_path
+    from retrieval.documents import DocumentStore
+
+    if not configured_dsn(config) and not sqlite_path(paths).exists():
+        return 0
+    turns = warehouse.read_resources(paths).filter(pl.col("resource_id").is_in(sorted(target.scrubbed)))
+    sessions = target.sessions | set(turns["session_id"].to_list())
+    with DocumentStore.for_root(paths, config) as store:
+        return store.erase(target.namespaces, (s for s in sessions if s.startswith(REMEMBER_PREFIX)))
 
 
 def _empty_sessions(paths: DataRoot, target: Target) -> list[str]:
