@@ -47,13 +47,15 @@ test: install
 test-all: install debian-packages node-tools
 	$(PYTEST)
 
-# The official MCP Inspector CLI and the Node.js 22 it needs, from the npm registry
-# (clients/inspector/package-lock.json): the slow loop runs it against a real `memory serve`.
+# The official MCP Inspector CLI and the Node.js 22 it needs, and the TypeScript client's
+# tools (clients/typescript), from the npm registry (their package-lock.json files); the
+# client is built. The slow loop runs both against a real `memory serve`.
 NODE_TOOLS := clients/inspector/node_modules/.installed
 node-tools: $(NODE_TOOLS)
 
-$(NODE_TOOLS): clients/inspector/package-lock.json
+$(NODE_TOOLS): clients/inspector/package-lock.json clients/typescript/package-lock.json $(wildcard clients/typescript/src/*.ts)
 	cd clients/inspector && npm install --no-audit --no-fund --loglevel=error   # the lock's versions (npm ci trips on an optional Windows-only package)
+	cd clients/typescript && npm install --no-audit --no-fund --loglevel=error && npm run --silent build
 	touch $@
 
 # The docs site (docs/, mkdocs.yml): --strict, so a broken link or a page missing from the nav fails.

@@ -18,6 +18,7 @@ from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 from fastapi import Depends, FastAPI, Path, Query, Request
+from fastapi.routing import APIRoute
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -31,6 +32,8 @@ from retrieval.names import NAMESPACE, PROJECT, SESSION
 from retrieval.service import exports
 from retrieval.service.core import Refused, Service, Unauthorized
 from retrieval.service.keys import ApiKey
+from retrieval.service.responses import (REFUSALS, Changed, Erasing, Flushed, Found, History, Imported, Injected, KeyInfo,
+                                         Memory, Turn, TurnSaved, Used)
 from retrieval.service.requests import (ITEMS_MAX, PROJECT_READ, EraseBody, FlushBody, InjectBody, RememberBody,
                                         ResponseBody, SearchBody, TurnBody, UpdateBody)
 from retrieval.store import ItemStore
@@ -146,7 +149,7 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
     # -- reading -------------------------------------------------------------------------
 
     @app.post("/v1/inject", tags=["read"], summary="The memory block for the agent's next prompt")
-    def inject(body: InjectBody, key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> dict:
+    def inject(body: InjectBody, key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> Injected:
         context = body.context if isinstance(body.context, str) else [m.model_dump(exclude_none=True)
                                                                         for m in body.context]
         found = service.inject(key, namespace, context, max_items=body.max_items, token_budget=body.token_budget,
@@ -155,7 +158,7 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
         return _json(found.as_dict())
 
     @app.post("/v1/search", tags=["read"], summary="The best memories for a query")
-    def search(body: SearchBody, key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> list[dict]:
+    def search(body: SearchBody, key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> list[Found]:
         hits = service.search(key, namespace, body.query, k=body.k, as_of=body.as_of, project=body.project)
         return _json([{**h.as_dict(), "status": h.row.get("status")} for h in hits])
 
@@ -167,7 +170,7 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
                    status: Literal["active", "candidate", "superseded", "archived", "cold", "purged", "pending", "any"]
                    = "active", tag: str | None = Query(None, max_length=64),
                    text: str | None = Query(None, max_length=200), limit: int = Query(100, ge=1, le=ITEMS_MAX),
-                   offset: int = Query(0, ge=0, le=1_000_000)) -> list[dict]:
+                   offset: int = Query(0, ge=0, le=1_000_000)) -> list[Memory]:
         client = service.single_reader(key, namespace)
         rows = client.list(scope=scope, project=project, category=category, kind=kind,
                            status=None if status == "any" else status, tag=tag, text=text,
@@ -176,13 +179,13 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
 
     @app.get("/v1/items/{item_id}", tags=["read"], summary="One memory by id or short id (m:4821)")
     def get_item(item_id: str = Path(max_length=64), key: ApiKey = Depends(caller),
-                 namespace: str | None = Namespace) -> dict:
+                 namespace: str | None = Namespace) -> Memory:
         return _json(service.single_reader(key, namespace).get(item_id))
 
     @app.get("/v1/items/{item_id}/history", tags=["read"],
              summary="Where a memory came from: its sources, related items and feedback events")
     def history(item_id: str = Path(max_length=64), key: ApiKey = Depends(caller),
-                namespace: str | None = Namespace) -> dict:
+                namespace: str | None = Namespace) -> History:
         return _json(service.single_reader(key, namespace).history(item_id))
 
     @app.get("/v1/lessons", tags=["read"], summary="Lessons learned from corrections")
@@ -200,24 +203,24 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
 
     @app.post("/v1/remember", tags=["write"], status_code=202,
               summary="Store a memory now; searchable at once, published by the next pipeline run")
-    def remember(body: RememberBody, key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> dict:
+    def remember(body: RememberBody, key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> Memory:
         return _json(service.writer(key, namespace).remember(body.content, project=body.project))
 
     @app.patch("/v1/items/{item_id}", tags=["write"], status_code=202, summary="Replace a memory's wording")
     def update(body: UpdateBody, item_id: str = Path(max_length=64), key: ApiKey = Depends(caller),
-               namespace: str | None = Namespace) -> dict:
+               namespace: str | None = Namespace) -> Changed:
         client = service.writer(key, namespace)
         return {"id": client.update(item_id, body.content, body.tags), "applied": _when("update")}
 
     @app.post("/v1/items/{item_id}/{action}", tags=["write"], status_code=202,
               summary="Feedback on a memory: forget, pin, unpin, reinforce or demote")
     def act(action: Literal["forget", "pin", "unpin", "reinforce", "demote"], item_id: str = Path(max_length=64),
-            key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> dict:
+            key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> Changed:
         client = service.writer(key, namespace)
         return {"id": getattr(client, action)(item_id), "action": action, "applied": _when(action)}
 
     @app.post("/v1/responses", tags=["write"], summary="Which injected memories the agent's reply used")
-    def record_response(body: ResponseBody, key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> dict:
+    def record_response(body: ResponseBody, key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> Used:
         client = service.writer(key, namespace)
         used = client.record_response(client.injection_of(body.item_ids), body.response_text,
                                       session_id=body.session_id)
@@ -226,26 +229,28 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
     @app.post("/v1/sessions/{session_id}/turns", tags=["write"], status_code=201,
               summary="Checkpoint one turn of a live session (durable when acknowledged)")
     def append_turn(body: TurnBody, session_id: str = Path(pattern=_SESSION), key: ApiKey = Depends(caller),
-                    namespace: str | None = Namespace) -> dict:
+                    namespace: str | None = Namespace) -> TurnSaved:
         record = body.model_dump(exclude={"turn", "project"})
         return _json(service.writer(key, namespace).append_turn(session_id, body.turn, record, project=body.project))
 
     @app.get("/v1/sessions/{session_id}/turns", tags=["read"], summary="Replay a session's checkpointed turns")
     def replay(session_id: str = Path(pattern=_SESSION), key: ApiKey = Depends(caller),
-               upto_turn: int | None = Query(None, ge=0, le=1_000_000), namespace: str | None = Namespace) -> list[dict]:
+               upto_turn: int | None = Query(None, ge=0, le=1_000_000), namespace: str | None = Namespace) -> list[Turn]:
         # A session's checkpoints are its writer's: replay reads the key's own namespace only.
         return _json(service.writer(key, namespace, count=False).replay(session_id, upto_turn))
 
     @app.post("/v1/sessions/{session_id}/flush", tags=["write"], status_code=202,
               summary="Hand a session to the pipeline (its transcript, or its checkpointed turns)")
     def flush(body: FlushBody, session_id: str = Path(pattern=_SESSION), key: ApiKey = Depends(caller),
-              namespace: str | None = Namespace) -> dict:
+              namespace: str | None = Namespace) -> Flushed:
         messages = None if body.messages is None else [m.model_dump(exclude_none=True) for m in body.messages]
         written = service.writer(key, namespace).flush_session(session_id, messages, project=body.project,
                                                                 workspace=body.workspace)
         return {"session_id": session_id, "written": written is not None}
 
     @app.get("/v1/export", tags=["read"], response_class=StreamingResponse,
+             responses={200: {"description": "JSON Lines: the header, then one memory a line",
+                              "content": {"application/x-ndjson": {"schema": {"type": "string"}}}}},
              summary="The namespace's published memory in the export format (JSON Lines, header first)")
     def export(key: ApiKey = Depends(caller), namespace: str | None = Namespace,
                embeddings: bool = False) -> StreamingResponse:
@@ -255,21 +260,21 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
 
     @app.post("/v1/import", tags=["write"], status_code=202,
               summary="Append an export (JSON Lines) for the next pipeline run to adopt, without duplicates")
-    async def import_(request: Request, key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> dict:
+    async def import_(request: Request, key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> Imported:
         client = service.writer(key, namespace)
         text = (await request.body()).decode("utf-8", errors="replace")
         return await anyio.to_thread.run_sync(lambda: exports.import_text(client, client.namespace, text))
 
     @app.post("/v1/erase", tags=["write"], status_code=202,
               summary="Erase every memory of this key's namespace (the right to be forgotten)")
-    def erase(body: EraseBody, key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> dict:
+    def erase(body: EraseBody, key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> Erasing:
         service.writer(key, namespace).erase()
         return {"namespace": key.namespace, "erased": "by the next pipeline run"}
 
     # -- the service itself --------------------------------------------------------------
 
     @app.get("/v1/whoami", tags=["service"], summary="The calling key's agent, namespace and grants")
-    def whoami(key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> dict:
+    def whoami(key: ApiKey = Depends(caller), namespace: str | None = Namespace) -> KeyInfo:
         service.reader(key, namespace)
         return {k: v for k, v in key.as_dict().items() if k != "revoked_at"}
 
@@ -279,6 +284,9 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
 
     def schema() -> dict:
         if app.openapi_schema is None:
+            for route in app.routes:  # every route answers a refusal the same way
+                if isinstance(route, APIRoute):
+                    route.responses = {**REFUSALS, **route.responses}
             app.openapi_schema = get_openapi(title=app.title, version=app.version, description=app.description,
                                              routes=app.routes)
         return app.openapi_schema
