@@ -43,7 +43,7 @@ PYTEST := $(BIN)/python -m pytest -q -n 2 --dist loadfile --durations=15
 test: install
 	$(PYTEST) -m "not slow"
 
-# Everything, the slow tests included: what CI runs. PostgreSQL and Redis first (as root).
+# Everything, the slow tests included: what CI runs. PostgreSQL, Redis and Chromium first (as root).
 test-all: install debian-packages node-tools
 	$(PYTEST)
 
@@ -77,8 +77,10 @@ deploy-local: install debian-packages
 
 # The servers the deployment (and its tests) start from Debian's packages, installed once (as root).
 debian-packages:
-	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || ! command -v redis-server >/dev/null; then \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server >/dev/null; \
+	@if ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || ! command -v redis-server >/dev/null \
+	    || ! command -v chromium >/dev/null; then \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq postgresql redis-server >/dev/null \
+	  && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium >/dev/null; \
 	fi
 
 clean:

@@ -25,7 +25,7 @@ NODE = REPO / "clients" / "inspector" / "node_modules" / ".bin" / "node"  # Node
 def test_the_committed_schema_is_the_one_the_service_serves():
     committed = (CLIENT / "openapi.json").read_text()
     assert committed == openapi.text(), ("clients/typescript/openapi.json is stale: run "
-                                         "`python -m retrieval.service.openapi clients/typescript/openapi.json` "
+                                         "`python -m retrieval.service.openapi > clients/typescript/openapi.json` "
                                          "and `npm run generate` there")
     schema = json.loads(committed)
     inject = schema["paths"]["/v1/inject"]["post"]["responses"]

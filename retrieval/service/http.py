@@ -292,6 +292,9 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
         return app.openapi_schema
 
     app.state.schema = schema
+    from retrieval.service.ui import mount as mount_ui
+
+    mount_ui(app, service)  # the memory browser at /ui
     app.add_middleware(BodyLimit, limit=int(service.config.service.max_request_bytes))
     if mcp is not None:
         guarded = _KeyRequired(mcp.streamable_http_app(), service)

@@ -175,6 +175,19 @@ class KeyStore:
         if m is None:
             return None
         key_id, secret = m.groups()
+        record, expected = self._lookup(key_id)
+        if record is None or not hmac.compare_digest(_digest(secret), expected):
+            return None
+        return record
+
+    def live(self, key_id: str) -> ApiKey | None:
+        """The key ``key_id`` if it is not revoked (a signed-in browser holds its id, never
+        its secret: ``retrieval.service.ui``); revocation reaches it as it reaches ``verify``."""
+        return self._lookup(key_id)[0]
+
+    def _lookup(self, key_id: str) -> tuple[ApiKey | None, str]:
+        """The live key's record (None: unknown or revoked) and its secret's digest, read
+        again after ``CACHE_SECONDS``."""
         cached = self._cache.get(key_id)
         if cached is None or time.monotonic() - cached[0] > CACHE_SECONDS:
             with self.engine.connect() as db:
@@ -182,10 +195,7 @@ class KeyStore:
             record = _record(row) if row is not None and row["revoked_at"] is None else None
             cached = (time.monotonic(), record, row["secret_sha256"] if row is not None else "")
             self._cache[key_id] = cached
-        _, record, expected = cached
-        if record is None or not hmac.compare_digest(_digest(secret), expected):
-            return None
-        return record
+        return cached[1], cached[2]
 
 
 def _record(row) -> ApiKey:

@@ -1,5 +1,5 @@
-"""The HTTP API's OpenAPI schema as a file, without a server or a data root:
-``python -m retrieval.service.openapi clients/typescript/openapi.json``. Clients are
+"""The HTTP API's OpenAPI schema, without a server or a data root, on stdout:
+``python -m retrieval.service.openapi > clients/typescript/openapi.json``. Clients are
 generated from it (``clients/typescript``: ``npm run generate``), and a test checks that
 the committed file is the schema the service serves at ``/openapi.json``.
 """
@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
-from pathlib import Path
 
 
 def schema() -> dict:
@@ -25,12 +24,8 @@ def text() -> str:
     return json.dumps(schema(), indent=2, ensure_ascii=False, sort_keys=True) + "\n"
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    if len(args) != 1:
-        print("usage: python -m retrieval.service.openapi FILE", file=sys.stderr)
-        return 2
-    Path(args[0]).write_text(text(), encoding="utf-8")
+def main() -> int:
+    sys.stdout.write(text())
     return 0
 
 
