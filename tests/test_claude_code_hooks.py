@@ -24,7 +24,7 @@ from memory_assets.cli.hooks import run_claude_code
 from retrieval.agent.client import MemoryClient
 from retrieval.integrations import claude_code
 from retrieval.integrations.install import InstallError, install_claude_code
-from retrieval.integrations.memory import RemoteMemory
+from retrieval.integrations.memory import MemoryUnreachable, RemoteMemory
 from tests.conftest import REPO, copy_root
 from evals.bench.serving import service_env
 
@@ -123,25 +123,30 @@ def test_a_bad_event_never_blocks_the_prompt(tmp_path):
         assert code == 0 and out == "" and err.startswith("memory hook: ")
 
 
+@pytest.mark.slow
 def test_over_http_the_hook_talks_to_the_running_service(personal_root, tmp_path, workspace):
-    from fastapi.testclient import TestClient
-
-    from retrieval.service.app import build
+    from evals.bench.serving import create_key, start
 
     root = copy_root(personal_root, tmp_path)
-    key = io.StringIO()
-    with contextlib.redirect_stdout(key):
-        assert cli.main(["--data-root", str(root), "keys", "create", "default"]) == 0
-    with TestClient(build(root)[1], headers={"Authorization": f"Bearer {key.getvalue().strip()}"}) as client:
-        remote = RemoteMemory("http://testserver", "unused")
-        remote._client = client  # the app in process, through the same HTTP calls
+    key = create_key(root, "default")
+    server = start(root, key, workers=1)
+    try:
+        remote = RemoteMemory(f"http://127.0.0.1:{server.port}", key)
         said = claude_code.answer(_event("UserPromptSubmit", workspace, prompt="When is the WRX oil change due?"),
                                   remote, message_limit=100_000)
         assert "11,799" in said["hookSpecificOutput"]["additionalContext"]
         for name in ("Stop", "Stop", "SessionEnd"):  # the same turn twice is one turn
             claude_code.answer(_event(name, workspace), remote, message_limit=100_000)
-        turns = client.get(f"/v1/sessions/claude-{SESSION}/turns").json()
+        turns = server.client(key).get(f"/v1/sessions/claude-{SESSION}/turns").json()
         assert [t["turn"] for t in turns] == [1, 2] and "OWLCREEK" not in json.dumps(turns)
+        with pytest.raises(MemoryUnreachable, match="401"):
+            RemoteMemory(f"http://127.0.0.1:{server.port}", "mem_000000000000_wrongwrongwrongwrong").inject("x", None)
+    finally:
+        server.stop()
+    with pytest.raises(MemoryUnreachable, match="refused"):  # the service gone: said, not hung
+        RemoteMemory(f"http://127.0.0.1:{server.port}", key, timeout=2).inject("x", None)
+    with pytest.raises(MemoryUnreachable, match="http:// or https://"):
+        RemoteMemory("file:///etc/passwd", key)
 
 
 def test_install_writes_the_mcp_entry_and_hooks_and_keeps_the_users_own(tmp_path):

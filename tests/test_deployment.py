@@ -127,8 +127,8 @@ def test_sensor_launched_runs_execute_on_celery_and_publish_what_agents_handed_o
         assert query(SENSOR, selector=selector)["sensorOrError"]["sensorState"]["status"] == "RUNNING"
 
         client = MemoryClient(root)
-        for sample in ("personal-assistant.jsonl", "coding-agent.jsonl"):
-            assert client.flush_session(*_transcript(SAMPLES / sample))
+        # One session: each more is one more run of Dagster processes on the Celery worker.
+        assert client.flush_session(*_transcript(SAMPLES / "personal-assistant.jsonl"))
 
         _until(lambda: client.list(text="11,799"), PUBLISHED_WITHIN, launcher, "published item")
         injection = client.inject("When is my WRX oil change due?")

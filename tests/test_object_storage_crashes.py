@@ -67,7 +67,7 @@ APPEND = """
 def test_two_agents_appending_at_once_lose_nothing(s3_server, tmp_path):  # noqa: F811
     bucket = s3_server.bucket("memory-append")
     env = _env(s3_server, tmp_path / "state", f"s3://{bucket}/shared")
-    count = 10
+    count = 4  # two processes writing at once, four sessions and four notes each
     agents = [subprocess.Popen([sys.executable, "-c", textwrap.dedent(APPEND), agent, str(count)], env=env,
                                cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
               for agent in ("alpha", "beta")]

@@ -63,7 +63,7 @@ def _install(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_claude_code(data_root: str, namespace: str | None, raw: bytes) -> int:
+def run_claude_code(data_root: str | None, namespace: str | None, raw: bytes) -> int:
     """Answer one Claude Code hook event (``raw``: its stdin). Exit 0 whatever happens: a
     hook that fails must not stop the user's prompt; the reason goes to stderr."""
     from retrieval.integrations.claude_code import answer

@@ -228,6 +228,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from evals.bench.redaction import main as run
     elif args.what == "patterns":
         from evals.bench.patterns import main as run
+    elif args.what == "coldstart":
+        from evals.bench.coldstart import main as run
     else:
         from evals.bench.retrieval import main as run
     return int(run(args.rest) or 0)
@@ -243,6 +245,36 @@ def cmd_models(args: argparse.Namespace) -> int:
     else:
         print(" ".join(f"{k}={v}" for k, v in report.items()))
     return 0
+
+
+def _inject_arguments(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    p.add_argument("--context", required=True)
+    p.add_argument("--namespace", default=None, help="whose memory (a user or agent; default [pipeline] namespace)")
+    p.add_argument("--project", default=None, help=_PROJECT_HELP)
+    p.add_argument("--max-items", type=int, default=None)
+    p.add_argument("--token-budget", type=int, default=None)
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_inject, command="inject")
+    return p
+
+
+def _served(argv: list[str]) -> int | None:
+    """``memory inject …`` and ``memory hooks run claude-code`` with ``MEMORY_URL`` set: the
+    running service answers, so nothing but the command's parser and an HTTP request is
+    loaded (a hook runs them on every prompt). None: another command, or no service; the
+    full parser takes it."""
+    if not os.environ.get("MEMORY_URL") or "-h" in argv or "--help" in argv:
+        return None
+    if argv[:3] == ["hooks", "run", "claude-code"] and len(argv) == 3:
+        from memory_assets.cli.hooks import EVENT_MAX_BYTES, run_claude_code
+
+        return run_claude_code(None, None, sys.stdin.buffer.read(EVENT_MAX_BYTES + 1))
+    if argv[:1] != ["inject"]:
+        return None
+    parser = _inject_arguments(argparse.ArgumentParser(prog="memory inject"))
+    parser.add_argument("--data-root", default=None, help=argparse.SUPPRESS)  # not read: the service has its own
+    parser.add_argument("--config", default=None, help=argparse.SUPPRESS)
+    return cmd_inject(parser.parse_args(argv[1:]))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -285,14 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_search)
 
-    p = command("inject", help="the block an agent would get injected")
-    p.add_argument("--context", required=True)
-    p.add_argument("--namespace", default=None, help="whose memory (a user or agent; default [pipeline] namespace)")
-    p.add_argument("--project", default=None, help=_PROJECT_HELP)
-    p.add_argument("--max-items", type=int, default=None)
-    p.add_argument("--token-budget", type=int, default=None)
-    p.add_argument("--json", action="store_true")
-    p.set_defaults(func=cmd_inject)
+    _inject_arguments(command("inject", help="the block an agent would get injected"))
 
     p = command("run", help="run a scheduled job now: nightly, weekly or monthly")
     p.add_argument("job", choices=["nightly", "weekly", "monthly"])
@@ -337,8 +362,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_eval)
 
     p = command("bench", help="measure speed: `memory bench retrieval|quality|nightly|service --items N [--json]`, "
-                              "`memory bench ingest --sessions N [--json]`, `memory bench adversarial [--sizes …]`, `memory bench redaction [--dataset …]`, `memory bench patterns [--sizes …]`")
-    p.add_argument("what", choices=["retrieval", "quality", "nightly", "service", "signals", "ingest", "adversarial", "redaction", "patterns"])
+                              "`memory bench ingest --sessions N [--json]`, `memory bench adversarial [--sizes …]`, `memory bench redaction [--dataset …]`, `memory bench patterns [--sizes …]`, `memory bench coldstart [--runs N]`")
+    p.add_argument("what", choices=["retrieval", "quality", "nightly", "service", "signals", "ingest", "adversarial", "redaction", "patterns", "coldstart"])
     p.add_argument("rest", nargs=argparse.REMAINDER, help="options of that benchmark (see --help after it)")
     p.set_defaults(func=cmd_bench)
     return parser
@@ -346,7 +371,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    remote = _served(sys.argv[1:] if argv is None else argv)
+    if remote is not None:
+        return remote
     args = build_parser().parse_args(argv)
+    if args.command == "inject" and os.environ.get("MEMORY_URL"):
+        return cmd_inject(args)  # `memory --data-root R inject …`: the service answers all the same
     from memory_assets.cli import root_access
     from memory_assets.cli.interrupts import EXIT_CODE, Stopped
     from memory_assets.lib.ingest.transcripts import TranscriptError

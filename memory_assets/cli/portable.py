@@ -16,10 +16,10 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from memory_assets.lib import warehouse
-from retrieval import interchange, published
-from retrieval.files import atomic_write, stamp
-from retrieval.paths import DataRoot
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the modules themselves are imported by the commands that use them:
+    from retrieval.paths import DataRoot  # building the parser stays cheap (`memory inject`)
 
 Command = Callable[..., argparse.ArgumentParser]
 
@@ -44,7 +44,10 @@ def add_commands(command: Command) -> None:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    from retrieval import interchange, published
     from retrieval.config import load_config
+    from retrieval.files import atomic_write
+    from retrieval.paths import DataRoot
 
     paths = DataRoot.resolve(args.data_root)
     if published.read(paths) is None:
@@ -82,8 +85,10 @@ class FileReport:
 
 def _append(paths: DataRoot, path: Path, markdown: bool, namespace: str | None, now: datetime) -> FileReport:
     """Validate one file and append it under ``imports/`` (redacted); bad lines are named."""
+    from memory_assets.lib import warehouse
     from memory_assets.lib.migration import migration_records
-    from retrieval import inbox
+    from retrieval import inbox, interchange
+    from retrieval.files import stamp
     from retrieval.config import load_config
     from retrieval.credentials import pii_from_config
 
@@ -131,6 +136,7 @@ def _counted(paths: DataRoot, report: FileReport) -> None:
 
 def cmd_import(args: argparse.Namespace) -> int:
     from memory_assets.cli.runner import materialize_pending
+    from retrieval.paths import DataRoot
 
     paths = DataRoot.resolve(args.data_root)
     now = datetime.now(timezone.utc)

@@ -22,24 +22,38 @@ class MemoryUnreachable(RuntimeError):
 
 
 class RemoteMemory:
-    """``memory serve`` at ``url`` with ``key``."""
+    """``memory serve`` at ``url`` with ``key``, through the standard library's ``http.client``:
+    a hook or ``memory inject`` starts in a fresh process on every prompt, and importing
+    nothing else keeps it within tens of milliseconds of the request itself."""
 
     def __init__(self, url: str, key: str, timeout: float = TIMEOUT_S):
-        import httpx
-
-        self._client = httpx.Client(base_url=url.rstrip("/"), timeout=timeout,
-                                    headers={"Authorization": f"Bearer {key}"})
+        if not url.lower().startswith(("http://", "https://")):
+            raise MemoryUnreachable(f"{URL_ENV} must be an http:// or https:// URL, got {url[:80]!r}")
+        self.base_url, self.timeout = url.rstrip("/"), timeout
+        self._headers = {"Authorization": f"Bearer {key}", "Content-Type": "application/json",
+                         "Accept": "application/json"}
 
     def _post(self, path: str, body: dict[str, Any], ok: tuple[int, ...] = (200, 201, 202)) -> Any:
-        import httpx
+        import http.client
+        import json
+        from urllib.parse import urlsplit
 
+        where = f"{self.base_url}{path}"
+        url = urlsplit(where)
+        connection = (http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection)(
+            url.netloc, timeout=self.timeout)
         try:
-            answer = self._client.post(path, json=body)
-        except httpx.HTTPError as exc:
-            raise MemoryUnreachable(f"{self._client.base_url}{path}: {exc}") from None
-        if answer.status_code not in ok:
-            raise MemoryUnreachable(f"{self._client.base_url}{path}: {answer.status_code} {answer.text[:300]}")
-        return answer.json()
+            connection.request("POST", url.path + (f"?{url.query}" if url.query else ""),
+                               body=json.dumps(body).encode("utf-8"), headers=self._headers)
+            answer = connection.getresponse()
+            status, text = answer.status, answer.read().decode("utf-8", errors="replace")
+        except (OSError, http.client.HTTPException) as exc:  # refused, unreachable, timed out, cut off
+            raise MemoryUnreachable(f"{where}: {exc}") from None
+        finally:
+            connection.close()
+        if status not in ok:
+            raise MemoryUnreachable(f"{where}: {status} {text[:300]}")
+        return json.loads(text) if text else None
 
     def inject(self, context: str, project: str | None) -> str:
         return str(self.inject_answer(context, project=project)["text"])
