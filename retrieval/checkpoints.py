@@ -106,7 +106,7 @@ class Checkpoint:
     flushed_at: datetime | None = None
 
 
-class CheckpointStore:
+class CheckpointStore(database.EngineOwner):
     """The per-turn checkpoints of every session under one data root (or one PostgreSQL DSN).
 
     Args:
@@ -131,15 +131,6 @@ class CheckpointStore:
 
     def __repr__(self) -> str:
         return f"CheckpointStore({self.engine.url.render_as_string(hide_password=True)})"
-
-    def close(self) -> None:
-        self.engine.dispose()
-
-    def __enter__(self) -> CheckpointStore:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
 
     def _db(self) -> Engine:
         """The engine, its table created on first use."""

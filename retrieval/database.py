@@ -106,3 +106,18 @@ def compact(engine: Engine) -> None:
         with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
             conn.exec_driver_sql("VACUUM")
             conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+class EngineOwner:
+    """A store over one engine: ``close`` disposes of it, and ``with`` closes it."""
+
+    engine: Engine
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self):  # noqa: ANN204 - the subclass
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()

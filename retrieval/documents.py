@@ -71,7 +71,7 @@ def _path(path: Sequence[str]) -> str:
     return json.dumps(list(path), ensure_ascii=False, separators=(",", ":"))
 
 
-class DocumentStore:
+class DocumentStore(database.EngineOwner):
     """The keyed documents under one data root (or one PostgreSQL DSN)."""
 
     def __init__(self, paths: DataRoot, dsn: str | None = None, *, pii: Iterable[str]) -> None:
@@ -83,15 +83,6 @@ class DocumentStore:
     @classmethod
     def for_root(cls, paths: DataRoot, config: Any) -> DocumentStore:
         return cls(paths, configured_dsn(config), pii=credentials.pii_from_config(config))
-
-    def close(self) -> None:
-        self.engine.dispose()
-
-    def __enter__(self) -> DocumentStore:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
 
     def _db(self) -> Engine:
         if not self._ready:

@@ -31,6 +31,15 @@ def overdue(paths: DataRoot, config: MemoryConfig, now: datetime) -> list[str]:
     return late
 
 
+def catch_up(late: list[str], runs: dict[str, str]) -> str | None:
+    """The one overdue job to launch now, of ``late`` (in the config's order, nightly first):
+    the first that has run before, or the nightly. A weekly or monthly job that never ran
+    waits for its schedule instead of being caught up on a new data root, and several late
+    jobs run one after another, never at once: a first start costs at most the latest
+    missed night, not a month of catch-up on every core at the same time."""
+    return next((job for job in late if job == "nightly" or runs.get(job)), None)
+
+
 # What an agent may ask the pipeline to run: a rebuild of the items, or a scheduled job.
 REQUESTABLE = ("materialize", "nightly", "weekly", "monthly")
 

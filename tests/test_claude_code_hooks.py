@@ -123,28 +123,35 @@ def test_a_bad_event_never_blocks_the_prompt(tmp_path):
         assert code == 0 and out == "" and err.startswith("memory hook: ")
 
 
-@pytest.mark.slow
-def test_over_http_the_hook_talks_to_the_running_service(personal_root, tmp_path, workspace):
+@pytest.fixture(scope="module")
+def served(personal_root, tmp_path_factory):
+    """A real ``memory serve`` on a copy of the personal root: (root, key, server)."""
     from evals.bench.serving import create_key, start
 
-    root = copy_root(personal_root, tmp_path)
+    root = copy_root(personal_root, tmp_path_factory.mktemp("hooks-served"))
     key = create_key(root, "default")
     server = start(root, key, workers=1)
-    try:
-        remote = RemoteMemory(f"http://127.0.0.1:{server.port}", key)
-        said = claude_code.answer(_event("UserPromptSubmit", workspace, prompt="When is the WRX oil change due?"),
-                                  remote, message_limit=100_000)
-        assert "11,799" in said["hookSpecificOutput"]["additionalContext"]
-        for name in ("Stop", "Stop", "SessionEnd"):  # the same turn twice is one turn
-            claude_code.answer(_event(name, workspace), remote, message_limit=100_000)
-        turns = server.client(key).get(f"/v1/sessions/claude-{SESSION}/turns").json()
-        assert [t["turn"] for t in turns] == [1, 2] and "OWLCREEK" not in json.dumps(turns)
-        with pytest.raises(MemoryUnreachable, match="401"):
-            RemoteMemory(f"http://127.0.0.1:{server.port}", "mem_000000000000_wrongwrongwrongwrong").inject("x", None)
-    finally:
-        server.stop()
-    with pytest.raises(MemoryUnreachable, match="refused"):  # the service gone: said, not hung
-        RemoteMemory(f"http://127.0.0.1:{server.port}", key, timeout=2).inject("x", None)
+    yield root, key, server
+    server.stop()
+
+
+@pytest.mark.slow
+def test_over_http_the_hook_talks_to_the_running_service(served, workspace):
+    from evals.bench.serving import free_port
+
+    _, key, server = served
+    remote = RemoteMemory(f"http://127.0.0.1:{server.port}", key)
+    said = claude_code.answer(_event("UserPromptSubmit", workspace, prompt="When is the WRX oil change due?"),
+                              remote, message_limit=100_000)
+    assert "11,799" in said["hookSpecificOutput"]["additionalContext"]
+    for name in ("Stop", "Stop", "SessionEnd"):  # the same turn twice is one turn
+        claude_code.answer(_event(name, workspace), remote, message_limit=100_000)
+    turns = server.client(key).get(f"/v1/sessions/claude-{SESSION}/turns").json()
+    assert [t["turn"] for t in turns] == [1, 2] and "OWLCREEK" not in json.dumps(turns)
+    with pytest.raises(MemoryUnreachable, match="401"):
+        RemoteMemory(f"http://127.0.0.1:{server.port}", "mem_000000000000_wrongwrongwrongwrong").inject("x", None)
+    with pytest.raises(MemoryUnreachable, match="refused"):  # no service there: said, not hung
+        RemoteMemory(f"http://127.0.0.1:{free_port()}", key, timeout=2).inject("x", None)
     with pytest.raises(MemoryUnreachable, match="http:// or https://"):
         RemoteMemory("file:///etc/passwd", key)
 
@@ -211,28 +218,25 @@ def test_the_documented_install_command_installs(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_memory_inject_and_the_hook_talk_to_a_running_server_with_memory_url(personal_root, tmp_path, workspace):
+def test_memory_inject_and_the_hook_talk_to_a_running_server_with_memory_url(served, tmp_path, workspace):
     """``MEMORY_URL``: the CLI and the hook ask the server (no data root here, no model loaded)."""
-    from evals.bench.serving import create_key, start
-
-    root = copy_root(personal_root, tmp_path)
-    key = create_key(root, "default")
-    server = start(root, key, workers=1)
-    try:
-        env = {**service_env(), "MEMORY_URL": f"http://127.0.0.1:{server.port}", "MEMORY_API_KEY": key}
-        nowhere = ["--data-root", str(tmp_path / "no-such-root")]
-        done = subprocess.run([sys.executable, "-m", "memory_assets.cli", *nowhere, "inject", "--context",
-                               "When is the WRX oil change due?"], capture_output=True, text=True, env=env, cwd=REPO,
-                              timeout=120)
-        assert done.returncode == 0 and "11,799" in done.stdout, done.stderr
-        event = json.dumps(_event("SessionEnd", workspace, reason="other"))
-        done = subprocess.run([sys.executable, "-m", "memory_assets.cli", *nowhere, "hooks", "run", "claude-code"],
-                              input=event, capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
-        assert done.returncode == 0 and done.stderr == "", done.stderr
-        assert list((root / "inbox" / f"claude-{SESSION}").glob("*.jsonl"))
-        wrong = subprocess.run([sys.executable, "-m", "memory_assets.cli", *nowhere, "inject", "--context", "x"],
-                               capture_output=True, text=True, env={**env, "MEMORY_API_KEY": "mem_0_x"}, cwd=REPO,
-                               timeout=120)
-        assert wrong.returncode == 1 and "401" in wrong.stderr
-    finally:
-        server.stop()
+    root, key, server = served
+    env = {**service_env(), "MEMORY_URL": f"http://127.0.0.1:{server.port}", "MEMORY_API_KEY": key}
+    nowhere = ["--data-root", str(tmp_path / "no-such-root")]
+    done = subprocess.run([sys.executable, "-m", "memory_assets.cli", *nowhere, "inject", "--context",
+                           "When is the WRX oil change due?"], capture_output=True, text=True, env=env, cwd=REPO,
+                          timeout=120)
+    assert done.returncode == 0 and "11,799" in done.stdout, done.stderr
+    event = json.dumps(_event("SessionEnd", workspace, reason="other"))
+    done = subprocess.run([sys.executable, "-m", "memory_assets.cli", *nowhere, "hooks", "run", "claude-code"],
+                          input=event, capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    assert list((root / "inbox" / f"claude-{SESSION}").glob("*.jsonl"))
+    done = subprocess.run([sys.executable, "-m", "memory_assets.cli", "hooks", "run", "claude-code"],  # the fast path
+                          input=json.dumps(_event("UserPromptSubmit", workspace, prompt="When is the WRX oil change due?")),
+                          capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    assert done.returncode == 0 and "11,799" in json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    wrong = subprocess.run([sys.executable, "-m", "memory_assets.cli", *nowhere, "inject", "--context", "x"],
+                           capture_output=True, text=True, env={**env, "MEMORY_API_KEY": "mem_0_x"}, cwd=REPO,
+                           timeout=120)
+    assert wrong.returncode == 1 and "401" in wrong.stderr

@@ -144,6 +144,31 @@ def test_the_sensor_honours_an_agent_request(tmp_path, instance):
     assert jobs.pending_requests(paths) == []
 
 
+def test_a_first_start_catches_up_one_night_not_a_month(tmp_path, instance):
+    """A new data root: only the nightly is launched (weekly and monthly wait for their
+    schedules); a machine that was off launches its late jobs one at a time, none while
+    another scheduled job is still running."""
+    from memory_assets.defs.lifecycle.sensors import overdue_jobs_sensor
+    from memory_assets.defs.runtime import MemoryRoot
+    from memory_assets.defs.scheduled_jobs import record_success
+
+    paths = DataRoot.resolve(tmp_path / "data")
+    context = dg.build_sensor_context(instance=instance, resources={"memory": MemoryRoot(data_root=str(paths.root))})
+    first = overdue_jobs_sensor(context)
+    assert [r.job_name for r in first.run_requests] == ["nightly"]
+    assert set(MemoryClient(paths.root).overdue_jobs()) == {"nightly", "weekly", "monthly"}  # reported all the same
+    month_ago = datetime.now(timezone.utc) - timedelta(days=40)
+    for job in ("nightly", "weekly", "monthly"):
+        record_success(paths, job, month_ago)
+    assert [r.job_name for r in overdue_jobs_sensor(context).run_requests] == ["nightly"]
+    record_success(paths, "nightly", datetime.now(timezone.utc))
+    assert [r.job_name for r in overdue_jobs_sensor(context).run_requests] == ["weekly"]
+    instance.add_run(dg.DagsterRun(job_name="weekly", run_id="a" * 36, status=dg.DagsterRunStatus.STARTED))
+    assert isinstance(overdue_jobs_sensor(context), dg.SkipReason)  # the weekly is still running
+    assert jobs.catch_up(["weekly", "monthly"], {}) is None and jobs.catch_up([], {}) is None
+    assert jobs.catch_up(["weekly", "monthly"], {"monthly": "2026-01-01T00:00:00+00:00"}) == "monthly"
+
+
 def test_pin_from_the_command_line(tmp_path, instance, capsys):
     paths = DataRoot.resolve(tmp_path / "data")
     MemoryClient(paths.root).flush_session("s1", [{"role": "user", "content": "I drive a 2019 Subaru WRX."}])

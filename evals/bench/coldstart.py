@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from evals.bench.serving import create_key, service_env, start
+from retrieval.config import load_config
 
 QUESTION = "When is my WRX oil change due?"
 SAMPLES = Path(__file__).resolve().parents[2] / "data" / "samples"
@@ -56,7 +57,7 @@ def _built(folder: Path) -> Path:
     return root
 
 
-def run(data_root: Path | None, runs: int) -> dict[str, Any]:
+def run(data_root: Path | None, runs: int, namespace: str) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="coldstart-") as tmp:
         folder = Path(tmp)
         if data_root is None:
@@ -71,7 +72,7 @@ def run(data_root: Path | None, runs: int) -> dict[str, Any]:
             "inject_in_process": _timed(_memory("inject", "--context", QUESTION), local, runs),
             "hook_in_process": _timed(_memory("hooks", "run", "claude-code"), local, runs, stdin=event),
         }
-        key = create_key(root, "default")
+        key = create_key(root, namespace)  # the samples' namespace
         server = start(root, key, workers=1)
         try:
             remote = {**service_env(), "MEMORY_URL": f"http://127.0.0.1:{server.port}", "MEMORY_API_KEY": key}
@@ -91,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    result = run(args.data_root, max(1, args.runs))
+    result = run(args.data_root, max(1, args.runs), load_config().default_namespace)
     if args.json:
         print(json.dumps(result, indent=2))
     else:

@@ -18,7 +18,7 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timezone
 
 import numpy as np
 
@@ -35,6 +35,8 @@ from retrieval.schema import AGENT_STATED, agent_written
 from retrieval.text import QUERY_STOPWORDS
 
 PREFIX = REMEMBER_PREFIX
+SESSIONS_SHOWN = 20  # flushed sessions read for pending lines at most (the newest names first)
+TURNS_SHOWN = 50  # a flushed session's user turns shown pending at most (its last)
 # A pending line's short id: "p:" and six digits of its id's hash (``retrieval.ids.digits``),
 # so a model can cite it, correct it or forget it before the pipeline stores it.
 REF = "p:"
@@ -61,18 +63,26 @@ class Pending:
     written_at: datetime
     project: str | None = None
     written_by: str | None = None  # the key that wrote it (``retrieval.schema.author``)
+    turn: int | None = None  # a user's turn of a flushed session (None: a ``remember``)
 
     @property
     def id(self) -> str:
-        return f"{PENDING}:{self.session_id}"
+        return f"{PENDING}:{self.session_id}" + ("" if self.turn is None else f"#{self.turn}")
+
+    @property
+    def ref(self) -> str | None:
+        """The short id a model can cite and correct: a ``remember``'s. A flushed session's
+        turn has none: what the pipeline makes of it (its facts) is what gets corrected."""
+        return pending_ref(self.id) if self.turn is None else None
 
     def as_row(self) -> dict:
-        return {"id": self.id, "content": self.content, "category": PENDING, "kind": "fact", "status": PENDING,
+        return {"id": self.id, "content": self.content, "category": PENDING,
+                "kind": "fact" if self.turn is None else "turn", "status": PENDING,
                 "namespace": self.namespace, "project": self.project, "scope": "project" if self.project else "global",
                 "importance": 0.5, "confidence": 1.0, "source_trust": "trusted",
                 "provenance": AGENT_STATED if agent_written(self.written_by) else "user_stated",
                 "session_id": self.session_id, "source_session": self.session_id, "created_at": self.written_at,
-                "source_resource_ids": [], "source_turn_ids": [], "ref": pending_ref(self.id)}
+                "source_resource_ids": [], "source_turn_ids": [], "ref": self.ref}
 
     def hit(self, relevance: float) -> Hit:
         return to_hit(self.as_row(), relevance, relevance)
@@ -99,13 +109,15 @@ def write(paths: DataRoot, view: View, content: str, *, now: datetime, pii: Sequ
 
 
 class Overlay:
-    """The pending writes under a data root, read from the inbox; a session the pipeline
-    has dealt with is remembered as done and never read again."""
+    """The pending writes under a data root, read from the inbox: each ``remember``, and the
+    user's turns of each flushed session (``flush_session``, ``memory ingest``) until the
+    pipeline has made its facts. A session the pipeline has dealt with is remembered as
+    done and never read again."""
 
-    def __init__(self, paths: DataRoot, embed: Callable[[list[str]], np.ndarray]):
-        self.paths, self._embed = paths, embed
+    def __init__(self, paths: DataRoot, embed: Callable[[list[str]], np.ndarray], default_namespace: str):
+        self.paths, self._embed, self.default_namespace = paths, embed, default_namespace
         self._done: set[str] = set()
-        self._read: dict[str, Pending | None] = {}
+        self._read: dict[str, list[Pending] | None] = {}
         self._vectors: dict[str, np.ndarray] = {}
         self._listed: tuple[tuple[int, float] | None, list[str]] = (None, [])
 
@@ -116,20 +128,43 @@ class Overlay:
             return float("-inf")
         return float("-inf") if when is None else when
 
-    def _load(self, session_id: str) -> Pending | None:
+    def _load(self, session_id: str) -> list[Pending] | None:
+        """A remember's write, or a flushed session's user turns (trusted, the last
+        ``TURNS_SHOWN``); None: being written, read again next time."""
         folder = self.paths.inbox / session_id  # a folder listed from the inbox, not a caller's name
+        lines: list[dict] = []
         for file in sorted(folder.glob("*.jsonl")):
             try:
-                line = json.loads(file.read_text(encoding="utf-8").splitlines()[0])
-            except (OSError, ValueError, IndexError):
-                return None  # being written: read again next time
-            return Pending(session_id, str(line.get("namespace") or ""), str(line["content"]),
-                           parse_utc(line["ts"]), line.get("project"), line.get("written_by"))
-        return None
+                lines += [json.loads(line) for line in file.read_text(encoding="utf-8").splitlines() if line.strip()]
+            except (OSError, ValueError):
+                return None
+            if session_id.startswith(PREFIX):
+                break  # a remember is one line
+        if not lines:
+            return None
+        if session_id.startswith(PREFIX):
+            line = lines[0]
+            return [Pending(session_id, str(line.get("namespace") or ""), str(line["content"]), parse_utc(line["ts"]),
+                            line.get("project"), line.get("written_by"))]
+        turns: dict[tuple[int, str], Pending] = {}
+        for n, line in enumerate(lines):
+            content = " ".join(str(line.get("content") or "").split())
+            if line.get("role") != "user" or line.get("trust", "trusted") != "trusted" or not content:
+                continue
+            turn = int(line["turn"]) if isinstance(line.get("turn"), int) else n
+            try:
+                when = parse_utc(str(line.get("ts")))
+            except ValueError:
+                when = datetime.fromtimestamp(0, tz=timezone.utc)
+            turns[(turn, content)] = Pending(session_id, str(line.get("namespace") or self.default_namespace),
+                                             content[:limits.MEMORY_MAX_CHARS], when, line.get("project"),
+                                             line.get("written_by"), turn)
+        return sorted(turns.values(), key=lambda p: p.turn or 0)[-TURNS_SHOWN:]
 
     def _folders(self, published_at: float) -> list[str]:
-        """The inbox's remember sessions not known to be done, listed again only when the
-        inbox (a new session) or the published version changed: ``inject`` asks every call."""
+        """The inbox's sessions, listed again only when the inbox (a new session) or the
+        published version changed: ``inject`` asks every call. Remembers first, then at
+        most ``SESSIONS_SHOWN`` flushed sessions."""
         try:
             # A folder's time changes when a session is added; an object store has no
             # folders, so there the listing is at most a second old.
@@ -138,7 +173,14 @@ class Overlay:
         except FileNotFoundError:
             return []
         if key != self._listed[0]:
-            self._listed = (key, [f.name for f in self.paths.inbox.glob(f"{PREFIX}*")])
+            names = sorted((f.name for f in self.paths.inbox.iterdir() if not f.name.startswith(".")), reverse=True)
+            remembered = [n for n in names if n.startswith(PREFIX)]
+            # A flushed session is pending until extraction has read it (the run that extracts
+            # it publishes it): one listing of the extracted sessions, not a look per session.
+            facts = self.paths.extracted_facts
+            extracted = {f.stem for f in facts.glob("*.parquet")} if facts.exists() else set()
+            flushed = [n for n in names if not n.startswith(PREFIX) and n not in extracted]
+            self._listed = (key, remembered + flushed[:SESSIONS_SHOWN])
         return self._listed[1]
 
     def pending(self, view: View | None = None) -> list[Pending]:
@@ -155,9 +197,7 @@ class Overlay:
                 continue
             if self._read.get(session_id) is None:
                 self._read[session_id] = self._load(session_id)
-            found = self._read[session_id]
-            if found is not None and (view is None or view.owns(found.as_row())):
-                out.append(found)
+            out += [p for p in self._read[session_id] or () if view is None or view.owns(p.as_row())]
         return sorted(out, key=lambda p: p.written_at, reverse=True)
 
     def matching(self, query: str, query_vector: Callable[[], np.ndarray | None], view: View, *,
@@ -165,28 +205,32 @@ class Overlay:
         """The pending writes of ``view`` that ``query`` is about: a cosine of at least
         ``floor`` to the query, or a content word in common; at most ``limit``, the closest
         first. For a reader of a project, the writes of no project and of that one."""
-        found = [p for p in self.pending(view) if view.in_project(p.as_row())]
+        words = {w.lower() for w in keywords(query)} - QUERY_STOPWORDS
+
+        def shares(p: Pending) -> bool:
+            return bool(words & ({w.lower() for w in keywords(p.content)} - QUERY_STOPWORDS))
+
+        # A remember is compared by meaning too; a session's turn (many of them, most chatter)
+        # only when it shares a content word with the query.
+        found = [p for p in self.pending(view) if view.in_project(p.as_row()) and (p.turn is None or shares(p))]
         if not found:
             return []
-        missing = [p.content for p in found if p.content not in self._vectors]
+        missing = list(dict.fromkeys(p.content for p in found if p.content not in self._vectors))
         if missing:
             for text, vector in zip(missing, self._embed(missing)):
                 self._vectors[text] = vector
-        words = {w.lower() for w in keywords(query)} - QUERY_STOPWORDS
         vector = query_vector()  # asked for only when something is pending
         hits = []
         for p in found:
             similarity = float(self._vectors[p.content] @ vector) if vector is not None else 0.0
-            shared = words & ({w.lower() for w in keywords(p.content)} - QUERY_STOPWORDS)
-            if similarity >= floor or shared:
+            if similarity >= floor or shares(p):
                 hits.append(p.hit(max(similarity, 0.0)))
         return sorted(hits, key=lambda h: -h.relevance)[:limit]
 
     def resolve(self, ref: str, view: View) -> Pending | None:
         """The write of ``view`` that ``ref`` names: its pending id or its short id (``p:…``)."""
         ref = ref.strip().strip("[]").strip()
-        return next((p for p in self.pending(view) if ref in (p.id, pending_ref(p.id))), None)
+        return next((p for p in self.pending(view) if p.ref is not None and ref in (p.id, p.ref)), None)
 
     def get(self, pending_id: str) -> Pending | None:
-        session_id = pending_id.removeprefix(f"{PENDING}:")
-        return next((p for p in self.pending() if p.session_id == session_id), None)
+        return next((p for p in self.pending() if p.id == pending_id), None)

@@ -18,7 +18,7 @@ from retrieval.agent import trust
 from retrieval.agent.echo import cited
 from retrieval.agent.injection import Injection
 from retrieval.agent.options import RetrievalOptions
-from retrieval.agent.pending import PENDING, Overlay, pending_ref
+from retrieval.agent.pending import PENDING, Overlay
 from retrieval.agent.retrieve import Retrieved, block, rank, retrieve
 from retrieval.agent.rewrite import CONTEXT_MESSAGES, keywords
 from retrieval.agent.search import Hit
@@ -104,7 +104,7 @@ def found(context: str | Messages, stores: Stores, overlay: Overlay, view: View,
         own = [h for h in pending if not trust.claimed(h)]
         out.hits = below_the_users_word(own + out.hits, [h for h in pending if trust.claimed(h)])
         out.flags.update({h.id: ["[pending]", *(["[from: agent]"] if trust.claimed(h) else [])] for h in pending})
-        out.labels.update({h.id: pending_ref(h.id) for h in pending})
+        out.labels.update({h.id: h.row["ref"] for h in pending if h.row.get("ref")})  # a remember's short id
     return out
 
 

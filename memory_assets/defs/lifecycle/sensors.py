@@ -11,7 +11,7 @@ from memory_assets.defs.runtime import MemoryRoot
 from memory_assets.defs.scheduled_jobs import COVERS, JOBS, record_success
 from memory_assets.lib import warehouse
 from memory_assets.defs.items.sensors import materialize_items_job
-from retrieval.jobs import mark_done, overdue, pending_requests
+from retrieval.jobs import catch_up, last_success, mark_done, overdue, pending_requests
 
 
 @dg.sensor(jobs=[nightly_job, weekly_job, monthly_job, materialize_items_job], minimum_interval_seconds=900,
@@ -24,10 +24,12 @@ def overdue_jobs_sensor(context: dg.SensorEvaluationContext, memory: MemoryRoot)
     now = datetime.now(timezone.utc)
     late = overdue(memory.paths, memory.config, now)
     requests = pending_requests(memory.paths)
-    # A scheduled job runs tonight's ``nights`` partition: the night it makes up for.
+    # A scheduled job runs tonight's ``nights`` partition: the night it makes up for. One
+    # overdue job at a time, and none while a scheduled job is still queued or running.
     tonight = now.date().isoformat()
+    job = catch_up(late, last_success(memory.paths)) if late and not _busy(context.instance) else None
     runs = [dg.RunRequest(job_name=job, run_key=f"overdue:{job}:{tonight}", partition_key=tonight,
-                          tags={"memory/trigger": "overdue"}) for job in late]
+                          tags={"memory/trigger": "overdue"})] if job else []
     for request in requests:
         job = "materialize_items" if request["job"] == "materialize" else request["job"]
         runs.append(dg.RunRequest(job_name=job, run_key=f"requested:{Path(request['file']).name}",
@@ -35,8 +37,19 @@ def overdue_jobs_sensor(context: dg.SensorEvaluationContext, memory: MemoryRoot)
                                   tags={"memory/trigger": "agent-request"}))
         mark_done(memory.paths, request)
     if not runs:
-        return dg.SkipReason("every job succeeded within its period, and no agent asked for a run")
+        return dg.SkipReason("every job succeeded within its period (or waits for its turn), "
+                             "and no agent asked for a run")
     return dg.SensorResult(run_requests=runs)
+
+
+_BUSY = [dg.DagsterRunStatus.QUEUED, dg.DagsterRunStatus.NOT_STARTED, dg.DagsterRunStatus.STARTING,
+         dg.DagsterRunStatus.STARTED]
+
+
+def _busy(instance: dg.DagsterInstance) -> bool:
+    """Whether a scheduled job is queued or running: the next overdue one waits for it."""
+    return any(r.dagster_run.job_name in JOBS for r in instance.get_run_records(dg.RunsFilter(statuses=_BUSY),
+                                                                                 limit=100))
 
 
 @dg.run_status_sensor(run_status=dg.DagsterRunStatus.SUCCESS, monitored_jobs=[nightly_job, weekly_job, monthly_job],
