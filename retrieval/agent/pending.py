@@ -173,7 +173,8 @@ class Overlay:
         except FileNotFoundError:
             return []
         if key != self._listed[0]:
-            names = sorted((f.name for f in self.paths.inbox.iterdir() if not f.name.startswith(".")), reverse=True)
+            # glob, not iterdir: an object store has no folder to list until a session is in it
+            names = sorted((f.name for f in self.paths.inbox.glob("*") if not f.name.startswith(".")), reverse=True)
             remembered = [n for n in names if n.startswith(PREFIX)]
             # A flushed session is pending until extraction has read it (the run that extracts
             # it publishes it): one listing of the extracted sessions, not a look per session.
