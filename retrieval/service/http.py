@@ -18,7 +18,6 @@ from contextlib import asynccontextmanager
 from typing import Any, Literal
 
 from fastapi import Depends, FastAPI, Path, Query, Request
-from fastapi.routing import APIRoute
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -104,7 +103,9 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
         async with mcp.session_manager.run():
             yield
 
+    # ``responses``: every route answers a refusal the same way, and its schema says so.
     app = FastAPI(title="agent-memory", version="1", lifespan=lifespan, openapi_url=None, docs_url=None,
+                  responses=REFUSALS,
                   redoc_url=None, description="Agent memory as a service: inject, search, remember, feedback, "
                   "per-turn checkpoints, export. Every route needs an API key (`memory keys create`).")
 
@@ -284,9 +285,6 @@ def create_app(service: Service, *, mcp: Any = None) -> FastAPI:
 
     def schema() -> dict:
         if app.openapi_schema is None:
-            for route in app.routes:  # every route answers a refusal the same way
-                if isinstance(route, APIRoute):
-                    route.responses = {**REFUSALS, **route.responses}
             app.openapi_schema = get_openapi(title=app.title, version=app.version, description=app.description,
                                              routes=app.routes)
         return app.openapi_schema
