@@ -105,6 +105,17 @@ class Embedder:
             log.warning("embedding through torch: %s", exc)
             return None
 
+    def warm(self) -> threading.Thread | None:
+        """Start loading the local model and its query session on another thread, by
+        embedding a word (a cold ``memory inject`` imports and reads the published version
+        meanwhile, on the other core); the first query waits for the model. None when there
+        is nothing to load ahead."""
+        if self.provider != "local" or self.runtime != "onnx" or self.model_name in _ONNX:
+            return None
+        thread = threading.Thread(target=self.embed_one, args=("warm",), name="embedder-warm", daemon=True)
+        thread.start()
+        return thread
+
     def prepare(self) -> dict[str, Any]:
         """Load the model now (exporting it to ONNX when it was not yet, as ``make install``
         does through ``memory models prepare``); what serves it."""

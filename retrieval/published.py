@@ -31,6 +31,9 @@ INSIGHTS_TABLE = "insights"  # one sentence per archive cluster (the weekly arch
 PUBLISHED_TAG = "published"
 # Roots published before the pointer: the snapshot copied next to it and the LanceDB tag.
 LEGACY_SNAPSHOT = "items.parquet"
+# A side table's published version is also written as one Parquet file (its vectors
+# included) named by a pointer of its own: what ``inject`` reads, without LanceDB.
+SIDE_DIR = "side_tables"
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,8 @@ class Pointer:
     entities: str | None = None
     edges: str | None = None
     published_at: str = ""
+    # The version's in-process read indexes (``retrieval.read_index``), relative to the root.
+    index: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -52,6 +57,9 @@ class Pointer:
 
     def items_path(self, paths: DataRoot) -> Path:
         return paths.at(self.items)
+
+    def index_path(self, paths: DataRoot) -> Path | None:
+        return paths.at(self.index) if self.index else None
 
     def graph_paths(self, paths: DataRoot) -> tuple[Path, Path] | None:
         if not (self.entities and self.edges):
@@ -90,6 +98,20 @@ def _legacy(paths: DataRoot) -> Pointer | None:
     return Pointer(generation=0, version=version, items=paths.relative(snapshot),
                    entities=paths.relative(entities) if has_graph else None,
                    edges=paths.relative(edges) if has_graph else None)
+
+
+def side_pointer_path(paths: DataRoot, name: str) -> Path:
+    return paths.warehouse / SIDE_DIR / f"{name}.json"
+
+
+def side_file(paths: DataRoot, name: str) -> Path | None:
+    """The Parquet copy of side table ``name`` as last published, or None (never published,
+    published before the copies existed, or dropped)."""
+    try:
+        raw = json.loads(side_pointer_path(paths, name).read_bytes())
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return paths.at(raw["file"])
 
 
 def items_file(paths: DataRoot) -> Path | None:

@@ -127,6 +127,40 @@ class ItemStore:
         return out
 
 
+class SideTable:
+    """A published side table (category summaries and entity profiles, archive insights)
+    held in memory: its rows and their unit vectors. Read from the Parquet copy the publish
+    wrote (no LanceDB on the read path), or from the LanceDB table of a root published
+    before the copies."""
+
+    def __init__(self, frame: pl.DataFrame, vectors: np.ndarray):
+        self.frame = frame
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True) if len(vectors) else np.ones((0, 1))
+        self.vectors = (vectors / np.where(norms > 0, norms, 1.0)).astype(np.float32)
+
+    @classmethod
+    def of(cls, frame: pl.DataFrame) -> SideTable:
+        vectors = np.asarray(frame["vector"].to_list(), dtype=np.float32) if frame.height else np.zeros((0, 1), np.float32)
+        return cls(frame.drop("vector"), vectors.reshape(frame.height, -1))
+
+    def nearest(self, vector: np.ndarray, k: int, keep: pl.Expr | None = None) -> list[dict[str, Any]]:
+        """The ``k`` rows nearest to ``vector`` by cosine (``_distance``, as LanceDB gives
+        it), among those ``keep`` holds."""
+        rows = np.arange(self.frame.height)
+        if keep is not None:
+            rows = np.flatnonzero(self.frame.select(keep.fill_null(False)).to_series().to_numpy())
+        if not len(rows):
+            return []
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        distances = 1.0 - self.vectors[rows] @ (query / (np.linalg.norm(query) or 1.0))
+        best = np.argsort(distances, kind="stable")[:k]
+        found = self.frame[rows[best].tolist()].to_dicts()
+        return [{**row, "_distance": float(d)} for row, d in zip(found, distances[best])]
+
+    def rows(self, keep: pl.Expr) -> list[dict[str, Any]]:
+        return self.frame.filter(keep.fill_null(False)).to_dicts()
+
+
 def _vector_batches(table: Any) -> Iterator[tuple[pl.Series, np.ndarray]]:
     """The table's content hashes and vectors (one float32 matrix), ``VECTOR_BATCH`` rows
     at a time: a million vectors are never held twice."""
@@ -187,7 +221,8 @@ class PublishedRows:
             # One chunk per column: gathering 150 rows from the 8 chunks a 1M-row file reads
             # into took 20 ms, from one 1.2 ms (rechunking: 0.3 s once per version).
             frame = pl.read_parquet(str(pointer.items_path(self.paths)), rechunk=True)
-            self._snapshot = _Snapshot(key, frame, {item_id: i for i, item_id in enumerate(frame["id"].to_list())})
+            ids = frame["id"].to_list()
+            self._snapshot = _Snapshot(key, frame, {item_id: i for i, item_id in enumerate(ids)}, ids)
 
     @property
     def key(self) -> tuple[int, str] | None:
@@ -198,6 +233,31 @@ class PublishedRows:
     def frame(self) -> pl.DataFrame | None:
         """The loaded snapshot, every item of the published version."""
         return self._snapshot.frame
+
+    @property
+    def ids(self) -> list[str]:
+        """The snapshot's item ids, in its row order (the read index's rows)."""
+        return self._snapshot.ids
+
+    def positions(self, ids: Sequence[str]) -> list[int | None]:
+        """The snapshot row of each of ``ids`` (None for one it does not hold)."""
+        index = self._snapshot.index
+        return [index.get(i) for i in ids]
+
+    def mask(self, where: str) -> np.ndarray:
+        """The snapshot's rows that LanceDB's predicate ``where`` (``View.where``) holds, as a
+        boolean array: polars evaluates the same SQL, so the filtered search in process
+        finds what LanceDB's would. Kept per version and predicate (one agent asks the same)."""
+        snapshot = self._snapshot
+        if snapshot.frame is None:
+            return np.zeros(0, dtype=bool)
+        found = snapshot.masks.get(where)
+        if found is None:
+            found = snapshot.frame.select(pl.sql_expr(where).fill_null(False)).to_series().to_numpy()
+            if len(snapshot.masks) >= MASKS_HELD:
+                snapshot.masks.clear()
+            snapshot.masks[where] = found
+        return found
 
     def rows(self, ids: list[str]) -> dict[str, dict[str, Any]]:
         """id → row for the ``ids`` the snapshot holds."""
@@ -242,6 +302,8 @@ class PublishedRows:
 
 # Converted rows a snapshot keeps, at most (about 2 KiB each).
 ROWS_HELD = 50_000
+# Filter masks a snapshot keeps, at most (a byte a row each).
+MASKS_HELD = 64
 
 
 @dataclass
@@ -251,9 +313,11 @@ class _Snapshot:
     key: tuple[int, str] | None
     frame: pl.DataFrame | None
     index: dict[str, int]
+    ids: list[str] = field(default_factory=list)
     short: ShortIds | None = None
     # Rows already converted to dicts (``PublishedRows.rows``; callers get copies).
     held: dict[str, dict[str, Any]] = field(default_factory=dict)
+    masks: dict[str, np.ndarray] = field(default_factory=dict)
 
     def short_ids(self) -> ShortIds:
         if self.short is None:

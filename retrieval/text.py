@@ -23,7 +23,8 @@ forgetting and the evals all read these; a second copy elsewhere is a bug
   and ``NUMBER_WORDS``. Everyone who splits text into words calls it and filters the result.
 - **Calendar words and dates** live beside this module in ``retrieval.dates``.
 - **Verb agreement**: ``third_person(verb)`` — "prefer" → "prefers", "don't" → "doesn't",
-  from lemminflect's English lexicon, not a suffix table of our own.
+  from lemminflect's English lexicon, not a suffix table of our own. ``lexicon()`` is
+  that library, imported without the spaCy hook its package adds (everyone asks it).
 - **Sentiment**: ``sentiment(text)`` — one classifier for a fact's sentiment (extraction)
   and the conversation's (ranking's ``sentiment_match``), so the two can agree.
 - **Injected blocks**: ``strip_injected(text, header)`` — memory the agent was given is
@@ -32,8 +33,13 @@ forgetting and the evals all read these; a second copy elsewhere is a bug
 
 from __future__ import annotations
 
+import importlib
+import importlib.abc
 import re
+import sys
+import threading
 from collections.abc import Mapping
+from types import ModuleType
 from typing import Any
 
 from retrieval.intent import HENCEFORTH
@@ -79,6 +85,13 @@ anymore switch switched now
 """.split())
 
 QUERY_STOPWORDS = STOPWORDS | FILLER | COMMON_VERBS
+# The English stop words of LanceDB's full-text index (tantivy's list, Lucene's): the
+# in-process BM25 index drops the same words, so both find the same rows
+# (``retrieval.read_index.analyze``).
+FULL_TEXT_STOPWORDS = frozenset("""
+a an and are as at be but by for if in into is it no not of on or such that the their then there
+these they this to was will with
+""".split())
 
 # The offline extractor's three word lists, kept exactly as the rules were measured
 # (rules-v8: gold precision 0.715, LoCoMo recall@10 0.856). Composing them from the layers
@@ -354,13 +367,61 @@ def strip_injected(text: str, header: str) -> str:
 _BE = {"am": "is", "are": "is", "were": "was", "aren't": "isn't", "weren't": "wasn't"}
 
 
+class _NoSpacy(importlib.abc.MetaPathFinder):
+    """Refuses ``import spacy`` in the one thread that is importing lemminflect."""
+
+    def __init__(self) -> None:
+        self.thread = threading.get_ident()
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
+        if name == "spacy" and threading.get_ident() == self.thread:
+            raise ModuleNotFoundError("spacy is not needed for lemminflect's lexicon", name=name)
+        return None
+
+
+def lexicon() -> ModuleType:
+    """lemminflect (its ``getAllLemmas``, ``getLemma``, ``getInflection``,
+    ``getAllInflections``, ``getAllInflectionsOOV``), imported when first asked.
+
+    Its package ``__init__`` imports spaCy, if installed, only to add ``Token._.lemma`` and
+    ``Token._.inflect``, which nothing here uses; spaCy brings thinc and thinc brings torch:
+    4 s in a process that only wanted a dictionary lookup (an agent's ``inject``, a hook).
+    So the import runs with spaCy refused (lemminflect's own ``except ImportError`` path);
+    a process that loads spaCy for extraction still has it, unaffected."""
+    module = sys.modules.get("lemminflect")
+    if module is None:
+        guard = _NoSpacy()
+        sys.meta_path.insert(0, guard)
+        try:
+            module = importlib.import_module("lemminflect")
+        finally:
+            sys.meta_path.remove(guard)
+    return module
+
+
+def literal_pattern(pattern: str) -> bool:
+    """A rule's trigger pattern matched as written (".env", "/etc/hosts", "-f", "~/.ssh"),
+    not as a word with its inflections."""
+    return pattern[:1] in ".-/~" or "." in pattern or "/" in pattern
+
+
+def inflections(word: str) -> set[str]:
+    """``word`` and its inflections from lemminflect's lexicon (commit → commits,
+    committed, committing; a word it does not know, "repo", by its rules for nouns and
+    verbs)."""
+    words = lexicon()
+    found = words.getAllInflections(word) or {**words.getAllInflectionsOOV(word, "NOUN"),
+                                              **words.getAllInflectionsOOV(word, "VERB")}
+    return {word, *(form.lower() for forms_ in found.values() for form in forms_)}
+
+
 def third_person(verb: str) -> str:
     """``verb`` as it reads after "she" or a name: "prefer" → "prefers", "try" → "tries",
     "do" → "does", "don't" → "doesn't", "am" → "is". A form that is not the base ("went",
     "used", "rebased") is returned as it is: it already agrees. Unknown verbs ("rebase",
     "ssh") are inflected by lemminflect's rules for words outside its lexicon."""
-    # Imported here: agents import this module, and only extraction rewrites verbs (62 ms).
-    from lemminflect import getAllLemmas, getInflection, getLemma
+    words = lexicon()
+    getAllLemmas, getInflection, getLemma = words.getAllLemmas, words.getInflection, words.getLemma
 
     low = verb.lower()
     if low in _BE:

@@ -179,11 +179,25 @@ def test_items_missing_from_the_snapshot_are_read_from_lancedb(root, tmp_path, m
     assert hits[0].source_turn_ids == ["D1:wrx"] and hits[0].row["status"] == "active"
 
 
+def _without_read_index(root, tmp_path):
+    """A copy of ``root`` whose pointer names no read index: a version written before them."""
+    import shutil
+
+    copy = DataRoot.resolve(tmp_path / "no-index")
+    shutil.copytree(root.root, copy.root)
+    pointer = json.loads(published.pointer_path(copy).read_text())
+    pointer["index"] = None
+    published.pointer_path(copy).write_text(json.dumps(pointer))
+    return copy
+
+
 def test_a_filter_that_empties_the_candidates_asks_lancedb_to_filter(root, tmp_path, monkeypatch):
-    """Candidates are fetched unfiltered (2 × candidates) and filtered from the snapshot;
-    when the filter leaves too few, the query runs again with the filter in LanceDB."""
+    """Without a read index, candidates are fetched unfiltered (2 × candidates) from LanceDB
+    and filtered from the snapshot; when the filter leaves too few, the query runs again
+    with the filter in LanceDB."""
     from retrieval.agent import candidates as module
 
+    root = _without_read_index(root, tmp_path)
     config = tmp_path / "memory.toml"
     config.write_text("[ranking]\ncandidates = 2\n")
     calls = []
@@ -196,9 +210,35 @@ def test_a_filter_that_empties_the_candidates_asks_lancedb_to_filter(root, tmp_p
     monkeypatch.setattr(module, "nearest", nearest)
     monkeypatch.setattr(module, "vector_list", lambda *a, **kw: (calls.append(kw["where"]), real(*a, **kw))[1])
     client = MemoryClient(root.root, config_path=str(config), namespace="agent-b")
+    assert client.stores.read_index() is None
     hits = client.search("WRX oil change service history", k=2, now=NOW)
     assert [h.id for h in hits] == ["other-ns"]
     assert calls == [None, "status IN ('active', 'archived', 'cold') AND namespace IN ('agent-b')"]
+    everyone = MemoryClient(root.root, config_path=str(config)).search("WRX oil change", k=2, now=NOW)
+    assert "wrx" in {h.id for h in everyone} and "other-ns" not in {h.id for h in everyone}
+
+
+def test_a_filter_that_empties_the_candidates_filters_the_read_index_in_process(root, tmp_path, monkeypatch):
+    """With the version's read index, the same shortfall is searched again in process: the
+    rows LanceDB's predicate holds (evaluated by polars on the snapshot) as a mask, and
+    LanceDB is never opened."""
+    from retrieval.read_index import ReadIndex
+
+    config = tmp_path / "memory.toml"
+    config.write_text("[ranking]\ncandidates = 2\n")
+    masks = []
+    real = ReadIndex.nearest
+
+    def nearest(self, vector, k, mask=None):
+        masks.append(None if mask is None else int(mask.sum()))
+        return real(self, vector, k, mask)
+
+    monkeypatch.setattr(ReadIndex, "nearest", nearest)
+    client = MemoryClient(root.root, config_path=str(config), namespace="agent-b")
+    monkeypatch.setattr(client.stores, "table", lambda *a, **kw: pytest.fail("LanceDB was opened"))
+    hits = client.search("WRX oil change service history", k=2, now=NOW)
+    assert [h.id for h in hits] == ["other-ns"]
+    assert masks == [None, 1]  # unfiltered, then only agent-b's one recallable row
     everyone = MemoryClient(root.root, config_path=str(config)).search("WRX oil change", k=2, now=NOW)
     assert "wrx" in {h.id for h in everyone} and "other-ns" not in {h.id for h in everyone}
 
@@ -599,13 +639,15 @@ def test_candidate_rows_leave_the_snapshot_only_until_a_list_is_full(root, tmp_p
     real_rows = PublishedRows.rows
     monkeypatch.setattr(PublishedRows, "rows", lambda self, ids: (converted.append(list(ids)), real_rows(self, ids))[1])
     seen = {}
-    real_lists = module._lists
+    real_lists = module._indexed
 
-    async def lists(*a, **kw):
-        seen.update(await real_lists(*a, **kw))
-        return seen
+    def lists(*a, **kw):  # the unfiltered lists from the version's read index
+        found = real_lists(*a, **kw)
+        if not seen:
+            seen.update(found)
+        return found
 
-    monkeypatch.setattr(module, "_lists", lists)
+    monkeypatch.setattr(module, "_indexed", lists)
     query = "WRX oil change was due at 6,000 miles, Aaron's WRX is blue"
     out = module.candidates(client.stores, client.view, client.options, query, 3)
     snapshot = {r["id"]: r for r in ItemStore(root).items().to_dicts()}

@@ -19,7 +19,8 @@ from memory_assets.lib.extraction import structure
 from memory_assets.lib.extraction.kinds import memory_kinds, procedure_in, trigger_patterns
 from retrieval import MemoryClient
 from retrieval.agent.search import vectors_for
-from retrieval.agent.triggers import NegativeRules, forms
+from retrieval.agent.triggers import NegativeRules
+from retrieval.text import inflections as forms
 from retrieval.config import load_config
 from retrieval.paths import DataRoot
 from retrieval.store import ItemStore

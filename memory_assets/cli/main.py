@@ -379,7 +379,7 @@ def main(argv: list[str] | None = None) -> int:
         return cmd_inject(args)  # `memory --data-root R inject …`: the service answers all the same
     from memory_assets.cli import root_access
     from memory_assets.cli.interrupts import EXIT_CODE, Stopped
-    from memory_assets.lib.ingest.transcripts import TranscriptError
+    from memory_assets.lib.ingest.errors import TranscriptError
     from retrieval.config import ConfigError, load_config
     from retrieval.disabled import MemoryDisabled
 
@@ -387,7 +387,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.config:
             # Through the environment, so the Dagster runs this command starts read it too.
             os.environ["MEMORY_CONFIG"] = str(Path(args.config).resolve())
-        load_config()  # a bad file fails here, before any work, naming the key
+        config = load_config()  # a bad file fails here, before any work, naming the key
+        if args.command == "inject":
+            from retrieval.embeddings import Embedder
+
+            Embedder(config).warm()  # the model loads on the other core while the read path does
         root_access.check(args)  # a missing or unwritable data root, before any work
         return int(args.func(args) or 0)
     except root_access.DataRootError as exc:

@@ -120,6 +120,23 @@ def move(source: PathLike, target: PathLike) -> PathLike:
     return target
 
 
+def put_folder(source: Path, target: PathLike, last: str | None = None) -> PathLike:
+    """Copy the local folder ``source`` to ``target`` (a new folder under the root), the
+    file named ``last`` after every other one: a reader that finds it finds the rest."""
+    _no_climbing(target)
+    names = sorted(str(p.relative_to(source)) for p in source.rglob("*") if p.is_file())
+    ordered = [n for n in names if n != last] + ([last] if last in names else [])
+    if _is_local(target):
+        for name in ordered:
+            _local(target).joinpath(name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source / name, _local(target) / name)
+        return target
+    fs, inner = filesystem(target)
+    for name in ordered:
+        fs.put_file(str(source / name), f"{inner.rstrip('/')}/{name}")
+    return target
+
+
 class WriteConflict(RuntimeError):
     """A conditional write lost: the object changed since it was read."""
 

@@ -176,12 +176,10 @@ def history(stores: Stores, item: dict[str, Any]) -> dict[str, Any]:
 def insights(stores: Stores, query: str | None, k: int) -> list[dict[str, Any]]:
     """One sentence per cluster of archived memories, with its size and member ids: the
     ``k`` closest to ``query`` (with their ``similarity``), or the largest."""
-    table = stores.store.table(INSIGHTS_TABLE)
-    if table is None:
+    side = stores.side(INSIGHTS_TABLE)
+    if side is None:
         return []
     if not query:
-        rows = table.to_arrow().drop(["vector"]).to_pylist()
-        return sorted(rows, key=lambda r: -int(r["size"]))[:k]
-    rows = table.search(stores.embed(query)).distance_type("cosine").limit(k).to_list()
-    return [{**{c: v for c, v in r.items() if c not in ("vector", "_distance")},
-             "similarity": 1.0 - float(r["_distance"])} for r in rows]
+        return sorted(side.frame.to_dicts(), key=lambda r: -int(r["size"]))[:k]
+    return [{**{c: v for c, v in r.items() if c != "_distance"}, "similarity": 1.0 - float(r["_distance"])}
+            for r in side.nearest(stores.embed(query), k)]

@@ -7,10 +7,13 @@ import asyncio
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from retrieval.agent.options import RetrievalOptions
 from retrieval.agent.search import RowIds, async_table, fts_list, fts_query, matching, nearest, run, vector_list
 from retrieval.agent.stores import Stores
 from retrieval.agent.view import View, recallable_for
+from retrieval.read_index import ReadIndex
 from retrieval.schema import ITEM_SCHEMA
 from retrieval.spans import spanned, timed
 
@@ -35,14 +38,18 @@ def candidates(stores: Stores, view: View, options: RetrievalOptions, query: str
     sync API and the ``id`` column); the query is embedded first, then the vector and
     full-text queries run together.
     """
-    table = stores.table()
     fetch = 2 * limit
     terms = query if terms is None else terms
     recallable = recallable_for(f"{query} {terms}")  # the rewrite may drop "before" from the terms
     wanted = _Wanted(vector=options.fusion in ("hybrid", "vector"),
                      graph=options.graph and options.fusion in ("hybrid", "graph") and stores.config.graph.weight > 0,
                      fts=options.fusion in ("hybrid", "fts") and bool(fts_query(terms)))
-    lists = run(_lists(stores, view, async_table(table), stores.row_ids(table), query, terms, fetch, wanted))
+    index = stores.read_index()
+    table = None if index is not None else stores.table()
+    if index is not None:
+        lists = _indexed(stores, index, view, query, terms, fetch, wanted)
+    else:
+        lists = run(_lists(stores, view, async_table(table), stores.row_ids(table), query, terms, fetch, wanted))
     # A list's rows leave the snapshot only until it has ``limit`` visible ones: first its
     # ``limit`` best, then as many more as the filter dropped, each round one conversion
     # for every list (converting a row to a dict is most of this step: 10–30 µs a row).
@@ -62,10 +69,16 @@ def candidates(stores: Stores, view: View, options: RetrievalOptions, query: str
     for name, rows in lists.items():
         visible = visible_rows[name]
         if len(visible) < limit and len(rows) == fetch and name != "graph":
-            # The filter dropped too many: let LanceDB filter before it ranks.
+            # The filter dropped too many: filter before ranking (the same predicate, in
+            # process on the snapshot, or inside LanceDB).
             where = view.where(recallable)
-            again = (vector_list(table, stores.embed(query), limit=limit, where=where)
-                     if name == "vector" else fts_list(table, terms, limit=limit, where=where))
+            if index is not None:
+                again = _indexed(stores, index, view, query, terms, limit,
+                                 _Wanted(vector=name == "vector", graph=False, fts=name == "fts"),
+                                 stores.rows.mask(where))[name]
+            else:
+                again = (vector_list(table, stores.embed(query), limit=limit, where=where)
+                         if name == "vector" else fts_list(table, terms, limit=limit, where=where))
             attributes.update(_attributes(stores, table, {name: again}))
             visible = [{**attributes[r["id"]], **r} for r in again
                        if r["id"] in attributes and view.held(attributes[r["id"]])]
@@ -108,6 +121,27 @@ async def _lists(stores: Stores, view: View, table: Any, row_ids: RowIds, query:
     return lists
 
 
+def _indexed(stores: Stores, index: ReadIndex, view: View, query: str, terms: str, fetch: int, wanted: _Wanted,
+             mask: np.ndarray | None = None) -> dict[str, list[dict[str, Any]]]:
+    """The candidate lists from the version's in-process indexes (``retrieval.read_index``):
+    rows of the snapshot (``_row``) with their scores; only rows ``mask`` holds, when given."""
+    ids, lists = stores.rows.ids, {}
+    if wanted.vector:
+        with timed("embed"):
+            vector = stores.embed(query)
+        with timed("vector"):
+            rows, distances = index.nearest(vector, fetch, mask)
+        lists["vector"] = [{"id": ids[r], "_row": r, "_distance": d} for r, d in zip(rows.tolist(), distances.tolist())]
+    if wanted.graph:
+        with timed("graph"):
+            lists["graph"] = stores.graph.search(terms, view.namespace, stores.config, fetch)
+    if wanted.fts:
+        with timed("full-text"):
+            rows, scores = index.matching(terms, fetch, mask)
+        lists["fts"] = [{"id": ids[r], "_row": r, "_score": v} for r, v in zip(rows.tolist(), scores.tolist())]
+    return lists
+
+
 async def _none() -> list[dict[str, Any]]:
     return []
 
@@ -118,11 +152,12 @@ async def _spanned_matching(table: Any, terms: str, *, limit: int, row_ids: RowI
 
 
 def _attributes(stores: Stores, table: Any, lists: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
-    """id → item row for every id in ``lists``: the snapshot, else LanceDB."""
+    """id → item row for every id in ``lists``: the snapshot, else LanceDB (``table``; None
+    when the lists came from the read index, which holds the snapshot's rows only)."""
     ids = list(dict.fromkeys(r["id"] for rows in lists.values() for r in rows))
     attributes = stores.rows.rows(ids)
     missing = [r["_rowid"] for rows in lists.values() for r in rows if r["id"] not in attributes and "_rowid" in r]
-    if missing:
+    if missing and table is not None:
         fetched = table.take_row_ids(list(dict.fromkeys(missing))).select(_ATTRIBUTES).to_list()
         attributes.update({row["id"]: row for row in stores.rows.corrections.apply_all(fetched)})
     return attributes

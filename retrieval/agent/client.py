@@ -13,7 +13,7 @@ import os
 from collections.abc import Sequence
 from functools import cached_property
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from retrieval import credentials, jobs
 from retrieval.agent import browse, echo, pending, recall, reminders, sessions
@@ -23,13 +23,15 @@ from retrieval.agent.pending import Overlay
 from retrieval.agent.search import Hit
 from retrieval.agent.stores import Messages, Stores
 from retrieval.agent.view import View
-from retrieval.checkpoints import CheckpointStore
 from retrieval.config import MemoryConfig, load_config
 from retrieval.disabled import is_disabled
 from retrieval.embeddings import Embedder
 from retrieval.paths import DataRoot
 from retrieval.projects import check_project
 from retrieval.store import ItemStore
+
+if TYPE_CHECKING:  # SQLAlchemy (0.3 s) loads with the first turn checkpointed, not with inject
+    from retrieval.checkpoints import CheckpointStore
 
 
 def _now(now: datetime | None) -> datetime:
@@ -217,6 +219,8 @@ class MemoryClient:
     @cached_property
     def checkpoints(self) -> CheckpointStore:
         """The per-turn checkpoint store (SQLite in the data root, or ``[service] checkpoint_dsn``)."""
+        from retrieval.checkpoints import CheckpointStore
+
         return CheckpointStore.for_root(self.paths, self.config)
 
     def append_turn(self, session_id: str, turn: int, record: dict[str, Any], *, project: str | None = None,

@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+import polars as pl
 
 from retrieval import scoring
 from retrieval.agent import sufficiency, trust
@@ -25,7 +26,7 @@ from retrieval.agent.candidates import candidates
 from retrieval.agent.injection import Injection, build_block
 from retrieval.agent.options import RetrievalOptions
 from retrieval.agent.rewrite import SearchQuery, keywords
-from retrieval.agent.search import Hit, fuse, lance_query, to_hit, vectors_for
+from retrieval.agent.search import Hit, fuse, to_hit, vectors_for
 from retrieval.agent.stores import Messages, Stores, context_text
 from retrieval.agent.view import RECALLABLE, View
 from retrieval.citations import summary_lines
@@ -128,8 +129,7 @@ def rank(stores: Stores, view: View, config: MemoryConfig, options: RetrievalOpt
     archived_multiplier`` / ``cold_multiplier``, tagged by the trust pass); and a
     function that reads the stored vectors of the hits at given positions (for the
     conflict check; None without hits)."""
-    table = stores.table()
-    if table is None or not query.strip():
+    if not query.strip() or not stores.searchable():
         return [], None
     lists = candidates(stores, view, options, query, max(int(config.ranking.candidates), k), terms)
     fused = fuse(lists, {"graph": float(config.graph.weight)})
@@ -185,9 +185,13 @@ def rank(stores: Stores, view: View, config: MemoryConfig, options: RetrievalOpt
         moto at 100k items), the local model's vectors of their contents, as it embedded
         them (within cosine 0.999 of the stored ones)."""
         chosen = [hits[p] for p in positions]
+        index = stores.read_index()
+        rows = stores.rows.positions([h.id for h in chosen]) if index is not None else [None]
+        if index is not None and None not in rows:
+            return index.vectors(rows)  # type: ignore[arg-type]
         if not stores.paths.is_local and stores.embedder.provider == "local":
             return stores.embedder.embed([h.content for h in chosen])
-        return vectors_for(table, [h.row.get("_rowid") for h in chosen], [h.id for h in chosen])
+        return vectors_for(stores.table(), [h.row.get("_rowid") for h in chosen], [h.id for h in chosen])
 
     return hits, (vectors if hits else None)
 
@@ -206,14 +210,13 @@ def tier1(stores: Stores, view: View, config: MemoryConfig, query: str, terms: s
     another namespace or scope) is not.
     """
     kind = sufficiency.asked(message)
-    table = stores.table("summaries") if kind != "open" else None
-    if table is None:
+    side = stores.side("summaries") if kind != "open" else None
+    if side is None:
         return None
     words = sorted({t.lower() for t in keywords(terms)}, key=len, reverse=True)
     if not words:
         return None
-    rows = (lance_query(table, stores.embed(query)).distance_type("cosine")
-            .where(f"category NOT LIKE '{PROFILE_PREFIX}%'", prefilter=True).limit(3).to_list())
+    rows = side.nearest(stores.embed(query), 3, ~pl.col("category").str.starts_with(PROFILE_PREFIX))
     if not rows:
         return None
     best = 1.0 - float(rows[0]["_distance"])
@@ -222,7 +225,7 @@ def tier1(stores: Stores, view: View, config: MemoryConfig, query: str, terms: s
     coverage = float(config.injection.summary_coverage)
     # A term matches at the start of a word: "start" finds "started", not "restart".
     term = re.compile(r"\b(?:" + "|".join(re.escape(t) for t in words) + ")")
-    stores.table()  # refreshes the items snapshot the citations are looked up in
+    stores.current()  # refreshes the items snapshot the citations are looked up in
     hits = []
     for row in rows:
         lines = []
@@ -252,15 +255,14 @@ def profile_lines(stores: Stores, view: View, name: str, cap: int) -> list[Hit] 
     """The profile of the entity called ``name`` (or an alias) in the reader's namespace,
     as lines (with the active items that contradict them), or None: no such entity or no
     line the reader may see."""
-    table = stores.table("summaries")
-    stores.table()  # the items snapshot and the graph, as published
-    if table is None:
+    side = stores.side("summaries")
+    stores.current()  # the items snapshot and the graph, as published
+    if side is None:
         return None
     entities = stores.graph.named(name, view.namespace)
     if not entities:
         return None
-    wanted = ", ".join(f"'{profile_category(e)}'" for e in sorted(entities))
-    rows = lance_query(table).where(f"category IN ({wanted})", prefilter=True).limit(len(entities)).to_list()
+    rows = side.rows(pl.col("category").is_in([profile_category(e) for e in sorted(entities)]))
     hits: list[Hit] = []
     for row in sorted(rows, key=lambda r: r["category"]):
         for line, ids in summary_lines(row.get("markdown") or ""):
@@ -364,8 +366,9 @@ def triggered(stores: Stores, view: View, options: RetrievalOptions, context: st
     limit = min(int(stores.config.injection.max_triggered), cap)
     if not options.triggers or view.as_of is not None or limit <= 0:
         return []
-    stores.table()  # the snapshot as of the last publish
-    stores.negatives.load(stores.rows.key, stores.rows.frame)
+    stores.current()  # the snapshot as of the last publish
+    index = stores.read_index()
+    stores.negatives.load(stores.rows.key, stores.rows.frame, index.forms if index is not None else None)
     found = stores.negatives.matching(context_text(context), view.visible, limit)
     return [(to_hit(row, 1.0, 1.0), patterns) for row, patterns in found]
 

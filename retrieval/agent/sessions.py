@@ -11,13 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from retrieval import jobs, limits
 from retrieval.agent import signals
 from retrieval.agent.stores import Messages
 from retrieval.agent.view import View
-from retrieval.checkpoints import CheckpointStore
 from retrieval.config import MemoryConfig
 from retrieval.ignored_files import FileRules, withhold_message, withhold_record
 from retrieval.inbox import write_session
@@ -25,6 +24,9 @@ from retrieval.names import check_session_id
 from retrieval.paths import DataRoot
 from retrieval.projects import check_project
 from retrieval.schema import ROLES
+
+if TYPE_CHECKING:  # SQLAlchemy loads with the store itself (``MemoryClient.checkpoints``)
+    from retrieval.checkpoints import CheckpointStore
 
 # The signal scan reads at most this much of a turn (a pasted log can be megabytes): 8,000
 # characters scan in 6 ms at p50 (`memory bench signals`), inside the 10 ms a turn may take.
@@ -86,7 +88,9 @@ def flush(paths: DataRoot, checkpoints: Callable[[], CheckpointStore], view: Vie
     checkpointed = None
     if messages is None:
         checkpointed = checkpoints().replay(view.writer("flush_session"), session_id)
-        messages = CheckpointStore.to_messages(checkpointed)
+        from retrieval.checkpoints import to_messages
+
+        messages = to_messages(checkpointed)
         project = project or next((c.project for c in checkpointed if c.project), None)
         if not messages:
             raise ValueError(f"flush_session: session {session_id!r} has no checkpointed turn to hand over")

@@ -7,6 +7,7 @@ the evals each hold one per data root.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections import OrderedDict
@@ -14,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import polars as pl
 
 from retrieval.agent.dual_search import GraphIndex
 from retrieval.agent.options import RetrievalOptions
@@ -24,8 +26,11 @@ from retrieval.config import MemoryConfig
 from retrieval.embeddings import Embedder
 from retrieval.llm import llm_configured
 from retrieval.paths import DataRoot
-from retrieval.published import PUBLISHED_TAG
-from retrieval.store import ItemStore, PublishedRows
+from retrieval.published import PUBLISHED_TAG, Pointer, side_file
+from retrieval.read_index import IndexUnusable, ReadIndex, local_copy
+from retrieval.store import ItemStore, PublishedRows, SideTable
+
+log = logging.getLogger(__name__)
 
 Messages = Sequence[Mapping[str, Any]]
 _REOPEN_SECONDS = 5.0  # how stale the cached table may get before a new publish is picked up
@@ -49,10 +54,11 @@ def _published_version(table: Any) -> int | None:
 
 
 class Stores:
-    """The published memory under a data root, opened once and kept warm: the LanceDB
-    tables (looked up again after ``_REOPEN_SECONDS``, so a new publish shows), the
-    Parquet snapshot, its row id → item id map, the embedding model and the last queries'
-    vectors. Reading only."""
+    """The published memory under a data root, opened once and kept warm: the publish
+    pointer (read again after ``_REOPEN_SECONDS``, so a new publish shows), the Parquet
+    snapshot, the graph, the version's in-process read indexes, the LanceDB tables (opened
+    only when asked: the fallback and the filtered path), the embedding model and the
+    last queries' vectors. Reading only."""
 
     def __init__(self, paths: DataRoot, config: MemoryConfig):
         self.paths, self.config = paths, config
@@ -70,6 +76,11 @@ class Stores:
         self._vectors_lock = threading.Lock()
         self._row_ids: tuple[Any, RowIds] | None = None  # (the items table it maps, the map)
         self._row_ids_lock = threading.Lock()
+        self._pointer: Pointer | None = None
+        self._checked_at = -_REOPEN_SECONDS - 1.0
+        self._index: tuple[Any, ReadIndex | None] | None = None  # (the version it is of, its indexes)
+        self._index_lock = threading.Lock()
+        self._sides: dict[str, tuple[float, Any, SideTable | None]] = {}  # name → (read at, version, table)
 
     @property
     def embedder(self) -> Embedder:
@@ -77,26 +88,98 @@ class Stores:
             self._embedder = Embedder(self.config)
         return self._embedder
 
+    def current(self) -> Pointer | None:
+        """The published version (None before the first publish), its snapshot and graph
+        loaded: the pointer is read again every ``_REOPEN_SECONDS``."""
+        if time.monotonic() - self._checked_at > _REOPEN_SECONDS:
+            before = self.rows.key
+            pointer = self.rows.refresh()  # the publish pointer, read first
+            self.graph.refresh(pointer.graph_paths(self.paths) if pointer else None)
+            self._pointer, self._checked_at = pointer, time.monotonic()
+            if self.after_reload is not None and self.rows.key != before:
+                self.after_reload()
+        return self._pointer
+
+    def searchable(self) -> bool:
+        """A version with rows is published (a version with none, every fact refused, has
+        nothing to search)."""
+        if self.current() is None:
+            return False
+        return self.read_index() is not None or self.table() is not None
+
+    def read_index(self) -> ReadIndex | None:
+        """The published version's in-process indexes (``retrieval.read_index``), opened once
+        per version (fetched into this machine's cache from an object store); None when the
+        version has none (written before them, or rewritten by an erasure) or they do not
+        answer for its snapshot and the configured model: LanceDB answers then."""
+        pointer = self.current()
+        key = None if pointer is None else (pointer.generation, pointer.index, self.rows.key)
+        held = self._index
+        if held is not None and held[0] == key:
+            return held[1]
+        with self._index_lock:
+            held = self._index
+            if held is None or held[0] != key:
+                held = self._index = (key, self._open_index(pointer))
+        return held[1]
+
+    def _open_index(self, pointer: Pointer | None) -> ReadIndex | None:
+        folder = pointer.index_path(self.paths) if pointer is not None else None
+        frame = self.rows.frame
+        if folder is None or frame is None or not frame.height:
+            return None
+        try:
+            local = local_copy(folder, self.paths.local / "read-indexes")
+            return ReadIndex.open(local, ids=self.rows.ids, model=self.embedder.model_id)
+        except (IndexUnusable, OSError) as err:
+            log.warning("searching through LanceDB: the read index of version %s is unusable: %s",
+                        pointer.version, err)  # type: ignore[union-attr]
+            return None
+
+    def side(self, name: str) -> SideTable | None:
+        """A side table (``summaries``, ``insights``) as last published, held in memory: from
+        its Parquet copy (no LanceDB), else its LanceDB table; None when it has never been
+        published. Looked up again every ``_REOPEN_SECONDS``, reloaded when it changed."""
+        read_at, key, held = self._sides.get(name, (-_REOPEN_SECONDS - 1.0, None, None))
+        if time.monotonic() - read_at <= _REOPEN_SECONDS:
+            return held
+        file = side_file(self.paths, name)
+        fresh: SideTable | None = None
+        try:
+            if file is not None:
+                fresh = held if key == str(file) else SideTable.of(pl.read_parquet(str(file)))
+                key = str(file)
+        except FileNotFoundError:  # dropped since the pointer was read
+            file = None
+        if file is None:
+            # Published before the copies existed, or never: only a table on the store asks LanceDB.
+            table = self.table(name) if (self.paths.lancedb / f"{name}.lance").exists() else None
+            version = None if table is None else ("lancedb", table.version)
+            fresh = held if version is not None and key == version else (
+                None if table is None else SideTable.of(pl.from_arrow(table.to_arrow())))
+            key = version
+        self._sides[name] = (time.monotonic(), key, fresh)
+        return fresh
+
     def table(self, name: str = "items") -> Any | None:
-        # A missing table (no summaries yet) is remembered too, so each call does not
-        # look for it again. Every _REOPEN_SECONDS the published tag is read again, and
-        # the table is opened anew only when it moved: a freshly opened table's first
-        # vector query loads the index again (85 ms more at 100k items).
+        """A LanceDB table as published (``items`` at the pointer's version, a side table at
+        its tag), or None: opened when first asked and again when a publish moved it. A
+        freshly opened table's first vector query loads its index again (85 ms at 100k
+        items), so an unchanged one is kept."""
         opened_at, table = self._tables.get(name, (-_REOPEN_SECONDS - 1.0, None))
-        if time.monotonic() - opened_at > _REOPEN_SECONDS:
-            if name == "items":
-                before = self.rows.key
-                pointer = self.rows.refresh()  # the publish pointer, read first
-                if pointer is None:
-                    table = None
-                elif table is None or pointer.version != table.version:
-                    table = self.store.table(pointer=pointer)
-                    if table is not None and table.count_rows() == 0:
-                        table = None  # a version with no rows (every fact refused) has no index to search
-                self.graph.refresh(pointer.graph_paths(self.paths) if pointer else None)
-                if self.after_reload is not None and self.rows.key != before:
-                    self.after_reload()
-            elif table is None or _published_version(table) != table.version:
+        if name == "items":
+            pointer = self.current()
+            if pointer is None:
+                table = None
+            elif table is None or pointer.version != table.version:
+                table = self.store.table(pointer=pointer)
+                if table is not None and table.count_rows() == 0:
+                    table = None  # a version with no rows (every fact refused) has no index to search
+            self._tables[name] = (time.monotonic(), table)
+        elif time.monotonic() - opened_at > _REOPEN_SECONDS:
+            # A missing table (no summaries yet) is remembered too, so each call does not look
+            # for it again; its published tag is read again every _REOPEN_SECONDS.
+            if table is None or _published_version(table) != table.version:
                 table = self.store.summaries_table()
             self._tables[name] = (time.monotonic(), table)
         return table

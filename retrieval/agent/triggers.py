@@ -17,24 +17,10 @@ matching costs a set lookup per pattern, and reloads with it.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from retrieval.text import normal_phrase, tokens
-
-
-def forms(word: str) -> set[str]:
-    """``word`` and its inflections from lemminflect's lexicon (commit → commits,
-    committed, committing; a word it does not know, "repo", by its rules for nouns and
-    verbs). Imported when rules are indexed, not when an agent imports ``retrieval``."""
-    from lemminflect import getAllInflections, getAllInflectionsOOV
-
-    found = getAllInflections(word) or {**getAllInflectionsOOV(word, "NOUN"), **getAllInflectionsOOV(word, "VERB")}
-    return {word, *(form.lower() for forms_ in found.values() for form in forms_)}
-
-
-def _literal(pattern: str) -> bool:
-    return pattern[:1] in ".-/~" or "." in pattern or "/" in pattern
+from retrieval.text import inflections as forms, literal_pattern as _literal, normal_phrase, tokens
 
 
 class NegativeRules:
@@ -50,10 +36,12 @@ class NegativeRules:
     def rules(self) -> list[tuple[dict[str, Any], tuple[str, ...]]]:
         return self._index[0]
 
-    def load(self, key: object, frame: Any) -> None:
+    def load(self, key: object, frame: Any, known: Mapping[str, Sequence[str]] | None = None) -> None:
         """Index ``frame``'s negative rules (a polars frame of items), unless ``key`` is the
         one loaded. The index is built aside and swapped in whole (readers on other threads
-        see the old rules or the new ones, never half of them)."""
+        see the old rules or the new ones, never half of them). ``known``: the inflected
+        forms of the version's patterns, as its read index holds them (``retrieval.read_index.trigger_forms``;
+        loading lemminflect's tables to inflect them again costs 0.7 s of a cold start)."""
         if key == self._key:
             return
         rules: list[tuple[dict[str, Any], tuple[str, ...]]] = []
@@ -72,7 +60,8 @@ class NegativeRules:
                     if _literal(pattern):
                         literals.append((index, pattern, re.compile(rf"(?<![\w]){re.escape(pattern)}(?![\w])")))
                     else:
-                        for form in forms(normal_phrase(pattern) or pattern):
+                        word = normal_phrase(pattern) or pattern
+                        for form in (known or {}).get(word) or forms(word):
                             by_form.setdefault(form, []).append((index, pattern))
         self._index = (rules, by_form, literals)
         self._key = key

@@ -53,13 +53,46 @@ def purge_versions(paths: DataRoot, config: MemoryConfig, now: datetime) -> Purg
     done = Purged(len(target.requests))
     done.add("item_versions", drop_rows(item_files(paths), erased_item(target)))
     done.add("graph_versions", _graph_versions(paths, target))
+    done.add("read_indexes", _read_indexes(paths))
     done.add("summary_lines", _summary_pages(paths, target))
     done.add("summaries", drop_rows([paths.summaries / "summaries.parquet"], names_any("item_ids", target.item_ids)))
     done.lancedb_versions_removed = _lancedb(paths, target)
+    done.add("side_table_copies", _side_copies(paths))
     _history(paths)
     done.logged = _log(paths, target, now)
     warehouse.remove(manifest_file(paths))
     return done
+
+
+def _read_indexes(paths: DataRoot) -> int:
+    """Every version's read indexes but the published one's (built from the clean version):
+    their terms and vectors are the erased items' words. A rolled-back version without its
+    indexes is searched through LanceDB, as before they existed."""
+    pointer = published.read(paths)
+    keep = pointer.index_path(paths) if pointer is not None else None
+    removed = 0
+    for folder in _index_folders(paths):
+        if keep is None or str(folder).rstrip("/") != str(keep).rstrip("/"):
+            warehouse.remove_folder(folder)
+            removed += 1
+    return removed
+
+
+def _side_copies(paths: DataRoot) -> int:
+    """The Parquet copies of side tables but the published ones (rebuilt without the erased
+    rows by ``_lancedb``): the older ones hold the erased items' words."""
+    keep = {str(f) for name in _CITING if (f := published.side_file(paths, name)) is not None}
+    removed = 0
+    for file in warehouse.files(paths.warehouse / published.SIDE_DIR, "*.parquet"):
+        if str(file) not in keep:
+            warehouse.remove(file)
+            removed += 1
+    return removed
+
+
+def _index_folders(paths: DataRoot) -> list:
+    """The read-index folders under the root, whole or left half-written by a crash."""
+    return sorted({file.parent for file in warehouse.files(paths.items_dir / "indexes", "*/*")}, key=str)
 
 
 def _graph_versions(paths: DataRoot, target: Target) -> int:
@@ -170,6 +203,7 @@ def _without_erased(paths: DataRoot, db, name: str, table, target: Target):
         return table
     if kept.is_empty():
         db.drop_table(name)
+        warehouse.remove(published.side_pointer_path(paths, name))
         return None
     publish.publish_table(paths, name, kept.drop("vector"), kept["vector"].to_numpy())
     return db.open_table(name)

@@ -32,7 +32,7 @@ import numpy as np
 
 from memory_assets.lib.extraction import cues as C
 from retrieval.config import MemoryConfig
-from retrieval.text import TOKEN
+from retrieval.text import TOKEN, lexicon
 
 # How much nearer (cosine) than the default category a category must be for a clause
 # without keywords to leave its default. Tuned on half the gold sessions (the even ones
@@ -191,9 +191,7 @@ class Categorizer:
 def _lemmas(word: str) -> frozenset[str]:
     """Every lemma lemminflect's English lexicon gives ``word`` (any part of speech):
     a dictionary lookup, no parse, so categorising stays as fast as the rules around it."""
-    from lemminflect import getAllLemmas
-
-    return frozenset(lemma.lower() for lemmas in getAllLemmas(word).values() for lemma in lemmas)
+    return frozenset(lemma.lower() for lemmas in lexicon().getAllLemmas(word).values() for lemma in lemmas)
 
 
 def phrases_of(description: str) -> list[str]:

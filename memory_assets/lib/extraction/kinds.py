@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass, field
 
 from retrieval.dates import MONTHS, WEEKDAYS
-from retrieval.text import TOKEN, normal_phrase
+from retrieval.text import TOKEN, lexicon, normal_phrase
 
 from . import structure
 
@@ -139,8 +139,7 @@ def _enumerated(text: str) -> tuple[str, list[str], str] | None:
 
 def _base_form(step: str) -> str:
     """"bumping the version" → "bump the version"."""
-    from lemminflect import getAllLemmas
-
+    getAllLemmas = lexicon().getAllLemmas
     word, _, rest = step.partition(" ")
     lemma = getAllLemmas(word.lower()).get("VERB", (None,))[0] if word.lower().endswith("ing") else None
     return f"{lemma} {rest}".strip() if lemma else step
@@ -173,8 +172,7 @@ def _imperative(steps: list[str]) -> bool:
     """Steps are instructions: each opens on a verb in its base form ("clone the repo",
     "tag the release") or on a command ("git tag v1", "./deploy.sh prod"), not on a
     subject ("we went", "I bought") or a past-tense verb."""
-    from lemminflect import getAllLemmas
-
+    getAllLemmas = lexicon().getAllLemmas
     for step in steps:
         words = re.sub(r"^(?:please|just|also)\s+", "", step.strip(), flags=_I).split()
         if not words or _PAST_NARRATIVE.match(words[0]):

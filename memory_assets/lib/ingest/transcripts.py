@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from retrieval.paths import location
 from typing import Any
+
+from memory_assets.lib.ingest.errors import TranscriptError
+from retrieval.paths import location
 
 from retrieval.moments import parse_utc, utc
 from retrieval.names import InvalidName, check_namespace
@@ -34,17 +36,6 @@ _SESSION_ID_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 _ROLE_ALIASES = {"developer": "system", "function": "tool"}
 # Who wrote a line through a key (``retrieval.schema.author``): role, agent name, key id.
 _AUTHOR = re.compile(r"(?:user|agent):[A-Za-z0-9._@-]{1,128}:[0-9a-f]{12}")
-
-
-class TranscriptError(ValueError):
-    """A transcript problem a user can fix: ``file line N: what is wrong``."""
-
-    def __init__(self, path: Path | str, line: int | None, message: str):
-        self.path = str(path)
-        self.line = line
-        self.message = message
-        where = f"{self.path} line {line}" if line else self.path
-        super().__init__(f"{where}: {message}")
 
 
 @dataclass

@@ -12,6 +12,8 @@ that ``rollback`` re-points along.
 from __future__ import annotations
 
 import json
+import secrets
+import tempfile
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -21,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from memory_assets.lib import warehouse
-from retrieval import published
+from retrieval import published, read_index
 from retrieval.files import stamp
 from retrieval.paths import DataRoot, location
 from retrieval.published import ITEMS_TABLE, PUBLISHED_TAG
@@ -56,6 +58,9 @@ class ItemsVersion:
     # The version's graph (``write_graph``); None for a version written before the graph.
     entities: str | None = None
     edges: str | None = None
+    # The version's in-process read indexes (``retrieval.read_index``); None without rows,
+    # or for a version written before them (readers then search LanceDB).
+    index: str | None = None
 
     def to_json(self) -> dict:
         return {**asdict(self), "parquet": str(self.parquet)}
@@ -85,6 +90,7 @@ def write_items(paths: DataRoot, items: pl.DataFrame, vectors: np.ndarray, now: 
     parquet = warehouse.write_frame(paths.items_dir / "versions" / f"items-{stamp(now)}.parquet", items)
 
     text = items["content"] if search_text is None else search_text
+    index = _write_read_index(paths, items, vectors, text, now)
     frame = _with_vectors(items.with_columns(text.alias(FTS_COLUMN)), vectors)
     # One hash per row over every column LanceDB holds, the vector included: what
     # ``_apply_changes`` compares. (polars' row hash is stable within a polars version; a
@@ -97,7 +103,33 @@ def write_items(paths: DataRoot, items: pl.DataFrame, vectors: np.ndarray, now: 
         with timed("lancedb: write table"):
             table = db.create_table(ITEMS_TABLE, data=frame.to_arrow(), mode="overwrite")
     _index(table)
-    return ItemsVersion(version=table.version, parquet=parquet, rows=items.height, written_at=now.isoformat())
+    return ItemsVersion(version=table.version, parquet=parquet, rows=items.height, written_at=now.isoformat(),
+                        index=str(index) if index is not None else None)
+
+
+def _trigger_patterns(items: pl.DataFrame) -> list[str]:
+    """Every trigger pattern of the negative rules among ``items``."""
+    if "trigger_patterns" not in items.columns or "kind" not in items.columns:
+        return []
+    patterns = items.filter(pl.col("kind") == "negative")["trigger_patterns"].explode().drop_nulls().unique()
+    return patterns.to_list()
+
+
+@spanned("write read index")
+def _write_read_index(paths: DataRoot, items: pl.DataFrame, vectors: np.ndarray, text: pl.Series,
+                      now: datetime) -> Path | None:
+    """The version's read indexes, built on this machine's disk and copied under the root
+    (``warehouse.put_folder``, the manifest last); None for a version without rows."""
+    if not items.height:
+        return None
+    models = items["embedding_model"].unique().drop_nulls().to_list() if "embedding_model" in items.columns else []
+    # Named apart from any earlier build of the same moment: a reader may hold that one mapped.
+    target = paths.items_dir / "indexes" / f"index-{stamp(now)}-{secrets.token_hex(4)}"
+    with tempfile.TemporaryDirectory(prefix="read-index-") as work:
+        read_index.build(Path(work), items["id"].to_list(), vectors, text.fill_null("").to_list(), models,
+                         _trigger_patterns(items))
+        warehouse.put_folder(Path(work), target, last=read_index.MANIFEST)
+    return target
 
 
 # Rows hashed at a time: polars' row hash of a million 58-column rows at once held 5.4 GB
@@ -188,6 +220,11 @@ def publish_table(paths: DataRoot, name: str, frame: pl.DataFrame, vectors: np.n
         table.tags.update(PUBLISHED_TAG, table.version)
     else:
         table.tags.create(PUBLISHED_TAG, table.version)
+    # The same version as one Parquet file, then its pointer: what agents read.
+    copy = warehouse.write_frame(paths.warehouse / published.SIDE_DIR / f"{name}-v{table.version}.parquet",
+                                 _with_vectors(frame, vectors))
+    warehouse.write_json(published.side_pointer_path(paths, name),
+                         {"version": int(table.version), "file": paths.relative(copy)})
     return int(table.version)
 
 
@@ -260,6 +297,7 @@ def point(paths: DataRoot, written: ItemsVersion) -> published.Pointer:
         generation=generation + 1, version=written.version, items=paths.relative(written.parquet),
         rows=written.rows, entities=paths.relative(written.entities) if written.entities else None,
         edges=paths.relative(written.edges) if written.edges else None,
+        index=paths.relative(written.index) if written.index else None,
         published_at=datetime.now().astimezone().isoformat())
     warehouse.write_if_unchanged(target, json.dumps(pointer.to_json(), indent=1).encode(), token,
                                  existed=before is not None)

@@ -161,7 +161,7 @@ def entity_page(reader: MemoryClient, name: str) -> EntityPage:
     """What memory holds about ``name``: its profile lines, the entities it is linked to,
     and the reader's active memories that mention it."""
     stores, view = reader.stores, reader.view
-    stores.table()  # the published snapshot and its graph
+    stores.current()  # the published snapshot and its graph
     graph = stores.graph
     ids = graph.named(name, view.namespace)
     if not ids:
