@@ -105,7 +105,14 @@ def test_the_pipeline_publishes_to_s3_and_a_second_process_reads_it(published_ro
     assert verdicts, keys
     # Nothing went to a local folder named after the URI; the local state is the instance and scratch.
     assert not (base / "s3:").exists()
-    assert {p.name for p in (base / "state").iterdir()} <= {"dagster", "analytics.duckdb", "analytics.duckdb.wal"}
+    # The published read index was fetched into the local state once (by the check that audits it),
+    # not rebuilt: the same files as under the root.
+    assert {p.name for p in (base / "state").iterdir()} <= {"dagster", "analytics.duckdb", "analytics.duckdb.wal",
+                                                            "read-indexes"}
+    index_name = pointer["index"].rsplit("/", 1)[-1]
+    fetched = base / "state" / "read-indexes" / index_name
+    stored = {k.split(f"{index_name}/", 1)[1] for k in keys if f"/{index_name}/" in k}
+    assert stored and {str(p.relative_to(fetched)) for p in fetched.rglob("*") if p.is_file()} == stored
 
     seen = _inject(env, base, "When is my WRX oil change due?")
     assert "11,799" in seen["text"] and seen["generation"] == 1
@@ -188,9 +195,9 @@ def test_an_object_store_root_is_a_upath_with_local_state_aside(tmp_path, monkey
 
 def test_a_conflict_on_object_storage_is_found_without_reading_stored_vectors(s3_server, tmp_path, monkeypatch):  # noqa: F811
     """Two unlinked items that disagree (the same oil change, two mileages) are flagged in
-    the block on an s3:// root as on a local one; on the bucket the pair's vectors are the
-    local model's of their contents, never a read of the rows' stored vectors (a request
-    each: 1.2 s p50 on moto at 100k items)."""
+    the block on an s3:// root as on a local one; on both the pair's vectors come from the
+    version's read index (on the bucket, fetched once into the local state), never from a
+    read of the rows in LanceDB (on the bucket a request each: 1.2 s p50 on moto at 100k)."""
     import polars as pl
 
     from evals.bench.s3 import s3_env
@@ -203,6 +210,7 @@ def test_a_conflict_on_object_storage_is_found_without_reading_stored_vectors(s3
     from retrieval.config import load_config
     from retrieval.embeddings import Embedder
     from retrieval.paths import DataRoot
+    from retrieval.read_index import ReadIndex
     from retrieval.schema import FACT_SCHEMA, ITEM_SCHEMA
 
     now = datetime(2026, 10, 1, tzinfo=timezone.utc)
@@ -221,18 +229,19 @@ def test_a_conflict_on_object_storage_is_found_without_reading_stored_vectors(s3
     items = items.select(list(ITEM_SCHEMA))
     vectors = Embedder(load_config()).embed(items["content"].to_list())
     flags = {}
+    real, real_index = search.vectors_for, ReadIndex.vectors
     with s3_env(s3_server, tmp_path / "state"):
         for where in (str(tmp_path / "local"), f"s3://{s3_server.bucket('conflicts')}/root"):
             paths = DataRoot.resolve(where)
             publish.publish(paths, publish.write_items(paths, items, vectors, now))
-            reads = []
-            real = search.vectors_for
+            reads, indexed = [], []
             monkeypatch.setattr("retrieval.agent.retrieve.vectors_for", lambda *a: (reads.append(a), real(*a))[1])
+            monkeypatch.setattr(ReadIndex, "vectors", lambda self, rows: (indexed.append(rows), real_index(self, rows))[1])
             injection = MemoryClient(paths.uri if not paths.is_local else paths.root).inject(
                 "When is Aaron's WRX oil change due?", now=now, record=False)
             flags[paths.is_local] = ({h.id: [f for f in injection.flags[h.id] if f.startswith("[conflict")]
-                                      for h in injection.items if h.id.startswith("due")}, len(reads))
+                                      for h in injection.items if h.id.startswith("due")}, len(reads), len(indexed))
     local, remote = flags[True], flags[False]
     assert local[0] == remote[0] and set(local[0]) == {"due-a", "due-b"}
     assert local[0]["due-a"] == ["[conflict]"] and local[0]["due-b"] == ["[conflict: lower confidence]"]
-    assert local[1] == 1 and remote[1] == 0  # the local root read the stored vectors, the bucket did not
+    assert local[1:] == remote[1:] == (0, 1)  # the index's stored vectors, once; LanceDB never

@@ -232,8 +232,10 @@ def test_only_the_view_asks_whose_namespace_a_row_is_on_the_agent_side():
 
 # The pipeline writes through the warehouse; the agent appends through the inbox, whose
 # one atomic writer (``retrieval.files.atomic_write``) the warehouse uses too.
-# The model export is the machine's cache (~/.cache/agent-memory/models), in no data root.
-WRITERS = ("memory_assets/lib/warehouse.py", "retrieval/files.py", "retrieval/onnx_model.py")
+# The model export is the machine's cache (~/.cache/agent-memory/models), in no data root;
+# a read index is built in a temporary folder (the warehouse copies it under the root) and
+# fetched from an object store into the root's local state (``DataRoot.local``).
+WRITERS = ("memory_assets/lib/warehouse.py", "retrieval/files.py", "retrieval/onnx_model.py", "retrieval/read_index.py")
 _WRITES = ("write_parquet", "write_text", "write_bytes", "write_csv", "write_ndjson", "sink_parquet",
            "touch", "unlink", "copyfile", "copy2", "rmtree")
 

@@ -495,8 +495,8 @@ def test_a_clean_run_passes_every_check_and_publishes(built):
     assert result.success
     evaluations = result.get_asset_check_evaluations()
     assert {e.check_name for e in evaluations} == {
-        "items_schema", "items_valid", "items_embeddings", "graph_valid", "published_embeddings", "published_was_audited",
-        "conflicts_resolved"}
+        "items_schema", "items_valid", "items_embeddings", "items_read_index", "graph_valid", "published_embeddings",
+        "published_was_audited", "conflicts_resolved"}
     assert all(e.passed for e in evaluations), [(e.check_name, e.description) for e in evaluations if not e.passed]
     version = ItemStore(paths).published_version()
     assert version != previous and audit.passed(paths, version)

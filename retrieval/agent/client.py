@@ -219,9 +219,7 @@ class MemoryClient:
     @cached_property
     def checkpoints(self) -> CheckpointStore:
         """The per-turn checkpoint store (SQLite in the data root, or ``[service] checkpoint_dsn``)."""
-        from retrieval.checkpoints import CheckpointStore
-
-        return CheckpointStore.for_root(self.paths, self.config)
+        return sessions.checkpoint_store(self.paths, self.config)
 
     def append_turn(self, session_id: str, turn: int, record: dict[str, Any], *, project: str | None = None,
                     now: datetime | None = None) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from retrieval.store import ItemStore
 
 # The asset each staged check is on.
 CHECKED = {"items_schema": "memory_items", "items_valid": "memory_items", "items_embeddings": "memory_items",
-           "graph_valid": "edges"}
+           "items_read_index": "memory_items", "graph_valid": "edges"}
 
 
 @dg.multi_asset_check(
@@ -39,6 +39,12 @@ CHECKED = {"items_schema": "memory_items", "items_valid": "memory_items", "items
             "items_embeddings", asset="memory_items", blocking=True,
             description="The staged LanceDB version has one vector dimension, the configured model's, "
                         "no NaN, unit norms, and its full-text index on content. Blocks publishing.",
+        ),
+        dg.AssetCheckSpec(
+            "items_read_index", asset="memory_items", blocking=True,
+            description="The staged version's in-process read index (what inject searches) exists, is of "
+                        "its rows in order and of the configured model, and finds sampled rows by their own "
+                        "vector (and, WARN, by their own words). Blocks publishing.",
         ),
         dg.AssetCheckSpec(
             "graph_valid", asset="edges", blocking=True, additional_deps=["entities"],

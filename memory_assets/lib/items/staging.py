@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from pathlib import Path
+
 import numpy as np
 import polars as pl
 
@@ -20,15 +22,18 @@ from memory_assets.lib.items import feedback, graph as graphs, imports, publish
 from memory_assets.lib.items.rebuild import Rebuilt, rebuild_items
 from memory_assets.lib.lifecycle import sweeps
 from memory_assets.lib.quality import ScanLedger, audit, embeddings_report, graph_report, items_report, schema_report
+from memory_assets.lib.quality.embeddings_suite import expected_model
+from memory_assets.lib.quality.read_index_suite import read_index_report
 from memory_assets.lib.quality.suite_report import QualityReport
 from retrieval.config import MemoryConfig
 from memory_assets.lib.items.consolidation import PREVIOUS_COLUMNS, TextEmbedder, VectorLookup, lookup_in
 from retrieval.files import stamp
-from retrieval.paths import DataRoot
+from retrieval.paths import DataRoot, location
+from retrieval.read_index import local_copy
 from retrieval.schema import ITEM_SCHEMA
 from retrieval.store import ItemStore
 
-STAGED_CHECKS = ("items_schema", "items_valid", "items_embeddings", "graph_valid")
+STAGED_CHECKS = ("items_schema", "items_valid", "items_embeddings", "items_read_index", "graph_valid")
 
 
 class PublishRefused(RuntimeError):
@@ -147,12 +152,25 @@ def audit_staged(paths: DataRoot, config: MemoryConfig) -> tuple[publish.ItemsVe
     items = items_report(frame, config, resource_ids=resource_ids, ledger=ledger, subject=subject)
     ledger.save()
     embeddings = embeddings_report(publish.staged_table(paths, written), config, subject=subject)
-    reports = {"items_schema": schema, "items_valid": items, "items_embeddings": embeddings}
+    index = read_index_report(_local_index(paths, written), frame, expected_model(config)[0],
+                              subject=f"{subject} read index")
+    reports = {"items_schema": schema, "items_valid": items, "items_embeddings": embeddings, "items_read_index": index}
     if written.entities and written.edges:
         reports["graph_valid"] = graph_report(pl.read_parquet(str(written.entities)), pl.read_parquet(str(written.edges)),
                                               frame, resource_ids, subject=f"{subject} graph")
     audit.record(paths, written.version, reports)
     return written, reports
+
+
+def _local_index(paths: DataRoot, written: publish.ItemsVersion) -> Path | None:
+    """The staged version's read index as a local folder (fetched from an object store, as
+    a reader will), or None when it has none or it cannot be read."""
+    if not written.index:
+        return None
+    try:
+        return local_copy(location(written.index), paths.local / "read-indexes")
+    except (OSError, ValueError, KeyError):
+        return None
 
 
 def publish_staged(paths: DataRoot, now: datetime) -> Published:
