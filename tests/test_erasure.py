@@ -111,7 +111,8 @@ def test_the_built_root_holds_alices_words_everywhere_an_erasure_must_reach(buil
     assert all(where.values()), {w: len(v) for w, v in where.items()}
     everywhere = {p for found in where.values() for p in found}
     for store in ("/inbox/", "/warehouse/resources/", "/warehouse/extracted_facts/", "/warehouse/event_log/",
-                  "/warehouse/memory_items/versions/", "/summaries/archive/", "lancedb/items v",
+                  "/warehouse/memory_items/versions/", "/warehouse/memory_items/indexes/",
+                  "/warehouse/side_tables/", "/summaries/archive/", "lancedb/items v",
                   "/service/service.sqlite3"):
         assert any(store in p for p in everywhere), store
     assert any("service.sqlite3" in p for p in _found(built, ["Pebblethorn"])["Pebblethorn"])

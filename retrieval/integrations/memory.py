@@ -11,6 +11,7 @@ and a turn checkpointed once is not an error when it comes again (409 or
 from __future__ import annotations
 
 import os
+from functools import cached_property
 from typing import Any
 
 URL_ENV, KEY_ENV = "MEMORY_URL", "MEMORY_API_KEY"
@@ -77,11 +78,19 @@ class LocalMemory:
     """The data root in this process (``MemoryClient``), for ``namespace``."""
 
     def __init__(self, data_root: str | None, namespace: str | None = None):
+        self.data_root, self.namespace = data_root, namespace
+
+    @cached_property
+    def client(self) -> Any:
         from retrieval.agent.client import MemoryClient
 
-        self.client = MemoryClient(data_root, namespace=namespace)
+        return MemoryClient(self.data_root, namespace=self.namespace)
 
     def inject(self, context: str, project: str | None) -> str:
+        from retrieval.config import load_config
+        from retrieval.embeddings import Embedder
+
+        Embedder(load_config()).warm()  # the model loads on the other core while the read path does
         return self.client.inject(context, project=project).text
 
     def append_turn(self, session_id: str, turn: int, record: dict[str, Any], project: str | None) -> None:
