@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 from collections.abc import Callable
@@ -74,8 +75,14 @@ def run_claude_code(data_root: str | None, namespace: str | None, raw: bytes) ->
         event = json.loads(raw or b"{}")
         if not isinstance(event, dict) or not event.get("session_id"):
             raise ValueError("expected Claude Code's hook event: a JSON object with session_id and hook_event_name")
-        from retrieval.integrations.memory import memory_for
+        from retrieval.integrations.memory import URL_ENV, memory_for
         from retrieval.limits import MESSAGE_MAX_CHARS
+
+        if event.get("hook_event_name") == "UserPromptSubmit" and not os.environ.get(URL_ENV):
+            from retrieval.config import load_config
+            from retrieval.embeddings import Embedder
+
+            Embedder(load_config()).warm()  # the model loads on the other core while the read path does
 
         out = answer(event, memory_for(data_root, namespace), message_limit=MESSAGE_MAX_CHARS)
     except Exception as exc:  # noqa: BLE001 - reported, never raised into Claude Code

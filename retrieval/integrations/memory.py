@@ -87,10 +87,6 @@ class LocalMemory:
         return MemoryClient(self.data_root, namespace=self.namespace)
 
     def inject(self, context: str, project: str | None) -> str:
-        from retrieval.config import load_config
-        from retrieval.embeddings import Embedder
-
-        Embedder(load_config()).warm()  # the model loads on the other core while the read path does
         return self.client.inject(context, project=project).text
 
     def append_turn(self, session_id: str, turn: int, record: dict[str, Any], project: str | None) -> None:
