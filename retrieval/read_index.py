@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from retrieval.text import FULL_TEXT_STOPWORDS, inflections, literal_pattern, normal_phrase
+from retrieval.text import FULL_TEXT_STOPWORDS, inflections, literal_pattern, trigger_word
 
 FORMAT = 1
 MANIFEST = "manifest.json"
@@ -116,7 +116,7 @@ def analyze(text: str) -> list[str]:
 def trigger_forms(patterns: Sequence[str]) -> dict[str, list[str]]:
     """The inflected forms of each word pattern among ``patterns`` (a negative rule's
     ``trigger_patterns``; literal ones are matched as written), by its normal phrase."""
-    words = {normal_phrase(p.lower()) or p.lower() for p in patterns if p and not literal_pattern(p.lower())}
+    words = {trigger_word(p) for p in patterns if p and not literal_pattern(p.lower())}
     return {word: sorted(inflections(word)) for word in sorted(words)}
 
 

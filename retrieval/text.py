@@ -413,6 +413,12 @@ def literal_pattern(pattern: str) -> bool:
     return pattern[:1] in ".-/~" or "." in pattern or "/" in pattern
 
 
+def trigger_word(pattern: str) -> str:
+    """The word a (non-literal) trigger pattern is matched as: its normal phrase, lower case."""
+    low = pattern.lower()
+    return normal_phrase(low) or low
+
+
 def inflections(word: str) -> set[str]:
     """``word`` and its inflections from lemminflect's lexicon (commit → commits,
     committed, committing; a word it does not know, "repo", by its rules for nouns and

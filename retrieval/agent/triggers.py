@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from retrieval.text import inflections as forms, literal_pattern as _literal, normal_phrase, tokens
+from retrieval.text import inflections as forms, literal_pattern as _literal, normal_phrase, tokens, trigger_word
 
 
 class NegativeRules:
@@ -60,7 +60,7 @@ class NegativeRules:
                     if _literal(pattern):
                         literals.append((index, pattern, re.compile(rf"(?<![\w]){re.escape(pattern)}(?![\w])")))
                     else:
-                        word = normal_phrase(pattern) or pattern
+                        word = trigger_word(pattern)
                         for form in (known or {}).get(word) or forms(word):
                             by_form.setdefault(form, []).append((index, pattern))
         self._index = (rules, by_form, literals)

@@ -16,7 +16,7 @@ import polars as pl
 
 from memory_assets.lib.quality.suite_report import QualityReport
 from memory_assets.lib.quality.validation import Rule, validate
-from retrieval.read_index import IndexUnusable, ReadIndex
+from retrieval.read_index import IndexUnusable, ReadIndex, ids_digest
 from retrieval.spans import spanned
 
 PROBES = 200  # rows probed, at most
@@ -54,18 +54,12 @@ def read_index_report(index_path, items: pl.DataFrame, model_id: str, *, subject
 
 
 def _probed(index_path, items: pl.DataFrame, model_id: str) -> dict:
-    if index_path is None:
-        return {"present": False, "rows_match": False, "model_matches": False, "nearest_self": 0.0, "text_self": 0.0}
     try:
-        index = ReadIndex.open(index_path)
+        index = ReadIndex.open(index_path) if index_path is not None else None
     except (IndexUnusable, OSError):
+        index = None
+    if index is None:
         return {"present": False, "rows_match": False, "model_matches": False, "nearest_self": 0.0, "text_self": 0.0}
-    ids = items["id"].to_list()
-    try:
-        ReadIndex.open(index_path, ids=ids)
-        rows_match = True
-    except IndexUnusable:
-        rows_match = False
     rows = np.unique(np.linspace(0, items.height - 1, min(PROBES, items.height)).astype(np.int64))
     vectors = index.vectors(rows.tolist())
     found = 0
@@ -74,5 +68,8 @@ def _probed(index_path, items: pl.DataFrame, model_id: str) -> dict:
         found += bool(len(hit)) and (int(hit[0]) == row or float(distance[0]) <= 1.0 - SELF_COSINE)
     contents = items["content"].to_list()
     by_text = sum(row in index.matching(contents[row] or "", TEXT_PROBE_K)[0].tolist() for row in rows.tolist())
-    return {"present": True, "rows_match": rows_match, "model_matches": index.manifest.models in ((), (model_id,)),
+    manifest = index.manifest
+    return {"present": True,
+            "rows_match": manifest.rows == items.height and manifest.ids_digest == ids_digest(items["id"].to_list()),
+            "model_matches": manifest.models in ((), (model_id,)),
             "nearest_self": found / len(rows), "text_self": by_text / len(rows)}
