@@ -10,6 +10,7 @@ import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 
@@ -385,6 +386,35 @@ def test_a_stated_change_no_rule_is_sure_of_is_shown_beside_the_fact_whose_slot_
              ("2026-03-20", "Bea eats eggs again these days, she's vegetarian now.")]
     assert _retired(embedder, facts) == []
     assert _retired(embedder, facts, "conflict") == [(facts[2][1], facts[0][1])]
+
+
+def test_a_stated_change_to_a_value_of_the_same_kind_retires_the_fact_holding_the_old_one(embedder):
+    # The sentences share no word but the name, and their slots read apart; the values do
+    # not: Manchester and Leeds are both cities (``items.value_kinds``). The budget holds an
+    # amount, not a city, and stays.
+    facts = [("2026-02-03", "Bea is looking for a climbing gym in Leeds that opens before work."),
+             ("2026-02-03", "Bea's budget for the trip is around 900 euros."),
+             ("2026-03-20", "Bea moved to Manchester.")]
+    assert _retired(embedder, facts, "kind") == [(facts[2][1], facts[0][1])]
+
+
+def test_a_move_retires_where_someone_lived_and_never_their_birthday_or_its_reminder(embedder):
+    facts = [("2026-02-03", "Bea's brother Tom lives in Denver."),
+             ("2026-02-03", "Tom's birthday is December 3, remind Bea next week to buy him a gift."),
+             ("2026-03-20", "Tom moved to Austin last month.")]
+    retired = _retired(embedder, facts)
+    assert retired == [(facts[2][1], facts[0][1])]
+
+
+def test_a_value_that_names_the_old_one_is_the_same_thing_not_a_new_value():
+    from memory_assets.lib.items import value_kinds
+
+    def embed(texts):  # every phrase alike: only the naming rule can set the pair aside
+        return np.ones((len(texts), 2), dtype=np.float32) / np.sqrt(2)
+    old = {"value": "in a month", "entities": ["birthday party"]}
+    new = {"value": "Pokemon", "entities": ["party"]}
+    assert value_kinds.most_alike(new, [old], {"theo"}, embed)[0] == pytest.approx(1.0)
+    assert value_kinds.most_alike({"value": "party", "entities": ["Theo"]}, [old], {"theo"}, embed)[0] == 0.0
 
 
 def test_a_stated_change_whose_slot_reads_the_same_without_the_name_retires_that_fact(embedder):

@@ -51,6 +51,7 @@ import numpy as np
 import polars as pl
 
 from memory_assets.lib.extraction.structure import key_parts, normal
+from memory_assets.lib.items import value_kinds
 from retrieval.config import MemoryConfig
 from retrieval.spans import spanned
 from retrieval.text import BEGINNING_CUES, CHANGE_ADVERBS, ENDING_CUES, PEOPLE_NOUNS, STOPWORDS, value_words
@@ -155,7 +156,8 @@ class Retirement(NamedTuple):
 
 _RULES = {"one value": "one value at a time", "ended": "the later fact says it ended",
           "change": "a stated change of the same thing", "hint": "the later fact names what it replaces",
-          "slot": "a stated change of the same slot (alike without the people's names)"}
+          "slot": "a stated change of the same slot (alike without the people's names)",
+          "kind": "a stated change to a value of the same kind"}
 
 
 def why(old: dict, new: dict, rule: str) -> str:
@@ -210,6 +212,8 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                 rows[i] = {**rows[i], "subject_key": aliases[key], "said_key": key}
         people = Counter(person_of(rows[i]["subject_key"]) for i in members if _named(rows[i]["subject_key"], names))
         me = people.most_common(1)[0][0] if people else None
+        # Whom the user's facts are about, by name: never what changed (``value_kinds``).
+        who = {w for p in people for w in re.split(r"'s |\s", p) if w and w not in PEOPLE_NOUNS} | set(aliases.values())
         retired_by: dict[int, int] = {}
         retirers: set[int] = set()  # the items that retired one (``retired_by``'s values)
 
@@ -315,7 +319,7 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                     if (o is None and new["states_change"] and not new["tentative"]
                             and new["id"] not in known):
                         # 4. A stated change no rule above settled: by its slot, the fact it is about.
-                        o, rule = _slot_change(n, members[:k], rows, retired, config, me, names, embed, vectors)
+                        o, rule = _slot_change(n, members[:k], rows, retired, config, me, names, embed, vectors, who)
                     if rule != "conflict" and o is not None:
                         retire(n, o, rule)
                     elif o is not None:
@@ -353,7 +357,8 @@ def _conflicting(n: int, earlier, rows: dict[int, dict], vectors: np.ndarray, re
 
 
 def _slot_change(n: int, earlier, rows: dict[int, dict], retired: set[int], config: MemoryConfig,
-                 me: str | None, names: frozenset[str], embed, vectors: np.ndarray) -> tuple[int | None, str]:
+                 me: str | None, names: frozenset[str], embed, vectors: np.ndarray,
+                 who: Collection[str] = ()) -> tuple[int | None, str]:
     """(the earlier fact, "slot" or "conflict") a stated change that no rule above settled
     is about, by its slot: the same person's fact (``_comparable``) of any relation, said in
     another session, whose ``slot`` (its words without the people's names) is the most
@@ -386,7 +391,19 @@ def _slot_change(n: int, earlier, rows: dict[int, dict], retired: set[int], conf
     best = int(np.argmax(sims))
     if float(sims[best]) >= float(config.graph.slot_retire_similarity):
         return found[best], "slot"
-    return (found[best], "conflict") if float(sims[best]) >= float(config.graph.slot_min_similarity) else (None, "")
+    # The same kind of value ("moved to Galway" after "a running club in Dublin"): the
+    # values' meaning where the slots read apart (``value_kinds``).
+    people = {w for w in (*who, me or "") if w}
+    kinds = value_kinds.most_alike(new, [rows[o] for o in found], people, embed)
+    if kinds.size and float(kinds.max()) >= float(config.graph.kind_retire_similarity):
+        pick = int(np.argmax(kinds))
+        if float(sims[pick]) >= float(config.graph.kind_slot_floor):
+            return found[pick], "kind"
+    if float(sims[best]) >= float(config.graph.slot_min_similarity):
+        return found[best], "conflict"
+    if kinds.size and float(kinds.max()) >= float(config.graph.kind_min_similarity):
+        return found[int(np.argmax(kinds))], "conflict"
+    return None, ""
 
 
 # How many of a person's facts a stated change compares by slot (the most alike by the whole fact).
