@@ -81,6 +81,11 @@ def test_first_person_is_rewritten_to_speaker():
      "Aaron's wife and Aaron hosted a small get-together last weekend."),
     ("I taught myself guitar last year.", "Aaron taught themself guitar last year."),
     ("I don't drink coffee after noon.", "Aaron does not drink coffee after noon."),
+    # A pronoun inside another word is part of a name: the region, the road, the domain.
+    ("Our staging cluster runs in us-east-1 and I deploy to it every Friday.",
+     "Aaron's staging cluster runs in us-east-1 and Aaron deploys to it every Friday."),
+    ("I drive the I-95 every day to work.", "Aaron drives the I-95 every day to work."),
+    ("My app is my-app.io.", "Aaron's app is my-app.io."),
 ])
 def test_pronouns_become_the_speakers_name_and_verbs_agree(text, expected):
     assert only(said(text)).content == expected

@@ -11,7 +11,7 @@ from memory_assets.lib.extraction import cues as C
 from memory_assets.lib.extraction import rules as R
 from memory_assets.lib.extraction.clauses import (content_words, has_verb, is_chatter, is_question, is_specific,
                                                   sentences, strip_filler)
-from memory_assets.lib.extraction.people import Voice
+from memory_assets.lib.extraction.people import Voice, outside_compounds
 from retrieval.config import MemoryConfig
 from retrieval.schema import Candidate, Turn
 from retrieval.text import NEGATION, tokens
@@ -121,7 +121,8 @@ def we_as_i(text: str) -> str:
     def swap(m: re.Match[str]) -> str:
         word = _WE_AS_I[m.group(0).lower()]
         return word if m.group(0)[:1].islower() or word == "I" or word.startswith("I'") else word.capitalize()
-    return re.sub(r"\b(?:we're|we've|we'll|we'd|we|us|ours|our|ourselves)\b", swap, text, flags=re.IGNORECASE)
+    return outside_compounds(text, lambda t: re.sub(r"\b(?:we're|we've|we'll|we'd|we|us|ours|our|ourselves)\b", swap, t,
+                                                    flags=re.IGNORECASE))
 
 
 def lower_lead(text: str) -> str:

@@ -51,9 +51,38 @@ def _third_person(verb: str) -> str:
     return third_person(verb)
 
 
+# A word joined to others by a hyphen, dot, slash, @ or underscore, or with a digit in it, is
+# a name of its own ("us-east-1", "my-app", "I-95", "me@work.com"): no pronoun inside it is one.
+_COMPOUND = re.compile(r"[\w'’]*[A-Za-z\d](?:[-./@_][\w'’]+)+|\b\w*\d\w*\b")
+_PRONOUN_PART = re.compile(r"(?:^|[-./@_])(?:i|me|my|mine|we|us|our|ours|you|your|yours)(?:$|[-./@_])", re.IGNORECASE)
+# Stands in for such a word while the pronouns are rewritten; no pattern below reads it as a word.
+_HELD = "\u27e6{}\u27e7"
+
+
 def rewrite_first_person(text: str, voice: Voice) -> str:
     """Replace I/me/my/we (and "you", when the listener is known) with names, keeping
-    the rest of the wording literal and the verbs in agreement."""
+    the rest of the wording literal and the verbs in agreement. A pronoun inside another
+    word ("us-east-1") is left as it is."""
+    return outside_compounds(text, lambda t: _rewrite(t, voice))
+
+
+def outside_compounds(text: str, rewrite) -> str:
+    """``rewrite(text)`` with every word that has a pronoun inside it ("us-east-1",
+    "my-app") held out of its reach and put back as it was."""
+    held: list[str] = []
+
+    def hold(m: re.Match[str]) -> str:
+        if not _PRONOUN_PART.search(m.group(0)):
+            return m.group(0)
+        held.append(m.group(0))
+        return _HELD.format(len(held) - 1)
+    text = rewrite(_COMPOUND.sub(hold, text))
+    for k, word in enumerate(held):
+        text = text.replace(_HELD.format(k), word)
+    return text
+
+
+def _rewrite(text: str, voice: Voice) -> str:
     for pattern, plain in R.CASUAL:
         text = pattern.sub(plain, text)
     n = voice.name
