@@ -123,7 +123,7 @@ def _pending(stores: Stores) -> Overlay:
     """The writes not published yet, read from the inbox (nothing is embedded)."""
     def no_vectors(texts: list[str]) -> Any:
         raise AssertionError("a pending write is found by its id here, never by its words")
-    return Overlay(stores.paths, no_vectors, stores.config.default_namespace)
+    return Overlay(stores.paths, no_vectors, stores.config.default_namespace, stores.current)
 
 
 def get(stores: Stores, overlay: Overlay, view: View, item_id: str) -> dict[str, Any]:

@@ -114,14 +114,25 @@ class Overlay:
     pipeline has made its facts. A session the pipeline has dealt with is remembered as
     done and never read again."""
 
-    def __init__(self, paths: DataRoot, embed: Callable[[list[str]], np.ndarray], default_namespace: str):
-        self.paths, self._embed, self.default_namespace = paths, embed, default_namespace
+    def __init__(self, paths: DataRoot, embed: Callable[[list[str]], np.ndarray], default_namespace: str,
+                 served: Callable[[], published.Pointer | None] | None = None):
+        # ``served``: the version the reader searches (``Stores.current``), which may be
+        # seconds older than the pointer on the store: a session stays pending until the
+        # version searched holds it, or it would be in neither for those seconds.
+        self.paths, self._embed, self.default_namespace, self._served = paths, embed, default_namespace, served
         self._done: set[str] = set()
         self._read: dict[str, list[Pending] | None] = {}
         self._vectors: dict[str, np.ndarray] = {}
         self._listed: tuple[tuple[int, float] | None, list[str]] = (None, [])
 
     def _published_at(self) -> float:
+        """When the version searched was published (the store's pointer without ``served``)."""
+        if self._served is not None:
+            pointer = self._served()
+            if pointer is None:
+                return float("-inf")
+            if pointer.published_at:
+                return parse_utc(pointer.published_at).timestamp()
         try:
             when = published.published_at(self.paths)
         except OSError:
@@ -180,6 +191,12 @@ class Overlay:
             # it publishes it): one listing of the extracted sessions, not a look per session.
             facts = self.paths.extracted_facts
             extracted = {f.stem for f in facts.glob("*.parquet")} if facts.exists() else set()
+            if self.paths.is_local:
+                # Extracted after the version searched was published: not in it yet, so pending
+                # (a stat each, once: a session found published is done and never looked at again).
+                self._done |= {n for n in extracted - self._done
+                               if self.paths.session_file(facts, n).stat().st_mtime <= published_at}
+                extracted &= self._done
             flushed = [n for n in names if not n.startswith(PREFIX) and n not in extracted]
             self._listed = (key, remembered + flushed[:SESSIONS_SHOWN])
         return self._listed[1]
