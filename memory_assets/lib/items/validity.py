@@ -368,7 +368,11 @@ def _slot_change(n: int, earlier, rows: dict[int, dict], retired: set[int], conf
     or more: retired ("slot"); at ``slot_min_similarity`` or more: unsure, so both are
     served marked ``[conflict]``, newest first; less: (None, "")."""
     new = rows[n]
-    if (embed is None or not new.get("slot") or new.get("supersedes_hint")
+    # A change that names what it replaced by words no earlier fact holds ("traded her car
+    # in for a Kia EV6" after "Ola's Skoda Octavia has an engine light on") is compared by
+    # what it names, not by its new value: the hint is the old value's phrase.
+    hint = new.get("supersedes_hint") if not new.get("supersedes") else None
+    if (embed is None or not (new.get("slot") or hint) or (new.get("supersedes_hint") and not hint)
             or (new.get("change_cue") or "") in BEGINNING_CUES):
         return None, ""
     # A change of a thing ("the billing cron moved to 02:30") is about that thing or about
@@ -386,6 +390,13 @@ def _slot_change(n: int, earlier, rows: dict[int, dict], retired: set[int], conf
         return None, ""
     # The most alike few by the whole fact, then by their slots (embedded here: a handful per change).
     found = [found[i] for i in np.argsort(-(vectors[found] @ vectors[n]))[:_SLOT_CANDIDATES]]
+    people = {w for w in (*who, me or "") if w}
+    if hint:
+        named = value_kinds.most_alike({"value": hint}, [rows[o] for o in found], people, embed)
+        pick = int(np.argmax(named))
+        if float(named[pick]) >= float(config.graph.kind_retire_similarity):
+            return found[pick], "kind"
+        return (found[pick], "conflict") if float(named[pick]) >= float(config.graph.kind_min_similarity) else (None, "")
     slots = np.asarray(embed([new["slot"], *(rows[o]["slot"] for o in found)]), dtype=np.float32)
     sims = slots[1:] @ slots[0]
     best = int(np.argmax(sims))
@@ -393,7 +404,6 @@ def _slot_change(n: int, earlier, rows: dict[int, dict], retired: set[int], conf
         return found[best], "slot"
     # The same kind of value ("moved to Galway" after "a running club in Dublin"): the
     # values' meaning where the slots read apart (``value_kinds``).
-    people = {w for w in (*who, me or "") if w}
     kinds = value_kinds.most_alike(new, [rows[o] for o in found], people, embed)
     if kinds.size and float(kinds.max()) >= float(config.graph.kind_retire_similarity):
         pick = int(np.argmax(kinds))
