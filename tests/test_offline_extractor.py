@@ -73,9 +73,9 @@ def test_first_person_is_rewritten_to_speaker():
     ("My WRX oil change is due at 11,799 miles.", "Aaron's WRX oil change is due at 11,799 miles."),
     ("I'm allergic to penicillin.", "Aaron is allergic to penicillin."),
     ("I've been learning the violin for four months.", "Aaron has been learning the violin for four months."),
-    ("I'll renew my passport next week.", "Aaron will renew Aaron's passport next week."),
+    ("I'll renew my passport next week.", "Aaron will renew their passport next week."),
     ("I'd love to learn how to surf someday.", "Aaron would love to learn how to surf someday."),
-    ("I really enjoy hiking with my dog.", "Aaron really enjoys hiking with Aaron's dog."),
+    ("I really enjoy hiking with my dog.", "Aaron really enjoys hiking with their dog."),
     ("I practice and train every day to stay in shape.", "Aaron practices and trains every day to stay in shape."),
     ("My wife and I hosted a small get-together last weekend.",
      "Aaron's wife and Aaron hosted a small get-together last weekend."),
@@ -86,6 +86,10 @@ def test_first_person_is_rewritten_to_speaker():
      "Aaron's staging cluster runs in us-east-1 and Aaron deploys to it every Friday."),
     ("I drive the I-95 every day to work.", "Aaron drives the I-95 every day to work."),
     ("My app is my-app.io.", "Aaron's app is my-app.io."),
+    # "my" in a clause that already names the speaker says "their", not the name again; a
+    # relative keeps it (who the brother is reads from "Aaron's brother").
+    ("I take my levothyroxine at 6:30 every morning.", "Aaron takes their levothyroxine at 6:30 every morning."),
+    ("I visited my brother Tom in Denver.", "Aaron visited Aaron's brother Tom in Denver."),
 ])
 def test_pronouns_become_the_speakers_name_and_verbs_agree(text, expected):
     assert only(said(text)).content == expected
@@ -112,7 +116,7 @@ def test_compound_sentence_is_split_into_atomic_facts():
 def test_subjectless_sentence_is_attributed_to_the_speaker():
     fact = only(extract(turn(1, "user", "Gonna continue my edu and check out career options, which is pretty exciting!",
                              speaker="Caroline")))
-    assert fact.content == "Caroline is going to continue Caroline's edu and check out career options."
+    assert fact.content == "Caroline is going to continue their edu and check out career options."
     assert fact.kind == "commitment"
 
 
@@ -173,7 +177,7 @@ def test_a_fact_opening_on_a_pronoun_no_one_named_fits_is_dropped_unless_it_chan
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("I got my bike out of winter storage today.", "Aaron got Aaron's bike out of winter storage on September 2."),
+    ("I got my bike out of winter storage today.", "Aaron got their bike out of winter storage on September 2."),
     ("My passport renewal is due by tomorrow.", "Aaron's passport renewal is due by September 3."),
     ("Our staging deploy failed last night.", "Aaron's staging deploy failed on the night of September 1."),
 ])
@@ -527,7 +531,7 @@ def test_a_verbless_sentence_after_a_fact_describes_it():
 
 
 @pytest.mark.parametrize("text, expected", [
-    ("I got this email about my flight, does it look right?", "Aaron got this email about Aaron's flight."),
+    ("I got this email about my flight, does it look right?", "Aaron got this email about their flight."),
     ("Remind me to buy travel insurance before April 15.", "Aaron wants a reminder to buy travel insurance before April 15."),
     ("Hmm, actually no. My doctor told me to cut down on coffee.", "Aaron's doctor told Aaron to cut down on coffee."),
 ])

@@ -416,6 +416,24 @@ def test_a_change_naming_what_it_replaced_by_other_words_is_compared_by_what_it_
     assert _retired(embedder, facts, "conflict") == [(facts[2][1], facts[0][1])]
 
 
+def test_a_change_whose_old_value_another_fact_already_ended_retires_nothing_else(embedder):
+    # The cancellation retires the PureGym; the new gym restates the change. The triathlon
+    # shares only Bea's name and is a thing as the leisure centre is, but no value alike.
+    facts = [("2026-02-03", "Bea goes to the PureGym on Deansgate before work and it's rammed at 7am."),
+             ("2026-02-03", "Bea is training for a sprint triathlon in September, by the way."),
+             ("2026-03-20", "Bea cancelled PureGym when their contract ended."),
+             ("2026-03-20", "Bea goes to the leisure centre in Ancoats now.")]
+    assert _retired(embedder, facts) == [(facts[2][1], facts[0][1])]
+
+
+def test_a_stated_change_is_compared_once_so_a_later_run_never_retires_the_next_fact_around_it(embedder):
+    # The run the new gym arrived in found its old value ended by the cancellation (gone
+    # from the active facts now); the next run must not pick the triathlon instead.
+    facts = [("2026-02-03", "Bea is training for a sprint triathlon in September, by the way."),
+             ("2026-03-20", "Bea goes to the leisure centre in Ancoats now.")]
+    assert _retired(embedder, facts, known={"i1"}) == []
+
+
 def test_a_value_that_names_the_old_one_is_the_same_thing_not_a_new_value():
     from memory_assets.lib.items import value_kinds
 

@@ -63,8 +63,7 @@ class MemoryClient:
         self._pii = credentials.pii_from_config(self.config)
         self.view = View.of(self.config, namespace, scopes)
         self.stores = Stores(self.paths, self.config)
-        self.overlay = Overlay(self.paths, lambda texts: self.embedder.embed(texts), self.config.default_namespace,
-                               self.stores.current)
+        self.overlay = Overlay(self.paths, lambda t: self.embedder.embed(t), self.config.default_namespace, self.stores.current)
         self.last_tier: str = "none"
 
     def scoped(self, namespace: str | None, scopes: Sequence[str] | None = None, *,

@@ -90,8 +90,12 @@ class Stores:
 
     def current(self) -> Pointer | None:
         """The published version (None before the first publish), its snapshot and graph
-        loaded: the pointer is read again every ``_REOPEN_SECONDS``."""
-        if time.monotonic() - self._checked_at > _REOPEN_SECONDS:
+        loaded: the pointer is read again every ``_REOPEN_SECONDS``, and on a disk whenever
+        it changed (one stat a call: a run's publish is searched from the next call)."""
+        stale = time.monotonic() - self._checked_at > _REOPEN_SECONDS
+        if not stale and self.paths.is_local:
+            stale = self.rows.pointer.get() is not self._pointer
+        if stale:
             before = self.rows.key
             pointer = self.rows.refresh()  # the publish pointer, read first
             self.graph.refresh(pointer.graph_paths(self.paths) if pointer else None)

@@ -47,7 +47,7 @@ class OfflineExtractor:
     (category keywords pick each fact's category, ``tiers`` its tier)."""
 
     name = "offline"
-    version = "rules-v17"  # v17: a pronoun inside another word ("us-east-1") is left as it is; v16: runs of spaces read as one, sentences read in pieces of ≤ 1,000 characters
+    version = "rules-v18"  # v18: "my" in a clause that names the speaker is "their"; v17: a pronoun inside another word ("us-east-1") is left as it is; v16: runs of spaces read as one, sentences read in pieces of ≤ 1,000 characters
 
     def __init__(self, config: MemoryConfig):
         self.config = config

@@ -11,7 +11,7 @@ from memory_assets.lib.extraction import cues as C
 from memory_assets.lib.extraction import rules as R
 from memory_assets.lib.extraction.clauses import absolute_dates, finish, strip_filler
 from retrieval.schema import Turn
-from retrieval.text import third_person
+from retrieval.text import PEOPLE_NOUNS, third_person
 
 
 _SUBJECT_I = re.compile(
@@ -116,6 +116,16 @@ def _rewrite(text: str, voice: Voice) -> str:
 
     text = _SUBJECT_I.sub(subject, text)
     text = re.sub(r"\bi\b", n, text, flags=re.IGNORECASE)
+
+    def my(m: re.Match[str]) -> str:
+        # "Farid takes my levothyroxine" is "Farid takes their levothyroxine", not "Farid takes
+        # Farid's levothyroxine": the clause already names whose. A relative keeps the name
+        # ("Farid visited Farid's brother Tom": who the brother is reads from it).
+        clause = re.split(r"[,;:.!?]|\b(?:and|but|so|because)\b", text[:m.start()])[-1]
+        after = text[m.end():].lstrip().split(" ", 1)[0].lower().strip(",.;:!?")
+        said = re.search(r"\b" + re.escape(n) + r"\b(?!'s)", clause) is not None
+        return "their" if said and after not in PEOPLE_NOUNS and m.group(0).lower() == "my" else f"{n}'s"
+    text = re.sub(r"\bmy\b", my, text, flags=re.IGNORECASE)
     for pattern, repl in ((r"\bwe're\b|\bwe are\b", f"{group} are"), (r"\bwe've\b", f"{group} have"),
                           (r"\bwe'll\b", f"{group} will"), (r"\bwe'd\b", f"{group} would"),
                           (r"\bourselves\b", "themselves"), (r"\bmine\b|\bmy\b|\bours\b|\bour\b", f"{n}'s"),

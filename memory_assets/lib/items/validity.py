@@ -50,11 +50,11 @@ from typing import NamedTuple
 import numpy as np
 import polars as pl
 
-from memory_assets.lib.extraction.structure import key_parts, normal
+from memory_assets.lib.extraction.structure import key_parts
 from memory_assets.lib.items import value_kinds
 from retrieval.config import MemoryConfig
 from retrieval.spans import spanned
-from retrieval.text import BEGINNING_CUES, CHANGE_ADVERBS, ENDING_CUES, PEOPLE_NOUNS, STOPWORDS, value_words
+from retrieval.text import BEGINNING_CUES, ENDING_CUES, PEOPLE_NOUNS, value_words
 
 # Subject heads that are things, not someone ("it", "that"): never a person of their own.
 _THINGS = frozenset("it this that there they we you i".split())
@@ -197,7 +197,10 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
     floor = config.graph.change_min_similarity
 
     def when(i: int):
-        return (rows[i]["valid_from"] or rows[i]["created_at"], rows[i]["created_at"], rows[i]["id"])
+        # Said together, an ending first ("cancelled PureGym when the contract ended, I go to
+        # the leisure centre now"): what it ended is settled before the new value is read.
+        ending = (rows[i].get("change_cue") or "") in ENDING_CUES
+        return (rows[i]["valid_from"] or rows[i]["created_at"], rows[i]["created_at"], not ending, rows[i]["id"])
 
     for members in by_user.values():
         if len(members) < 2:
@@ -260,8 +263,10 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                     # A change replaces one fact, once: an item that already retired one
                     # (by rule 1 or 2 above, or in an earlier run) retires nothing more, or
                     # every night would retire the next most alike fact around it.
+                    # Once, in the run it arrives (as by slot, below): a later run that finds
+                    # its old value already gone would retire the next most alike fact instead.
                     if (new["value"] and not new.get("supersedes_hint") and not new.get("supersedes")
-                            and n not in retirers):
+                            and n not in retirers and new["id"] not in known):
                         older = [o for o in members if o != n and (o not in retired or _same_session(rows[retired_by.get(o, o)], new))
                                  and not rows[o]["tentative"] and rows[o].get("session_id") != new.get("session_id")
                                  and rows[o]["created_at"] < new["created_at"] and _comparable(rows[o], new, me, names)]
@@ -273,9 +278,14 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                         # replaces only a value of a one-value relation ("joined Stripe" as an employer).
                         beginning = (new.get("change_cue") or "") in BEGINNING_CUES
                         # What kind of thing the new value is ("fraud detection team" → "team").
-                        slot = _head(new["value"])
+                        slot = value_kinds.head(new["value"])
                         same = [o for o in older if rows[o]["relation"] == new["relation"]] \
                             if new["relation"] not in GENERAL_RELATIONS and (not beginning or one_value) else []
+                        if any(o in retired for o in same):
+                            # Another fact of this session already ended this slot's value
+                            # ("cancelled PureGym", then "goes to the leisure centre now"):
+                            # this one restates that change and retires nothing more.
+                            older = []
                         if same and float(np.max(vectors[same] @ vectors[n])) >= floor:
                             older = same
                         else:
@@ -301,7 +311,7 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                                 if slot and any(slot[:_ANCHOR] in w.lower() for w in words):
                                     return True
                                 if subject_anchor and any(subject_anchor in w.lower() for w in words):
-                                    return not person or value_kind(rows[o]["value"]) == value_kind(new["value"]) is not None
+                                    return not person or value_kinds.coarse(rows[o]["value"]) == value_kinds.coarse(new["value"]) is not None
                                 return float(vectors[o] @ vectors[n]) >= _SAME_FACT
 
                             older = [o for o in older if anchored(o)]
@@ -343,11 +353,11 @@ def _conflicting(n: int, earlier, rows: dict[int, dict], vectors: np.ndarray, re
         return None  # a second club, a new hobby: beside the others
     if not new["value"] or new["relation"] in GENERAL_RELATIONS or new.get("supersedes_hint"):
         return None
-    kind = value_kind(new["value"])
+    kind = value_kinds.coarse(new["value"])
     found = [o for o in earlier if o not in retired and not rows[o]["tentative"] and rows[o]["status"] == "active"
              and rows[o]["relation"] == new["relation"] and rows[o].get("session_id") != new.get("session_id")
              and rows[o]["created_at"] < new["created_at"] and same_subject(rows[o], new)
-             and (new["states_change"] or value_kind(rows[o]["value"]) == kind and (one_value or single_valued(rows[o], config)))
+             and (new["states_change"] or value_kinds.coarse(rows[o]["value"]) == kind and (one_value or single_valued(rows[o], config)))
              and _differ(rows[o], new)]
     if not found:
         return None
@@ -427,26 +437,6 @@ _ANCHOR = 4
 _SAME_FACT = 0.7
 # How much less alike a fact that names the slot may read (the lower bar for it).
 _NAMED_SLACK = 0.1
-
-
-def value_kind(value: str | None) -> str | None:
-    """What kind of value it is, coarsely: "number" ("12 km", "$49"), "name" ("PureGym",
-    "Anytime Fitness"), "thing" ("oat flat white"); None for no value."""
-    if not value or not value.strip():
-        return None
-    # Its head, before any preposition: "staff nurse at St. Luke's" is a thing, "new GP" a name.
-    head = re.split(r"\s(?:at|on|in|for|of|with|from|to|by)\s", value, maxsplit=1)[0]
-    words = [w for w in head.split() if w.lower() not in STOPWORDS]
-    if any(any(c.isupper() for c in w) for w in words):
-        return "name"  # "MySQL 8", "iPhone 13", "new GP"
-    return "number" if any(c.isdigit() for c in value) else "thing"
-
-
-def _head(value: str | None) -> str | None:
-    """The last content word of a value: what kind of thing it is ("fraud detection team"
-    → "team", "90 minutes" → "minutes"); None for a bare number or name."""
-    words = [w for w in (normal(value) or "").split() if w not in STOPWORDS and w not in CHANGE_ADVERBS and w.isalpha()]
-    return words[-1] if words else None
 
 
 def _holds(old: dict, new: dict, me: str | None, names: frozenset[str] | None) -> bool:

@@ -18,15 +18,20 @@ stayed: "Slack" in "keeps Slack in dark mode" → "uses Slack in the light theme
 "the birthday party is in a month" → "the party was a hit"). A pair of facts is as alike as its most
 alike pair of phrases, one from each. Validity asks this only of a stated change, among
 the same person's earlier facts (``validity._slot_change``).
+
+Without the model, ``coarse`` tells a number from a name from a thing, and ``head`` names
+the kind of thing a value is by its last word ("fraud detection team" → "team").
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Sequence
 
 import numpy as np
 
-from retrieval.text import STOPWORDS
+from memory_assets.lib.extraction.structure import normal
+from retrieval.text import CHANGE_ADVERBS, STOPWORDS
 
 # Pronouns and placeholders extraction may leave as a value: they name no kind of thing.
 _EMPTY = frozenset("it this that these those there here one something anything everything".split())
@@ -79,3 +84,25 @@ def _names(a: str, b: str) -> bool:
     """One phrase names the other: its content words are all in the other's."""
     x, y = _words(a), _words(b)
     return bool(x and y) and (x <= y or y <= x)
+
+
+# --- coarse kinds, without the model ---------------------------------------------------
+
+def coarse(value: str | None) -> str | None:
+    """What kind of value it is, coarsely: "number" ("12 km", "$49"), "name" ("PureGym",
+    "Anytime Fitness"), "thing" ("oat flat white"); None for no value."""
+    if not value or not value.strip():
+        return None
+    # Its head, before any preposition: "staff nurse at St. Luke's" is a thing, "new GP" a name.
+    front = re.split(r"\s(?:at|on|in|for|of|with|from|to|by)\s", value, maxsplit=1)[0]
+    words = [w for w in front.split() if w.lower() not in STOPWORDS]
+    if any(any(c.isupper() for c in w) for w in words):
+        return "name"  # "MySQL 8", "iPhone 13", "new GP"
+    return "number" if any(c.isdigit() for c in value) else "thing"
+
+
+def head(value: str | None) -> str | None:
+    """The last content word of a value: what kind of thing it is ("fraud detection team"
+    → "team", "90 minutes" → "minutes"); None for a bare number or name."""
+    words = [w for w in (normal(value) or "").split() if w not in STOPWORDS and w not in CHANGE_ADVERBS and w.isalpha()]
+    return words[-1] if words else None
