@@ -120,6 +120,25 @@ def test_subjectless_sentence_is_attributed_to_the_speaker():
     assert fact.kind == "commitment"
 
 
+@pytest.mark.parametrize("text, expected", [
+    # A change told as done, with no subject: the speaker's.
+    ("Stepped down as treasurer of the club.", "Aaron stepped down as treasurer of the club."),
+    ("Left Deloitte in June and joined a fintech called Monzo.",
+     "Aaron left Deloitte in June and joined a fintech called Monzo."),
+    # An unnamed thing changed, said by a change phrase: the speaker's own thing.
+    ("From now on the standup is at 9:15.", "From now on the standup is at 9:15."),
+    # What the speaker is doing now, said without "I'm".
+    ("Using Notion for all my planning now.", "Aaron is using Notion for all their planning now."),
+])
+def test_every_change_statement_becomes_a_fact(text, expected):
+    facts = said(text)
+    assert [c.content for c in facts] == [expected]
+
+
+def test_a_bare_now_about_a_thing_states_no_change():
+    assert not any("now" in c.content for c in said("The weather is nice now."))
+
+
 def test_he_or_she_is_resolved_to_the_person_just_named():
     facts = said("My sister Maya's birthday is October 12. She just got into ceramics.")
     assert [c.content for c in facts] == ["Aaron's sister Maya's birthday is October 12.",

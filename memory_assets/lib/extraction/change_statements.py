@@ -11,9 +11,12 @@ miss, as the speaker's first-person words for ``OfflineExtractor`` to render.
 
 from __future__ import annotations
 
+import re
+
 from memory_assets.lib.extraction import cues as C
 from memory_assets.lib.extraction import rules as R
 from memory_assets.lib.extraction.clauses import drop_tail_question, has_verb, is_question, strip_filler
+from memory_assets.lib.extraction.people import speakers_own
 from retrieval.text import CHANGE_ADVERBS, says_changed, tokens
 
 
@@ -27,10 +30,24 @@ def lead_change(sentence: str) -> str | None:
 
 def change_statement(sentence: str, names: tuple[str, ...]) -> str | None:
     """The sentence, without its tail question and filler, when it says in the first
-    person that a value changed; None otherwise."""
-    text = strip_filler(drop_tail_question(sentence), names).strip()
-    if not text or is_question(text) or not R.FIRST_PERSON.search(text) or not has_verb(text) \
-            or R.SUBORDINATE_START.match(text) and "," not in text:
+    person that a value changed (a change verb it opens with is the speaker's: "Stepped
+    down as treasurer"); or says, by a change verb or phrase, that one of the speaker's
+    things changed ("From now on the standup is at 9:15": an unnamed thing is the
+    speaker's own); None otherwise. A bare "now" says no change of a thing ("the weather
+    is nice now")."""
+    text = speakers_own(strip_filler(drop_tail_question(sentence), names).strip())
+    if _DOING.match(text) and any(w.lower() in CHANGE_ADVERBS for w in tokens(text)):
+        text = f"I'm {text[:1].lower()}{text[1:]}"  # "Using Notion for all my planning now"
+    if not text or is_question(text) or not has_verb(text) or R.SUBORDINATE_START.match(text) and "," not in text:
         return None
+    if not R.FIRST_PERSON.search(text):
+        return text if _THING.search(text) and (C.CHANGE_DONE.search(text) or says_changed(text)) else None
     said = C.CHANGE_DONE.search(text) or says_changed(text) or any(w.lower() in CHANGE_ADVERBS for w in tokens(text))
     return text if said else None
+
+
+# A sentence that opens with what the speaker is doing, and what with: "Using Notion…",
+# "Seeing Dr. Patel…", "Taking the 7:10 train…" (not "Morning runs are…").
+_DOING = re.compile(r"^[A-Za-z]+ing\s+(?:[A-Z]|the\b|a\b|an\b|my\b|our\b|\d)")
+# An unnamed thing as what the sentence is about: "the standup", "the rent".
+_THING = re.compile(r"^(?:(?:from now on|these days|since \w+|as of \w+)[,]?\s+)?the\s+[a-z]", re.IGNORECASE)

@@ -37,7 +37,21 @@ class Voice:
 
 def as_said(text: str, voice: Voice, turn: Turn) -> str:
     """A clause as a fact: in the third person, relative days as dates, finished."""
-    return finish(absolute_dates(rewrite_first_person(text, voice), turn.content_at))
+    return finish(absolute_dates(rewrite_first_person(speakers_own(text), voice), turn.content_at))
+
+
+# A sentence that opens with a change told as done ("Stepped down as treasurer", "Left
+# Deloitte in June and joined Monzo"): no subject is said, so it is the speaker's.
+_DONE_OPENING = re.compile(r"^(?:" + C.CHANGE_DONE.pattern.removeprefix(r"\b") + r")", re.IGNORECASE)
+
+
+def speakers_own(text: str) -> str:
+    """``text`` with "I" before a change verb it opens with: "Stepped down as treasurer"
+    → "I stepped down as treasurer"; any other text as it is."""
+    stripped = text.lstrip()
+    if not _DONE_OPENING.match(stripped):
+        return text
+    return f"I {stripped[:1].lower()}{stripped[1:]}"
 
 
 def _third_person(verb: str) -> str:
