@@ -90,6 +90,8 @@ def test_first_person_is_rewritten_to_speaker():
     # relative keeps it (who the brother is reads from "Aaron's brother").
     ("I take my levothyroxine at 6:30 every morning.", "Aaron takes their levothyroxine at 6:30 every morning."),
     ("I visited my brother Tom in Denver.", "Aaron visited Aaron's brother Tom in Denver."),
+    # A count the group reached is the group's: the speaker is not 40.
+    ("We're up to 40 paying customers now.", "Aaron and others are up to 40 paying customers now."),
 ])
 def test_pronouns_become_the_speakers_name_and_verbs_agree(text, expected):
     assert only(said(text)).content == expected

@@ -115,9 +115,18 @@ _WE_AS_I = {"we": "I", "we're": "I'm", "we've": "I've", "we'll": "I'll", "we'd":
             "ours": "mine", "ourselves": "myself"}
 
 
+# "We're up to 40 paying customers", "we're down to one car": a count the group reached,
+# not the speaker's own (who is not 40): it stays the group's.
+_GROUP_COUNT = re.compile(r"\bwe(?:'re| are)\s+(?:now\s+)?(?:up to|down to|at|on|over|past|under)\s+\d", re.IGNORECASE)
+
+
 def we_as_i(text: str) -> str:
     """"We" in the user's mouth as "I": the user's team or household, attributed to the user
-    ("We're switching to Zen" → "I'm switching to Zen" → "Tariq is switching to Zen")."""
+    ("We're switching to Zen" → "I'm switching to Zen" → "Tariq is switching to Zen");
+    but a count the group reached stays the group's ("we're up to 40 customers")."""
+    if _GROUP_COUNT.search(text):
+        return text
+
     def swap(m: re.Match[str]) -> str:
         word = _WE_AS_I[m.group(0).lower()]
         return word if m.group(0)[:1].islower() or word == "I" or word.startswith("I'") else word.capitalize()
