@@ -50,4 +50,4 @@ def change_statement(sentence: str, names: tuple[str, ...]) -> str | None:
 # "Seeing Dr. Patel…", "Taking the 7:10 train…" (not "Morning runs are…").
 _DOING = re.compile(r"^[A-Za-z]+ing\s+(?:[A-Z]|the\b|a\b|an\b|my\b|our\b|\d)")
 # An unnamed thing as what the sentence is about: "the standup", "the rent".
-_THING = re.compile(r"^(?:(?:from now on|these days|since \w+|as of \w+)[,]?\s+)?the\s+[a-z]", re.IGNORECASE)
+_THING = re.compile(r"^(?:[\w']+,?\s+){0,3}?the\s+[a-z]", re.IGNORECASE)  # after a lead-in ("From now on the…")
