@@ -40,16 +40,12 @@ def as_said(text: str, voice: Voice, turn: Turn) -> str:
     return finish(absolute_dates(rewrite_first_person(speakers_own(text), voice), turn.content_at))
 
 
-# A sentence that opens with a change told as done ("Stepped down as treasurer", "Left
-# Deloitte in June and joined Monzo"): no subject is said, so it is the speaker's.
-_DONE_OPENING = re.compile(r"^(?:" + C.CHANGE_DONE.pattern.removeprefix(r"\b") + r")", re.IGNORECASE)
-
-
 def speakers_own(text: str) -> str:
-    """``text`` with "I" before a change verb it opens with: "Stepped down as treasurer"
-    → "I stepped down as treasurer"; any other text as it is."""
+    """``text`` with "I" before a change verb it opens with (``cues.CHANGE_DONE``): a change
+    told as done with no subject is the speaker's ("Stepped down as treasurer" → "I stepped
+    down as treasurer"); any other text as it is."""
     stripped = text.lstrip()
-    if not _DONE_OPENING.match(stripped):
+    if not C.CHANGE_DONE.match(stripped):
         return text
     return f"I {stripped[:1].lower()}{stripped[1:]}"
 
@@ -138,11 +134,11 @@ def _rewrite(text: str, voice: Voice) -> str:
         clause = re.split(r"[,;:.!?]|\b(?:and|but|so|because)\b", text[:m.start()])[-1]
         after = text[m.end():].lstrip().split(" ", 1)[0].lower().strip(",.;:!?")
         said = re.search(r"\b" + re.escape(n) + r"\b(?!'s)", clause) is not None
-        return "their" if said and after not in PEOPLE_NOUNS and m.group(0).lower() == "my" else f"{n}'s"
+        return "their" if said and after not in PEOPLE_NOUNS else f"{n}'s"
     text = re.sub(r"\bmy\b", my, text, flags=re.IGNORECASE)
     for pattern, repl in ((r"\bwe're\b|\bwe are\b", f"{group} are"), (r"\bwe've\b", f"{group} have"),
                           (r"\bwe'll\b", f"{group} will"), (r"\bwe'd\b", f"{group} would"),
-                          (r"\bourselves\b", "themselves"), (r"\bmine\b|\bmy\b|\bours\b|\bour\b", f"{n}'s"),
+                          (r"\bourselves\b", "themselves"), (r"\bmine\b|\bours\b|\bour\b", f"{n}'s"),
                           (r"\bus\b|\bwe\b", group), (r"\bme\b", n)):
         text = re.sub(pattern, repl, text, flags=re.IGNORECASE)
     # "myself" names the speaker unless the clause already does ("Caroline taught themself").

@@ -197,10 +197,7 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
     floor = config.graph.change_min_similarity
 
     def when(i: int):
-        # Said together, an ending first ("cancelled PureGym when the contract ended, I go to
-        # the leisure centre now"): what it ended is settled before the new value is read.
-        ending = (rows[i].get("change_cue") or "") in ENDING_CUES
-        return (rows[i]["valid_from"] or rows[i]["created_at"], rows[i]["created_at"], not ending, rows[i]["id"])
+        return (rows[i]["valid_from"] or rows[i]["created_at"], rows[i]["created_at"], rows[i]["id"])
 
     for members in by_user.values():
         if len(members) < 2:
@@ -215,7 +212,7 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                 rows[i] = {**rows[i], "subject_key": aliases[key], "said_key": key}
         people = Counter(person_of(rows[i]["subject_key"]) for i in members if _named(rows[i]["subject_key"], names))
         me = people.most_common(1)[0][0] if people else None
-        # Whom the user's facts are about, by name: never what changed (``value_kinds``).
+        # Whom the user's facts are about, by name (``me`` among them): never what changed (``value_kinds``).
         who = {w for p in people for w in re.split(r"'s |\s", p) if w and w not in PEOPLE_NOUNS} | set(aliases.values())
         retired_by: dict[int, int] = {}
         retirers: set[int] = set()  # the items that retired one (``retired_by``'s values)
@@ -284,9 +281,9 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                         if any(o in retired for o in same):
                             # Another fact of this session already ended this slot's value
                             # ("cancelled PureGym", then "goes to the leisure centre now"):
-                            # this one restates that change and retires nothing more.
+                            # this one restates that change, as above.
                             older = []
-                        if same and float(np.max(vectors[same] @ vectors[n])) >= floor:
+                        elif same and float(np.max(vectors[same] @ vectors[n])) >= floor:
                             older = same
                         else:
                             # Another relation is replaced only when the fact names the thing
@@ -400,30 +397,24 @@ def _slot_change(n: int, earlier, rows: dict[int, dict], retired: set[int], conf
         return None, ""
     # The most alike few by the whole fact, then by their slots (embedded here: a handful per change).
     found = [found[i] for i in np.argsort(-(vectors[found] @ vectors[n]))[:_SLOT_CANDIDATES]]
-    people = {w for w in (*who, me or "") if w}
-    if hint:
-        named = value_kinds.most_alike({"value": hint}, [rows[o] for o in found], people, embed)
-        pick = int(np.argmax(named))
-        if float(named[pick]) >= float(config.graph.kind_retire_similarity):
-            return found[pick], "kind"
-        return (found[pick], "conflict") if float(named[pick]) >= float(config.graph.kind_min_similarity) else (None, "")
-    slots = np.asarray(embed([new["slot"], *(rows[o]["slot"] for o in found)]), dtype=np.float32)
-    sims = slots[1:] @ slots[0]
-    best = int(np.argmax(sims))
-    if float(sims[best]) >= float(config.graph.slot_retire_similarity):
-        return found[best], "slot"
+    graph = config.graph
+    sims = None
+    if not hint:
+        slots = np.asarray(embed([new["slot"], *(rows[o]["slot"] for o in found)]), dtype=np.float32)
+        sims = slots[1:] @ slots[0]
+        best = int(np.argmax(sims))
+        if float(sims[best]) >= float(graph.slot_retire_similarity):
+            return found[best], "slot"
     # The same kind of value ("moved to Galway" after "a running club in Dublin"): the
-    # values' meaning where the slots read apart (``value_kinds``).
-    kinds = value_kinds.most_alike(new, [rows[o] for o in found], people, embed)
-    if kinds.size and float(kinds.max()) >= float(config.graph.kind_retire_similarity):
-        pick = int(np.argmax(kinds))
-        if float(sims[pick]) >= float(config.graph.kind_slot_floor):
-            return found[pick], "kind"
-    if float(sims[best]) >= float(config.graph.slot_min_similarity):
+    # values' meaning where the slots read apart; for a hint, what it names (``value_kinds``).
+    kinds = value_kinds.most_alike({"value": hint} if hint else new, [rows[o] for o in found], who, embed)
+    pick = int(np.argmax(kinds))
+    if float(kinds[pick]) >= float(graph.kind_retire_similarity) and (
+            sims is None or float(sims[pick]) >= float(graph.kind_slot_floor)):
+        return found[pick], "kind"
+    if sims is not None and float(sims[best]) >= float(graph.slot_min_similarity):
         return found[best], "conflict"
-    if kinds.size and float(kinds.max()) >= float(config.graph.kind_min_similarity):
-        return found[int(np.argmax(kinds))], "conflict"
-    return None, ""
+    return (found[pick], "conflict") if float(kinds[pick]) >= float(graph.kind_min_similarity) else (None, "")
 
 
 # How many of a person's facts a stated change compares by slot (the most alike by the whole fact).

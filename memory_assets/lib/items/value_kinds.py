@@ -31,7 +31,7 @@ from collections.abc import Callable, Collection, Sequence
 import numpy as np
 
 from memory_assets.lib.extraction.structure import normal
-from retrieval.text import CHANGE_ADVERBS, STOPWORDS
+from retrieval.text import CHANGE_ADVERBS, STOPWORDS, value_words
 
 # Pronouns and placeholders extraction may leave as a value: they name no kind of thing.
 _EMPTY = frozenset("it this that these those there here one something anything everything".split())
@@ -43,11 +43,9 @@ def phrases(row: dict, people: Collection[str]) -> list[str]:
     out: dict[str, str] = {}
     for text in (row.get("value") or "", *(row.get("entities") or ())):
         text = " ".join(text.split())
-        low = text.lower()
-        words = [w.strip("'’.,") for w in low.replace("'s ", " ").split()]
-        if (not text or low in _EMPTY or low in people or all(w in STOPWORDS or w in people for w in words)):
+        if text.lower() in _EMPTY or not value_words(text) - frozenset(people):
             continue
-        out.setdefault(low, text)
+        out.setdefault(text.lower(), text)
     return list(out.values())
 
 
@@ -75,14 +73,9 @@ def most_alike(new: dict, older: Sequence[dict], people: Collection[str],
     return out
 
 
-def _words(text: str) -> frozenset[str]:
-    return frozenset(w for w in (x.strip("'’.,;:!?()") for x in text.lower().replace("'s ", " ").split())
-                     if w and w not in STOPWORDS)
-
-
 def _names(a: str, b: str) -> bool:
-    """One phrase names the other: its content words are all in the other's."""
-    x, y = _words(a), _words(b)
+    """One phrase names the other: its content words (``value_words``) are all in the other's."""
+    x, y = value_words(a), value_words(b)
     return bool(x and y) and (x <= y or y <= x)
 
 
