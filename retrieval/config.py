@@ -233,6 +233,8 @@ class Graph(_Section):
     kind_retire_similarity: float = Field(ge=0.0, le=1.0)
     kind_slot_floor: float = Field(ge=0.0, le=1.0)
     kind_min_similarity: float = Field(ge=0.0, le=1.0)
+    change_model_retire: float = Field(ge=0.0, le=1.0)
+    change_model_conflict: float = Field(ge=0.0, le=1.0)
     alias_min_similarity: float = Field(ge=0.0, le=1.0)
     expansion_depth: int = Field(ge=0, le=3)
     hop_decay: float = Field(gt=0.0, le=1.0)

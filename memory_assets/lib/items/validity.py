@@ -51,7 +51,7 @@ import numpy as np
 import polars as pl
 
 from memory_assets.lib.extraction.structure import key_parts
-from memory_assets.lib.items import value_kinds
+from memory_assets.lib.items import change_model, value_kinds
 from retrieval.config import MemoryConfig
 from retrieval.spans import spanned
 from retrieval.text import BEGINNING_CUES, ENDING_CUES, PEOPLE_NOUNS, value_words
@@ -157,7 +157,8 @@ class Retirement(NamedTuple):
 _RULES = {"one value": "one value at a time", "ended": "the later fact says it ended",
           "change": "a stated change of the same thing", "hint": "the later fact names what it replaces",
           "slot": "a stated change of the same slot (alike without the people's names)",
-          "kind": "a stated change to a value of the same kind"}
+          "kind": "a stated change to a value of the same kind",
+          "learned": "a stated change the learned judge ties to this fact (items.change_model)"}
 
 
 def why(old: dict, new: dict, rule: str) -> str:
@@ -325,8 +326,10 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                     o, rule = _conflicting(n, heads.get(head, ()), rows, vectors, retired, config), "conflict"
                     if (o is None and new["states_change"] and not new["tentative"]
                             and new["id"] not in known):
-                        # 4. A stated change no rule above settled: by its slot, the fact it is about.
+                        # 4. A stated change no rule above settled: by its slot; 5. else by the learned judge.
                         o, rule = _slot_change(n, members[:k], rows, retired, config, me, names, embed, vectors, who)
+                        if (o is None or rule == "conflict") and embed is not None:
+                            o, rule = _judged(n, members[:k], rows, retired, config, names, embed, vectors, who, o, rule)
                     if rule != "conflict" and o is not None:
                         retire(n, o, rule)
                     elif o is not None:
@@ -415,6 +418,29 @@ def _slot_change(n: int, earlier, rows: dict[int, dict], retired: set[int], conf
     if sims is not None and float(sims[best]) >= float(graph.slot_min_similarity):
         return found[best], "conflict"
     return (found[pick], "conflict") if float(kinds[pick]) >= float(graph.kind_min_similarity) else (None, "")
+
+
+def _judged(n: int, earlier, rows: dict[int, dict], retired: set[int], config: MemoryConfig, names: frozenset[str],
+            embed, vectors: np.ndarray, who: Collection[str], o: int | None, rule: str) -> tuple[int | None, str]:
+    """Rule 5 (``change_model``): the person's earlier facts of other sessions, the most alike
+    few, judged together; the likeliest at ``[graph] change_model_retire`` is retired
+    ("learned"), at ``change_model_conflict`` a conflict when no rule found one."""
+    new = rows[n]  # (a change that begins something, "started pottery", sits beside the others)
+    found = [e for e in earlier if e not in retired and rows[e]["status"] == "active" and not rows[e]["tentative"]
+             and rows[e].get("session_id") != new.get("session_id") and rows[e]["created_at"] < new["created_at"]
+             and ((new.get("change_cue") or "") not in BEGINNING_CUES or single_valued(new, config))]
+    found = [found[i] for i in np.argsort(-(vectors[found] @ vectors[n]))[:_SLOT_CANDIDATES]] if found else []
+    judged = change_model.judge(new, [rows[e] for e in found], vectors[found] @ vectors[n], embed, who, lambda old: dict(
+        same_relation=old["relation"] == new["relation"], general=new["relation"] in GENERAL_RELATIONS,
+        same_subject=same_subject(old, new), old_named=_named(old["subject_key"], names),
+        new_named=_named(new["subject_key"], names), ending=(new.get("change_cue") or "") in ENDING_CUES,
+        one_value=single_valued(new, config), names=names)) if found else None
+    if judged is None:
+        return o, rule
+    best = int(np.argmax(judged))
+    if float(judged[best]) >= float(config.graph.change_model_retire):
+        return found[best], "learned"
+    return (found[best], "conflict") if o is None and float(judged[best]) >= float(config.graph.change_model_conflict) else (o, rule)
 
 
 # How many of a person's facts a stated change compares by slot (the most alike by the whole fact).
