@@ -202,12 +202,12 @@ def build(cases: Sequence[ChangeCase], root: Path, config: MemoryConfig, extract
 
 # --- scoring -----------------------------------------------------------------------------
 
-def _mentions(content: str, words: Sequence[str]) -> bool:
+def mentions(content: str, words: Sequence[str]) -> bool:
     low = content.lower()
     return all(w in low for w in words)
 
 
-def _sessions(row: dict) -> set[str]:
+def learned_in(row: dict) -> set[str]:
     """The sessions an item was learned in."""
     return {t.split(":")[0] for t in row.get("source_turn_ids") or []} | {row.get("session_id")}
 
@@ -218,16 +218,16 @@ def score_block(case: ChangeCase, injection: Any) -> tuple[bool, str | None]:
     PureGym", tells of the change)."""
     first = case.sessions[0].session_id
     lines = [(h.content, injection.flags.get(h.id, [])) for h in injection.items]
-    learned_first = [first in _sessions(h.row or {}) for h in injection.items]
+    learned_first = [first in learned_in(h.row or {}) for h in injection.items]
     if case.kind == "distractor":
-        if any(_mentions(c, case.old) for c, _ in lines):
+        if any(mentions(c, case.old) for c, _ in lines):
             return True, None
         return False, "the block does not show the value that still holds"
-    new_at = next((i for i, (c, _) in enumerate(lines) if _mentions(c, case.new)), None)
+    new_at = next((i for i, (c, _) in enumerate(lines) if mentions(c, case.new)), None)
     if new_at is None:
         return False, "the block does not show the new value"
     for i, (content, flags) in enumerate(lines):
-        if learned_first[i] and _mentions(content, case.old) and not _mentions(content, case.new):
+        if learned_first[i] and mentions(content, case.old) and not mentions(content, case.new):
             if i < new_at:
                 return False, f"the old value comes first: {content!r}"
             if not flags:
@@ -242,9 +242,9 @@ def score_case(case: ChangeCase, items: pl.DataFrame, client: Any) -> dict[str, 
     later = {s.session_id for s in case.sessions[1:]}
     rows = mine.select("id", "content", "status", "invalid_at", "session_id", "superseded_by", "source_turn_ids").to_dicts()
 
-    old = [r for r in rows if _mentions(r["content"], case.old) and _sessions(r) & first and not _mentions(r["content"], case.new)]
-    new = [r for r in rows if _mentions(r["content"], case.new) and _sessions(r) & later]
-    retired_by_later = [r for r in rows if r["status"] == "superseded" and _sessions(r) & first]
+    old = [r for r in rows if mentions(r["content"], case.old) and learned_in(r) & first and not mentions(r["content"], case.new)]
+    new = [r for r in rows if mentions(r["content"], case.new) and learned_in(r) & later]
+    retired_by_later = [r for r in rows if r["status"] == "superseded" and learned_in(r) & first]
     out: dict[str, Any] = {"case_id": case.case_id, "kind": case.kind, "area": case.area, "split": case.split,
                            "old_items": [(r["content"], r["status"]) for r in old],
                            "new_items": [(r["content"], r["status"]) for r in new]}
@@ -263,10 +263,10 @@ def score_case(case: ChangeCase, items: pl.DataFrame, client: Any) -> dict[str, 
         before = [h.content for h in client.search(case.question, SEARCH_K, as_of=case.as_of)]
         now = [h.content for h in client.search(case.question, SEARCH_K)]
         out["as_of_hits"], out["now_hits"] = before, now
-        out["as_of_ok"] = (any(_mentions(c, case.old) for c in before)
-                           and not any(_mentions(c, case.new) and not _mentions(c, case.old) for c in before))
-        out["now_ok"] = any(_mentions(c, case.new) for c in now) and not any(
-            _mentions(c, case.old) and not _mentions(c, case.new) for c in now)
+        out["as_of_ok"] = (any(mentions(c, case.old) for c in before)
+                           and not any(mentions(c, case.new) and not mentions(c, case.old) for c in before))
+        out["now_ok"] = any(mentions(c, case.new) for c in now) and not any(
+            mentions(c, case.old) and not mentions(c, case.new) for c in now)
         if old and new and not out["as_of_ok"]:
             reasons.append("as_of the day between did not find the old value alone")
     else:

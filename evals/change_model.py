@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from evals.change_eval import CHANGES, ChangeCase, _mentions, _sessions, build, load_cases
+from evals.change_eval import CHANGES, ChangeCase, mentions, learned_in, build, load_cases
 from memory_assets.lib.items import change_model
 from retrieval.config import MemoryConfig
 
@@ -61,18 +61,18 @@ def recorded_pairs(cases: Sequence[ChangeCase], config: MemoryConfig, root: Path
         rows = {k: {**r, "status": "active"} for k, r in enumerate(mine.to_dicts())}
         vectors = np.asarray(embedder.embed([r["content"] for r in rows.values()]), dtype=np.float32)
         names = validity.names_in(r.get("entities") for r in rows.values())
-        who = {w for r in rows.values() if validity._named(r["subject_key"], names)
+        who = {w for r in rows.values() if validity.named(r["subject_key"], names)
                for w in validity.person_of(r["subject_key"]).split()}
         first = case.sessions[0].session_id
         with change_model.recording() as pairs:
             for n, new in rows.items():
-                if new["states_change"] and not new["tentative"] and first not in _sessions(new):
-                    validity._judged(n, list(range(n)), rows, set(), config, names, embedder.embed, vectors, who, None, "")
+                if new["states_change"] and not new["tentative"] and first not in learned_in(new):
+                    validity.judged(n, list(range(n)), rows, set(), config, names, embedder.embed, vectors, who, None, "")
         for pair in pairs:
             new, old = (next(r for r in rows.values() if r["id"] == pair[k]) for k in ("new", "old"))
-            positive = (case.kind == "change" and _mentions(new["content"], case.new)
-                        and _mentions(old["content"], case.old) and not _mentions(old["content"], case.new)
-                        and first in _sessions(old))
+            positive = (case.kind == "change" and mentions(new["content"], case.new)
+                        and mentions(old["content"], case.old) and not mentions(old["content"], case.new)
+                        and first in learned_in(old))
             out.append({**pair, "case": case_id, "kind": case.kind, "label": int(positive)})
     return out
 

@@ -656,3 +656,70 @@ def test_a_change_retires_one_fact_once_not_the_facts_around_it_night_after_nigh
     status = dict(zip(items["content"], items["status"]))
     assert [s for c, s in status.items() if "1,100" in c] == ["superseded"]
     assert [s for c, s in status.items() if "Japan" in c] == ["active"]  # three runs later, still active
+
+
+# --- rule 5: the learned judge (items.change_model) ---------------------------------------
+
+_ALLOWANCE = [("2026-02-03", "Bea's daughter Sofia is nine and gets $10 a week allowance."),
+              ("2026-02-03", "Bea has a team call at 11."),
+              ("2026-03-20", "Bea raised her allowance, she gets $15 a week now.")]
+
+
+def test_the_learned_judge_ties_a_change_that_no_single_signal_settles(embedder, monkeypatch, tmp_path):
+    # The change shares "allowance" with the old fact but not its relation, and its slot
+    # reads apart: no rule is sure alone, the judge weighs them together.
+    from memory_assets.lib.items import change_model
+
+    assert _retired(embedder, _ALLOWANCE, "learned") == [(_ALLOWANCE[2][1], _ALLOWANCE[0][1])]
+    monkeypatch.setattr(change_model, "MODEL", tmp_path / "none.json")  # no model: the rules alone
+    assert _retired(embedder, _ALLOWANCE) == []
+
+
+def test_the_judge_retires_nothing_of_another_thing_or_a_second_hobby(embedder):
+    assert _retired(embedder, [("2026-02-03", "Bea's team deploys the billing service on Thursdays only."),
+                               ("2026-03-20", "The billing cron moved to 02:30 UTC last week.")]) == []
+    assert _retired(embedder, [("2026-02-03", "Bea plays tennis at the club on Sundays."),
+                               ("2026-03-20", "Bea started pottery classes on Wednesdays.")]) == []
+
+
+def test_a_judge_trained_on_other_features_is_refused(tmp_path):
+    from memory_assets.lib.items import change_model
+
+    stale = tmp_path / "model.json"
+    stale.write_text(json.dumps({"features": ["fact", "slot"], "coef": [1.0, 1.0], "intercept": 0.0}))
+    with pytest.raises(ValueError, match="retrain"):
+        change_model.probability(np.zeros((1, len(change_model.FEATURES))), stale)
+    assert change_model.probability(np.zeros((1, len(change_model.FEATURES))), tmp_path / "missing.json") is None
+
+
+def test_the_judges_shared_words_leave_out_names_and_stop_words():
+    from memory_assets.lib.items import change_model
+
+    old = {"words": ["Sofia", "gets", "the", "allowance", "10"], "numbers": ["10"]}
+    new = {"words": ["Sofia", "gets", "the", "allowance", "15"], "numbers": ["15"]}
+    flags = dict(same_relation=False, general=False, same_subject=True, old_named=True, new_named=True,
+                 ending=False, one_value=False)
+    row = dict(zip(change_model.FEATURES, change_model.features(
+        old, new, fact=0.5, slot=0.4, kind=0.3, first=True, names=["Sofia"], **flags)))
+    assert row["shared"] == 2.0  # "gets", "allowance": not the name, not "the", not the numbers
+    assert row["numbers"] == 1.0 and row["first"] == 1.0 and row["kind"] == 0.3
+
+
+def test_the_judge_is_fitted_and_validated_leaving_one_case_out():
+    from evals.change_model import fit, validate
+    from memory_assets.lib.items import change_model
+
+    width = len(change_model.FEATURES)
+    rng = np.random.default_rng(7)
+    pairs = []
+    for c in range(6):
+        for k in range(4):
+            label = int(k == 0)
+            features = rng.normal(0.0, 0.1, width) + (1.0 if label else 0.0)
+            pairs.append({"case": f"case-{c}", "kind": "change", "new": f"n{c}", "old": f"o{c}{k}",
+                          "features": list(features), "label": label})
+    coef, _ = fit(pairs)
+    assert coef.shape == (width,) and float(coef.sum()) > 0
+    report = validate(pairs)
+    assert report["cases"] == 6 and report["positives"] == 6
+    assert report["at 0.5"] == {"changes_found": 6, "wrong": 0}

@@ -88,10 +88,10 @@ def _weights(path: str) -> tuple[np.ndarray, float] | None:
     return np.asarray(data["coef"], dtype=np.float64), float(data["intercept"])
 
 
-def probability(rows: np.ndarray, path: Path = MODEL) -> np.ndarray | None:
+def probability(rows: np.ndarray, path: Path | None = None) -> np.ndarray | None:
     """How likely each feature row's earlier fact is the one the change replaces; None
     without a model file, and while ``recording`` (the rules alone decide then)."""
-    weights = None if _RECORDED is not None else _weights(str(path))
+    weights = None if _RECORDED is not None else _weights(str(path or MODEL))
     if weights is None or not len(rows):
         return None
     coef, intercept = weights

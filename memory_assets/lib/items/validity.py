@@ -127,7 +127,7 @@ def names_in(entities) -> frozenset[str]:
     return frozenset(w.lower() for found in entities for e in found or () if e[:1].isupper() for w in (e, *e.split()))
 
 
-def _named(key: str | None, names: frozenset[str] | None = None) -> bool:
+def named(key: str | None, names: frozenset[str] | None = None) -> bool:
     """A subject that is someone: a name, or someone's relative ("aaron", "aaron's sister").
     With ``names`` (the user's texts' names), a bare noun that is no name ("piano") is not."""
     owner, head, _ = key_parts(key)
@@ -140,7 +140,7 @@ def _named(key: str | None, names: frozenset[str] | None = None) -> bool:
 def whose(key: str | None, me: str | None, names: frozenset[str] | None = None) -> str | None:
     """The person a subject belongs to: ``person_of`` a named one; the user (``me``, the
     person most of the user's facts are about) for an unnamed thing ("it", "the rent")."""
-    return person_of(key) if _named(key, names) else me
+    return person_of(key) if named(key, names) else me
 
 
 class Retirement(NamedTuple):
@@ -211,7 +211,7 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
         for i in members:
             if (key := rows[i]["subject_key"]) in aliases:
                 rows[i] = {**rows[i], "subject_key": aliases[key], "said_key": key}
-        people = Counter(person_of(rows[i]["subject_key"]) for i in members if _named(rows[i]["subject_key"], names))
+        people = Counter(person_of(rows[i]["subject_key"]) for i in members if named(rows[i]["subject_key"], names))
         me = people.most_common(1)[0][0] if people else None
         # Whom the user's facts are about, by name (``me`` among them): never what changed (``value_kinds``).
         who = {w for p in people for w in re.split(r"'s |\s", p) if w and w not in PEOPLE_NOUNS} | set(aliases.values())
@@ -317,10 +317,10 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                             sims = vectors[older] @ vectors[n]
                             # The fact that names the same kind of thing as the new value
                             # ("moved to the fraud team" → "…on the payments team") first.
-                            named = np.array([bool(slot) and slot in {w.lower() for w in rows[o].get("words") or ()} for o in older])
+                            naming = np.array([bool(slot) and slot in {w.lower() for w in rows[o].get("words") or ()} for o in older])
                             # (A fact that names the slot may read less alike: a lower bar for it.)
-                            best = int(np.argmax(np.where(named & (sims >= floor - _NAMED_SLACK), sims + 1.0, sims)))
-                            if sims[best] >= floor - (_NAMED_SLACK if named[best] else 0.0) and older[best] not in retired:
+                            best = int(np.argmax(np.where(naming & (sims >= floor - _NAMED_SLACK), sims + 1.0, sims)))
+                            if sims[best] >= floor - (_NAMED_SLACK if naming[best] else 0.0) and older[best] not in retired:
                                 retire(n, older[best], "change")
                 if n not in retirers:
                     o, rule = _conflicting(n, heads.get(head, ()), rows, vectors, retired, config), "conflict"
@@ -329,7 +329,7 @@ def retire_replaced(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConf
                         # 4. A stated change no rule above settled: by its slot; 5. else by the learned judge.
                         o, rule = _slot_change(n, members[:k], rows, retired, config, me, names, embed, vectors, who)
                         if (o is None or rule == "conflict") and embed is not None:
-                            o, rule = _judged(n, members[:k], rows, retired, config, names, embed, vectors, who, o, rule)
+                            o, rule = judged(n, members[:k], rows, retired, config, names, embed, vectors, who, o, rule)
                     if rule != "conflict" and o is not None:
                         retire(n, o, rule)
                     elif o is not None:
@@ -388,10 +388,10 @@ def _slot_change(n: int, earlier, rows: dict[int, dict], retired: set[int], conf
     # A change of a thing ("the billing cron moved to 02:30") is about that thing or about
     # what its owner said of herself ("Bea runs the billing job at 1"), never about another
     # thing of hers that reads alike ("Bea's team deploys billing on Thursdays").
-    someone = _named(new["subject_key"], names)
+    someone = named(new["subject_key"], names)
 
     def herself(o: int) -> bool:
-        return key_parts(rows[o]["subject_key"])[0] is None and _named(rows[o]["subject_key"], names)
+        return key_parts(rows[o]["subject_key"])[0] is None and named(rows[o]["subject_key"], names)
     found = [o for o in earlier if o not in retired and not rows[o]["tentative"] and rows[o]["status"] == "active"
              and rows[o].get("slot") and rows[o].get("session_id") != new.get("session_id")
              and rows[o]["created_at"] < new["created_at"] and _comparable(rows[o], new, me, names)
@@ -420,7 +420,7 @@ def _slot_change(n: int, earlier, rows: dict[int, dict], retired: set[int], conf
     return (found[pick], "conflict") if float(kinds[pick]) >= float(graph.kind_min_similarity) else (None, "")
 
 
-def _judged(n: int, earlier, rows: dict[int, dict], retired: set[int], config: MemoryConfig, names: frozenset[str],
+def judged(n: int, earlier, rows: dict[int, dict], retired: set[int], config: MemoryConfig, names: frozenset[str],
             embed, vectors: np.ndarray, who: Collection[str], o: int | None, rule: str) -> tuple[int | None, str]:
     """Rule 5 (``change_model``): the person's earlier facts of other sessions, the most alike
     few, judged together; the likeliest at ``[graph] change_model_retire`` is retired
@@ -432,8 +432,8 @@ def _judged(n: int, earlier, rows: dict[int, dict], retired: set[int], config: M
     found = [found[i] for i in np.argsort(-(vectors[found] @ vectors[n]))[:_SLOT_CANDIDATES]] if found else []
     judged = change_model.judge(new, [rows[e] for e in found], vectors[found] @ vectors[n], embed, who, lambda old: dict(
         same_relation=old["relation"] == new["relation"], general=new["relation"] in GENERAL_RELATIONS,
-        same_subject=same_subject(old, new), old_named=_named(old["subject_key"], names),
-        new_named=_named(new["subject_key"], names), ending=(new.get("change_cue") or "") in ENDING_CUES,
+        same_subject=same_subject(old, new), old_named=named(old["subject_key"], names),
+        new_named=named(new["subject_key"], names), ending=(new.get("change_cue") or "") in ENDING_CUES,
         one_value=single_valued(new, config), names=names)) if found else None
     if judged is None:
         return o, rule
