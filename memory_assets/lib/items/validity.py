@@ -53,13 +53,14 @@ import polars as pl
 from memory_assets.lib.extraction.structure import key_parts
 from memory_assets.lib.items import change_model, value_kinds
 from retrieval.config import MemoryConfig
+from retrieval.schema import AGENT_STATED
 from retrieval.spans import spanned
 from retrieval.text import BEGINNING_CUES, ENDING_CUES, PEOPLE_NOUNS, value_words
 
 # Subject heads that are things, not someone ("it", "that"): never a person of their own.
 _THINGS = frozenset("it this that there they we you i".split())
 
-_FIELDS = ("id", "namespace", "project", "entities", "subject_key", "subject_name", "relation", "value", "states_change", "tentative", "change_cue", "slot", "numbers", "denies", "words", "status",
+_FIELDS = ("id", "namespace", "project", "provenance", "entities", "subject_key", "subject_name", "relation", "value", "states_change", "tentative", "change_cue", "slot", "numbers", "denies", "words", "status",
            "valid_from", "created_at", "content", "session_id", "supersedes_hint", "supersedes")
 
 
@@ -422,11 +423,10 @@ def _slot_change(n: int, earlier, rows: dict[int, dict], retired: set[int], conf
 
 def judged(n: int, earlier, rows: dict[int, dict], retired: set[int], config: MemoryConfig, names: frozenset[str],
             embed, vectors: np.ndarray, who: Collection[str], o: int | None, rule: str) -> tuple[int | None, str]:
-    """Rule 5 (``change_model``): the person's earlier facts of other sessions, the most alike
-    few, judged together; the likeliest at ``[graph] change_model_retire`` is retired
-    ("learned"), at ``change_model_conflict`` a conflict when no rule found one."""
-    new = rows[n]  # (a change that begins something, "started pottery", sits beside the others)
-    found = [e for e in earlier if e not in retired and rows[e]["status"] == "active" and not rows[e]["tentative"]
+    """Rule 5 (``change_model``): the person's earlier facts of other sessions, the most alike few, judged together;
+    the likeliest at ``[graph] change_model_retire`` is retired ("learned"), at ``change_model_conflict`` a conflict."""
+    new = rows[n]  # (a change that begins something, "started pottery", sits beside the others; a guess never takes an agent's claim)
+    found = [] if new.get("provenance") == AGENT_STATED else [e for e in earlier if e not in retired and rows[e]["status"] == "active" and not rows[e]["tentative"]
              and rows[e].get("session_id") != new.get("session_id") and rows[e]["created_at"] < new["created_at"]
              and ((new.get("change_cue") or "") not in BEGINNING_CUES or single_valued(new, config))]
     found = [found[i] for i in np.argsort(-(vectors[found] @ vectors[n]))[:_SLOT_CANDIDATES]] if found else []
