@@ -197,6 +197,10 @@ CHANGE_PHRASAL = frozenset({
     ("give", "up"), ("go", "with"), ("go", "up"), ("go", "down"), ("step", "down"), ("step", "up"),
     ("sign", "up"), ("switch", "over"), ("move", "over"), ("trade", "in"), ("settle", "on"), ("opt", "for"),
     ("take", "over"), ("take", "up"),
+    # Someone else set the value: "the landlord put the rent up to R10,200", "they brought
+    # the deadline forward", "cut back to two coffees".
+    ("put", "up"), ("put", "down"), ("bring", "forward"), ("bring", "down"), ("cut", "back"), ("cut", "down"),
+    ("push", "up"),
 })
 # Verbs that give something a value and leave it so: "set the limit to 2 hours" (said in
 # the past, still the current value; unlike "lived in Porto", not history).

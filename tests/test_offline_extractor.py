@@ -131,6 +131,13 @@ def test_subjectless_sentence_is_attributed_to_the_speaker():
     ("From now on the standup is at 9:15.", "From now on the standup is at 9:15."),
     # What the speaker is doing now, said without "I'm".
     ("Using Notion for all my planning now.", "Aaron is using Notion for all their planning now."),
+    # A state told on the way to a question, "now that" it holds; the question is no fact.
+    ("Now that I'm on Fastmail, how do I set up filters?", "Aaron is on Fastmail now."),
+    ("Now that my mail lives in Proton, how do I label newsletters?", "Aaron's mail lives in Proton now."),
+    # "Going" a state, as a lead-in; a verbless "back to" or "down to"; the first days of a job.
+    ("Since going vegan, what should I eat for protein?", "Aaron went vegan."),
+    ("Down to two coffees a day, what can I swap the third for?", "Aaron is down to two coffees a day."),
+    ("First week at Bosch done! Could you help me write an intro for the team wiki?", "Aaron works at Bosch now."),
 ])
 def test_every_change_statement_becomes_a_fact(text, expected):
     facts = said(text)
@@ -139,6 +146,25 @@ def test_every_change_statement_becomes_a_fact(text, expected):
 
 def test_a_bare_now_about_a_thing_states_no_change():
     assert not any("now" in c.content for c in said("The weather is nice now."))
+    assert said("Now that it's raining, should I cancel the picnic?") == []  # a state of no one's
+    assert said("Since going to the gym I sleep better.") == []  # going somewhere is no new state
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("How do I add a signature in Gmail? It's my main email for the freelance work.",
+     "Gmail is Aaron's main email for the freelance work."),
+    ("I use Obsidian for notes. It's my go-to app for everything.", "Obsidian is Aaron's go-to app for everything."),
+])
+def test_it_as_my_main_thing_names_the_one_thing_just_named(text, expected):
+    assert expected in [c.content for c in said(text)]
+
+
+@pytest.mark.parametrize("text", [
+    "I met Priya at the conference. It's my first time in Berlin.",  # no role a thing plays
+    "We deploy to AWS and GCP. It's our main cloud.",  # two things: which one is unsaid
+])
+def test_it_is_left_alone_when_the_thing_it_names_is_unclear(text):
+    assert not any(c.content.startswith(("Priya is", "AWS is", "GCP is")) for c in said(text))
 
 
 def test_he_or_she_is_resolved_to_the_person_just_named():

@@ -43,6 +43,9 @@ from retrieval.store import ItemStore
     ("Bea gave up sugar in tea last spring.", "Bea", "give_up", "sugar", True, False),
     ("Bea went with Postgres in the end.", "Bea", "go_with", "Postgres", True, False),
     ("Bea's rent went up to $1,400 in May.", "Bea", "is", "$1,400", True, False),
+    # Someone else set the value: still a change of Bea's thing; "put up with" bears it.
+    ("Bea's landlord put the rent up to $1,500.", "Bea", "is", "$1,500", True, False),
+    ("Bea put up with the noise for a year.", "Bea", "put_with", "noise", False, False),
     # "now" however deep the parser hangs it; not "right now"; "also" adds, it does not replace.
     ("Bea is at the climbing wall round the corner from Bea's flat now.", "Bea", "be_at", "climbing wall", True, False),
     ("Bea is at 12 km right now.", "Bea", "be_at", "12 km", False, False),

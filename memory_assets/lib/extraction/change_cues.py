@@ -37,8 +37,13 @@ def _particle(verb) -> str | None:
     with workmates" is no choice of workmates)."""
     lemma = verb.lemma_.lower()
     after = [verb.nbor(1)] if verb.i + 1 < len(verb.doc) else []
-    return next((c.lower_ for c in (*verb.children, *after) if (lemma, c.lower_) in CHANGE_PHRASAL and (
-        c.dep_ == "prt" or c.dep_ in ("prep", "advmod", "quantmod") and c.i == verb.i + 1)), None)
+    # ("put the rent up to $1,500": the parser may hang "up" on the amount, past the object.)
+    amounts = [g for c in verb.children if c.dep_ == "dobj" for g in c.children if g.dep_ == "quantmod"]
+    found = next((c for c in (*verb.children, *after, *amounts) if (lemma, c.lower_) in CHANGE_PHRASAL and (
+        c.dep_ == "prt" or c.dep_ in ("prep", "advmod", "quantmod") and (c.i == verb.i + 1 or c in amounts))), None)
+    if found is None or lemma == "put" and found.i + 1 < len(verb.doc) and verb.doc[found.i + 1].lower_ == "with":
+        return None  # "put up with the noise" bears it and changes nothing
+    return found.lower_
 
 
 def verb_words(verb) -> str:

@@ -21,11 +21,34 @@ from retrieval.text import CHANGE_ADVERBS, says_changed, tokens
 
 
 def lead_change(sentence: str) -> str | None:
-    """The change a sentence opens with, in the first person: "I moved to Galway"."""
-    lead = C.CHANGE_LEAD.match(sentence.strip())
-    if lead is None or not (lead["prep"] or (lead["verb"] or "").lower() in C.CHANGE_LEAD_OBJECT):
-        return None  # "Since the move I'm based at…" names no new value after the move
-    return f"I {C.CHANGE_LEAD_PAST[(lead['verb'] or lead['noun']).lower()]} {lead['rest'].strip()}"
+    """The change a sentence opens with, in the first person: "Since moving to Galway, …"
+    → "I moved to Galway"; "Since going freelance" → "I went freelance"; "Now that my mail
+    lives in Proton, …" → "my mail lives in Proton now"; "First week at Bosch done!" → "I
+    work at Bosch now"."""
+    found = _lead(sentence)
+    return found[0] if found else None
+
+
+def lead_rest(sentence: str) -> str:
+    """What follows the lead ``lead_change`` read ("how do I get filters…"), for the clause
+    rules, which would read the lead again, garbled ("That Aaron has joined…"); the whole
+    sentence when it has none."""
+    found = _lead(sentence)
+    return found[1] if found else sentence
+
+
+def _lead(sentence: str) -> tuple[str, str] | None:
+    text = sentence.strip()
+    if first := C.FIRST_DAYS_AT.match(text):
+        return f"I work at {first['place']} now", text[first.end():].lstrip(" !.,;:-")
+    lead = C.CHANGE_LEAD.match(text)
+    if lead is not None and (lead["prep"] or (lead["verb"] or "").lower() in C.CHANGE_LEAD_OBJECT) and not (
+            (lead["verb"] or "").lower() in C.CHANGE_LEAD_STATE and lead["prep"]):  # "since going to the gym"
+        # ("Since the move I'm based at…" names no new value after the move.)
+        return f"I {C.CHANGE_LEAD_PAST[(lead['verb'] or lead['noun']).lower()]} {lead['rest'].strip()}", text[lead.end():]
+    if (now := C.NOW_THAT_LEAD.match(text)) and R.FIRST_PERSON.search(clause := now["clause"]) and has_verb(clause):
+        return f"{clause} now", text[now.end():].strip()
+    return None
 
 
 def change_statement(sentence: str, names: tuple[str, ...]) -> str | None:
@@ -36,8 +59,8 @@ def change_statement(sentence: str, names: tuple[str, ...]) -> str | None:
     speaker's own); None otherwise. A bare "now" says no change of a thing ("the weather
     is nice now")."""
     text = speakers_own(strip_filler(drop_tail_question(sentence), names).strip())
-    if _DOING.match(text) and any(w.lower() in CHANGE_ADVERBS for w in tokens(text)):
-        text = f"I'm {text[:1].lower()}{text[1:]}"  # "Using Notion for all my planning now"
+    if _DOING.match(text) and any(w.lower() in CHANGE_ADVERBS for w in tokens(text)) or C.BACK_TO.match(text):
+        text = f"I'm {text[:1].lower()}{text[1:]}"  # "Using Notion for all my planning now", "Back to five days a week"
     if not text or is_question(text) or not has_verb(text) or R.SUBORDINATE_START.match(text) and "," not in text:
         return None
     if not R.FIRST_PERSON.search(text):

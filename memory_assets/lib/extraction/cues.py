@@ -71,13 +71,26 @@ REPLACES = _any(r"instead of", r"rather than")
 # the platform team…". It still says the value changed: the extractor keeps it as a fact.
 CHANGE_LEAD = re.compile(
     r"^(?:ever\s+|so\s+|and\s+)?(?:since|after|now\s+that)\s+(?:(?:i|we)(?:'ve|\s+have)?\s+)?"
-    r"(?:(?P<verb>switch|mov|relocat|chang|join|start|transferr?|upgrad|sign|leav|quit)(?:ed|ing|e|ped|ting)?"
+    r"(?:(?P<verb>switch|mov|relocat|chang|join|start|transferr?|upgrad|sign|leav|quit|go)(?:ed|ing|e|ped|ting)?"
     r"|(?:the|my|our)\s+(?P<noun>move|switch|change|transfer|relocation|upgrade))\s+"
     r"(?P<rest>(?:(?:over|up)\s+)?(?P<prep>(?:to|from|with|at|for)\s+)?(?!(?:i|i'm|we|you|he|she|they|it)\b)"
     r"[^,?;.!]+?)\s*(?:[,?;.!]|$|(?=\s(?:i|i'm|i've|we|we're|you|he|she|they)\b))", _I)
 # The lead-ins whose verb takes its new value as an object ("since joining Acme"); the
 # others name it after a preposition ("since moving to Galway", not "since the move I'm…").
-CHANGE_LEAD_OBJECT = frozenset({"join", "start", "leav", "quit"})
+CHANGE_LEAD_OBJECT = frozenset({"join", "start", "leav", "quit", "go"})
+# "Going" takes a state, not a place: "since going freelance" (not "since going to the gym").
+CHANGE_LEAD_STATE = frozenset({"go"})
+# A state told on the way to a question, "now that" it holds: "Now that my mail lives in
+# Proton, how do I…", "Now that we're on Linear, …".
+NOW_THAT_LEAD = re.compile(r"^(?:so\s+|and\s+|but\s+)?now\s+that\s+(?P<clause>[^,?;.!]+?)\s*(?:[,?;.!]|$)", _I)
+# The first days of a job told in passing: "First week at Bosch done!", "my first day with
+# the Halden team": the speaker works there now.
+FIRST_DAYS_AT = re.compile(
+    r"^(?i:(?:(?:my|the)\s+)?(?:first|second|1st|2nd)\s+(?:full\s+)?(?:day|week|month|shift|sprint)\s+(?:at|with)\s+)"
+    r"(?P<place>(?:the\s+)?[A-Z][\w&.'-]*(?:\s+[A-Z][\w&.'-]*)*(?:\s+team)?)", re.UNICODE)
+# A fragment that says where a value went, with no verb: "Back to five days a week as of
+# this month", "Down to two coffees a day".
+BACK_TO = re.compile(r"^(?:back|down)\s+to\s+\S", _I)
 # A change told as done, by the verbs issue 29 lists and their kin (the adverbs and
 # phrases, "now", "these days", "no longer", are ``retrieval.text``'s): such a sentence
 # said in the first person always yields a fact, even when no clause rule reads its
@@ -90,7 +103,7 @@ CHANGE_DONE = re.compile(
 CHANGE_LEAD_PAST = {"switch": "switched", "mov": "moved", "relocat": "relocated", "chang": "changed", "join": "joined",
                     "start": "started", "transfer": "transferred", "transferr": "transferred", "upgrad": "upgraded",
                     "sign": "signed", "leav": "left", "quit": "quit", "move": "moved", "change": "changed",
-                    "relocation": "relocated", "upgrade": "upgraded"}
+                    "relocation": "relocated", "upgrade": "upgraded", "go": "went"}
 # Trailing words that are not part of the replaced thing ("MySQL for the billing service").
 SUPERSEDES_TRIM = re.compile(r"\s+(?:for|in|on|at|because|since|to|with|from|when|as|so)\b.*$", _I)
 

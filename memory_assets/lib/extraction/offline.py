@@ -21,7 +21,7 @@ from memory_assets.lib.extraction import cues as C
 from memory_assets.lib.extraction import rules as R
 from memory_assets.lib.extraction.base import Budget, ExtractionResult, Segment, plain_spacing, segments
 from memory_assets.lib.extraction.categories import TECHNICAL_CATEGORY, technical_session
-from memory_assets.lib.extraction.change_statements import change_statement, lead_change
+from memory_assets.lib.extraction.change_statements import change_statement, lead_change, lead_rest
 from memory_assets.lib.extraction.clauses import (Categorizer, clauses, content_words, drop_tail_question, entities_of,
                                                   finish, has_verb, is_chatter, is_question, is_specific, kind_of,
                                                   sentences, speaker_name, split_caption, split_label, strength_of,
@@ -31,8 +31,8 @@ from memory_assets.lib.extraction.exchange import (addressee_of, answer_details,
                                                    token_set, we_as_i)
 from memory_assets.lib.extraction.fields import assistant_directive, extended_directive
 from memory_assets.lib.extraction.kinds import Procedure, procedure_in
-from memory_assets.lib.extraction.people import (Mention, Voice, antecedent_in, as_said, note_people, resolve_people,
-                                                 resolve_pronoun, rewrite_first_person)
+from memory_assets.lib.extraction.people import (Mention, Voice, antecedent_in, as_said, it_named, note_people,
+                                                 resolve_people, resolve_pronoun, rewrite_first_person)
 from memory_assets.lib.extraction.gate import steers_agent
 from retrieval.config import MemoryConfig
 from retrieval.schema import Candidate, Turn
@@ -47,7 +47,7 @@ class OfflineExtractor:
     (category keywords pick each fact's category, ``tiers`` its tier)."""
 
     name = "offline"
-    version = "rules-v20"  # v20: "we're up to N" stays the group's; v19: a change verb a sentence opens with is the speaker's, an unnamed thing changed by a change phrase is a fact; v18: "my" in a clause that names the speaker is "their"; v17: a pronoun inside another word ("us-east-1") is left as it is; v16: runs of spaces read as one, sentences read in pieces of ≤ 1,000 characters
+    version = "rules-v21"  # v21: a state told "now that" it holds, "since going freelance", "first week at Bosch", "back to five days a week" are facts; v20: "we're up to N" stays the group's; v19: a change verb a sentence opens with is the speaker's, an unnamed thing changed by a change phrase is a fact; v18: "my" in a clause that names the speaker is "their"; v17: a pronoun inside another word ("us-east-1") is left as it is; v16: runs of spaces read as one, sentences read in pieces of ≤ 1,000 characters
 
     def __init__(self, config: MemoryConfig):
         self.config = config
@@ -129,8 +129,10 @@ class OfflineExtractor:
         all_names = tuple(dict.fromkeys(names + ((voice.addressee,) if voice.addressee else ())))
         antecedent: str | None = None
         previous: Candidate | None = None  # the fact the last sentence ended on
+        told: str | None = None  # the sentence before, for an opening "It's my…" (``it_named``)
         for sentence in sentences(text):
             self._budget.check()
+            sentence, told = it_named(sentence, told, all_names), sentence
             # "I finally bought a kiln! A used Skutt KM-818, 600 dollars from a retiring
             # teacher.": a verbless sentence right after a fact describes that fact.
             if previous is not None and (tail := appositive(sentence, all_names)):
@@ -146,14 +148,14 @@ class OfflineExtractor:
             if said := lead_change(sentence):
                 found.append(self._candidate(as_said(said, voice, seg.turn), said, sentence, seg.turn, voice, "fact", False))
             before = len(found)
-            for raw in clauses(sentence):
+            for raw in clauses(lead_rest(sentence)):
                 cand = self._clause(raw, sentence, seg.turn, voice, all_names, agent, antecedent, (index, mentions))
                 if cand is not None:
                     found.append(cand)
                     previous = cand
                 # "My wife Priti has the folder, I need to ask her": the next clause's "her".
                 note_people(raw, None, index, mentions)
-            if len(found) == before and (kept := self._change_statement(sentence, seg.turn, voice, all_names)):
+            if len(found) == before and (kept := self._change_statement(lead_rest(sentence), seg.turn, voice, all_names)):
                 found.append(kept)
                 previous = kept
             antecedent = antecedent_in(sentence, all_names)

@@ -256,3 +256,29 @@ def antecedent_in(sentence: str, names: tuple[str, ...]) -> str | None:
     if not found or found.group(1) in names or found.group(1).split()[0].lower() in C.NOT_ENTITIES:
         return None
     return found.group(1)
+
+
+# "It's my main email", "It is our default cloud": "it" names the thing the sentence before
+# named, when it named one ("How do I add a signature in Gmail? It's my main email…"); a
+# role the thing plays for the speaker, not "It's my first time in Berlin" (no thing).
+_IT_IS_MINE = re.compile(r"^it(?P<verb>'s|\s+is|\s+was)\s+(?=(?:my|our)\s+(?:main|primary|default|favou?rite|go-to|"
+                         r"usual|only|daily|everyday|work|personal|current|new)\b)", re.IGNORECASE)
+_THING = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][A-Za-z0-9&+-]*(?:\s+[A-Z0-9][A-Za-z0-9&+-]*)*")
+
+
+def it_named(sentence: str, before: str | None, names: tuple[str, ...]) -> str:
+    """``sentence`` with an opening "It's my …" given the one thing ``before`` named
+    (a capitalised word or phrase that is not a sentence start, a person the session
+    names or a common word); as it is when ``before`` named none, or more than one."""
+    opening = _IT_IS_MINE.match(sentence.strip())
+    if opening is None or not before:
+        return sentence
+    people = {n.lower() for n in names if n}
+    things = list(dict.fromkeys(
+        m.group(0) for m in _THING.finditer(before.strip())
+        if m.group(0).lower() not in people and m.group(0).split()[0].lower() not in C.NOT_ENTITIES
+        and m.group(0) not in ("I", "I'm", "I've", "I'd", "I'll")))
+    if len(things) != 1:
+        return sentence
+    verb = " is" if opening["verb"] == "'s" else opening["verb"]
+    return f"{things[0]}{verb} {sentence.strip()[opening.end():]}"

@@ -256,10 +256,9 @@ def read(doc, config: MemoryConfig) -> Structure:
     preps += [(f"{c.lower_}_{p.lower_}", g) for c in pred.children if c.dep_ == "prep"
               and not any(g.dep_ in ("pobj", "pcomp") for g in c.children)
               for p in c.children if p.dep_ == "prep" for g in p.children if g.dep_ in ("pobj", "pcomp")]
-    # "is on Mint now, the unlimited plan": what follows a comma, after a value, only describes it.
-    commas = [c.i for c in pred.children if c.dep_ == "punct" and c.lower_ == "," and c.i > pred.i]
+    commas = [c.i for c in pred.children if c.dep_ == "punct" and c.lower_ == "," and c.i > pred.i]  # "is on Mint now, the plan":
     if commas and any(g.i < commas[0] for _p, g in preps) | any(o.i < commas[0] for o in objects):
-        objects = [o for o in objects if o.i < commas[0]]
+        objects = [o for o in objects if o.i < commas[0]]  # what follows a comma, after a value, only describes it
     # A time ("since the reorg", "until June") is when, not what: other prepositions first.
     preps.sort(key=lambda pg: (pg[0] in TIME_PREPOSITIONS, pg[1].i))
     # "instead of Evernote" hangs under the verb or the object, as an advmod with a pobj.
@@ -275,10 +274,11 @@ def read(doc, config: MemoryConfig) -> Structure:
     relation = lemma
     to_prep, to_value = next(((p, g) for p, g in preps if p in ("to", "into", "for", "with")), (None, None))
     from_value = next((g for p, g in preps if p == "from"), None)
-    if to_value is None and objects and lemma in CHANGE_VERBS:
-        # "ditched Evernote for Notion": the preposition hangs on the object.
+    if to_value is None and objects and lemma in CHANGE_VERBS:  # "ditched Evernote for Notion": on the object
         to_value = next((g for c in objects[0].children if c.dep_ == "prep" and c.lower_ in ("for", "with")
                          for g in c.children if g.dep_ == "pobj"), None)
+    to_value = to_value or next((o for o in objects[1:] if any(  # "put the rent up to $1,500": a second object
+        q.dep_ == "quantmod" and q.lower_ == "to" for q in o.children)), None)
     if ((lemma in CHANGE_VERBS or lemma in SETTING_VERBS) and objects and to_value is not None and objects[0].pos_ in ("NOUN", "PROPN")
             and (lemma not in ("ditch", "drop", "replace", "swap", "trade") or to_prep in ("to", "into"))):
         # ("swapped tea for coffee" names the old value; "swapped Bram to Fridays" moves Bram.)
