@@ -47,7 +47,8 @@ def recorded_pairs(cases: Sequence[ChangeCase], config: MemoryConfig, root: Path
     from retrieval.paths import DataRoot
     from retrieval.store import ItemStore
 
-    build(cases, root, config)
+    with change_model.recording():  # the judge is silent: the build owes nothing to an earlier model
+        build(cases, root, config)
     embedder = Embedder(config)
     items = ItemStore(DataRoot.resolve(root)).items()
     by_id = {c.case_id: c for c in cases}
