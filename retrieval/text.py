@@ -225,7 +225,8 @@ PEOPLE_NOUNS = frozenset("""
 wife husband partner spouse friend mom mum mother dad father parent sister brother sibling kid child son
 daughter grandma grandmother grandpa grandfather aunt uncle cousin niece nephew neighbor neighbour mentor
 manager boss colleague coworker teammate client teacher doctor landlord roommate girlfriend boyfriend fiance
-fiancee baby family
+fiancee baby family lead pm intern flatmate housemate coach trainer therapist dentist tutor nanny babysitter
+supervisor advisor mentee ceo cto cofounder
 """.split())
 # A verb whose object is a change only thought about: "thinking about switching to Neovim",
 # "we might move to Berlin", "planning to switch". Such a statement never retires anything.

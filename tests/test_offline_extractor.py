@@ -159,6 +159,24 @@ def test_it_as_my_main_thing_names_the_one_thing_just_named(text, expected):
     assert expected in [c.content for c in said(text)]
 
 
+@pytest.mark.parametrize("text, expected", [
+    # What a "who" clause says of a person is a fact of that person.
+    ("My sister Ana, who lives in Porto, is visiting next week.",
+     ["Aaron's sister Ana is visiting next week.", "Aaron's sister Ana lives in Porto."]),
+    ("It has to work for Bruno, our tech lead, who runs everything on Fedora.",
+     ["It has to work for Bruno, Aaron's tech lead.", "Aaron's tech lead Bruno runs everything on Fedora."]),
+    # A name's "'s" before a preposition or an -ing verb is "is"; before "been" it is "has".
+    ("Bruno's on a MacBook now.", ["Bruno is on a MacBook now."]),
+    ("Tom's been promoted to staff engineer.", ["Tom has been promoted to staff engineer."]),
+])
+def test_a_who_clause_and_a_contracted_is_are_read_as_statements(text, expected):
+    assert [c.content for c in said(text)] == expected
+
+
+def test_a_possessive_stays_a_possessive():
+    assert [c.content for c in said("Bruno's laptop is a ThinkPad.")] == ["Bruno's laptop is a ThinkPad."]
+
+
 @pytest.mark.parametrize("text", [
     "I met Priya at the conference. It's my first time in Berlin.",  # no role a thing plays
     "We deploy to AWS and GCP. It's our main cloud.",  # two things: which one is unsaid

@@ -84,7 +84,9 @@ def sentences(text: str) -> list[str]:
 
 
 def clauses(sentence: str) -> list[str]:
-    """Split a sentence where a new statement starts, so each fact stays atomic."""
+    """Split a sentence where a new statement starts, so each fact stays atomic; what a
+    "who" clause says of a person is a statement of its own (``relative_statements``)."""
+    sentence, told = relative_statements(sentence)
     pieces: list[str] = []
     for piece in R.CLAUSE_BREAK.split(sentence):
         piece = piece.strip(" ,")
@@ -99,7 +101,29 @@ def clauses(sentence: str) -> list[str]:
             left, *rest = R.COMMA_SUBJECT.split(sub)
             # "Especially after I failed the test, I've been…": the cut-off part is still a fact.
             parts.extend([R.FACTUAL_SUBORDINATOR.sub("", left) if rest else left, *rest])
-    return [p.strip(" ,") for p in parts if p and p.strip(" ,")]
+    return [p.strip(" ,") for p in parts if p and p.strip(" ,")] + told
+
+
+# "<a person>, who <does something>": "our tech lead Bruno, who runs Fedora", "Bruno, our
+# tech lead, who runs Fedora", "my sister Ana, who lives in Porto, is visiting".
+_WHO = re.compile(
+    r"(?P<np>(?:\b(?i:my|our|his|her|their)\s+(?:[A-Za-z-]+\s+){0,3}?)?\b[A-Z][\w'-]+(?:\s+[A-Z][\w'-]+)?)"
+    r"(?:,\s+(?P<role>(?:my|our)\s+(?:[\w-]+\s+){0,2}[\w-]+))?,\s+who\s+(?P<vp>[^,;:?!.]+?)\s*(?=[,;:?!.]|$)")
+
+
+def relative_statements(sentence: str) -> tuple[str, list[str]]:
+    """The sentence without its "who" clauses about a person, and each as a statement
+    of that person: "Bruno, our tech lead, who runs everything on Fedora" → "our tech
+    lead Bruno runs everything on Fedora"."""
+    told = []
+    for m in _WHO.finditer(sentence):
+        who = f"{m['role']} {m['np']}" if m["role"] else m["np"]
+        name = re.sub(r"^(?i:my|our|his|her|their)\s+(?:[a-z-]+\s+)*", "", m["np"])  # "my sister Ana" → "Ana"
+        if name and name.split()[0].lower() not in C.NOT_ENTITIES:
+            told.append(f"{who} {m['vp'].strip()}")
+    if not told:
+        return sentence, []
+    return re.sub(r",\s+who\s+[^,;:?!.]+?\s*(?=[,;:?!.]|$),?", "", sentence), told
 
 
 def _split_joins(piece: str) -> list[str]:

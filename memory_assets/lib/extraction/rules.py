@@ -357,7 +357,12 @@ ANNOUNCEMENT = re.compile(
 
 # Casual contractions, spelled out before pronouns are rewritten ("I wanna" → "wants to").
 CASUAL = [(re.compile(r"\bgonna\b", _I), "going to"), (re.compile(r"\bwanna\b", _I), "want to"),
-          (re.compile(r"\bgotta\b", _I), "have to"), (re.compile(r"\bkinda\b", _I), "kind of")]
+          (re.compile(r"\bgotta\b", _I), "have to"), (re.compile(r"\bkinda\b", _I), "kind of"),
+          # A name's "'s" before a preposition or a verb's "-ing" is "is", before "been"/"got" "has":
+          # "Bruno's on a MacBook now", "Ana's moving to Porto", "Tom's been promoted" (no possessive reads so).
+          (re.compile(r"\b([A-Z][\w-]+)'s(?=\s+(?:on|at|in|into|with|off|back|out|away|over|now|still|also|finally|"
+                      r"[a-z]+ing)\b)"), r"\1 is"),
+          (re.compile(r"\b([A-Z][\w-]+)'s(?=\s+(?:been|got)\b)"), r"\1 has")]
 
 # Subject-less openings ("Gonna continue my edu", "Just got back from…"): the
 # speaker is the implied subject, restored in the first person and then rewritten.
