@@ -219,7 +219,8 @@ ENDING_CUES = frozenset({"quit", "leave", "stop", "close", "cancel", "sell", "dr
 CHANGE_PHRASES = re.compile(
     r"\b(?:no longer|any more|" + HENCEFORTH + r"|these days|starting (?:today|now|this|next|on|from)|"
     r"(?:is|are|am|'s|'m|'re) (?:now )?(?:down|up|back) to|(?:go|goes|going|gone|went) over to|"
-    r"from (?:today|this \w+|next \w+) on|not \w+ (?:anymore|any longer))\b", re.IGNORECASE)
+    r"from (?:today|this \w+|next \w+) on|not \w+ (?:anymore|any longer)|as of (?:today|now|(?:this|next|last|the) \w+|\d[\w/.-]*))\b",
+    re.IGNORECASE)
 # Nouns for people: "Kwame's brother" is someone else, where "Kwame's phone" is Kwame's.
 PEOPLE_NOUNS = frozenset("""
 wife husband partner spouse friend mom mum mother dad father parent sister brother sibling kid child son

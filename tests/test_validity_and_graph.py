@@ -46,6 +46,10 @@ from retrieval.store import ItemStore
     # Someone else set the value: still a change of Bea's thing; "put up with" bears it.
     ("Bea's landlord put the rent up to $1,500.", "Bea", "is", "$1,500", True, False),
     ("Bea put up with the noise for a year.", "Bea", "put_with", "noise", False, False),
+    # "Went" a state is a change; "went home" and "went long" are not. "As of" dates a new state.
+    ("Bea went vegan at the start of March.", "Bea", "go", "vegan at the start of March", True, False),
+    ("Bea went home early.", "Bea", "go", None, False, True),  # a past event: history, no change
+    ("As of last week Bea is on the day shift.", "Bea", "be_on", "day shift", True, False),
     # "now" however deep the parser hangs it; not "right now"; "also" adds, it does not replace.
     ("Bea is at the climbing wall round the corner from Bea's flat now.", "Bea", "be_at", "climbing wall", True, False),
     ("Bea is at 12 km right now.", "Bea", "be_at", "12 km", False, False),

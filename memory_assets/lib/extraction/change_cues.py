@@ -27,7 +27,15 @@ def changes(verb) -> bool:
     ("joined", "has stopped"), or a phrasal one by its particle or preposition ("gave
     up", "went with", "went up to")."""
     lemma = verb.lemma_.lower()
-    return lemma in CHANGE_VERBS or (lemma in DONE_CHANGE_VERBS and verb.tag_ in ("VBD", "VBN")) or _particle(verb) is not None
+    return lemma in CHANGE_VERBS or (lemma in DONE_CHANGE_VERBS and verb.tag_ in ("VBD", "VBN")) or _particle(verb) is not None \
+        or _became(verb)
+
+
+def _became(verb) -> bool:
+    """"Went vegan", "has gone freelance", "went remote": "go" told as done with a state
+    right after it (not "went home", "went badly", "went to Lisbon")."""
+    return verb.lemma_.lower() == "go" and verb.tag_ in ("VBD", "VBN") and any(
+        c.dep_ in ("dobj", "acomp", "oprd", "attr") and c.i == verb.i + 1 and c.pos_ in ("NOUN", "ADJ") for c in verb.children)
 
 
 def _particle(verb) -> str | None:

@@ -47,7 +47,7 @@ class OfflineExtractor:
     (category keywords pick each fact's category, ``tiers`` its tier)."""
 
     name = "offline"
-    version = "rules-v21"  # v21: a state told "now that" it holds, a "who" clause about a person, a name's "'s on" as "is on", "since going freelance", "first week at Bosch", "back to five days a week" are facts; v20: "we're up to N" stays the group's; v19: a change verb a sentence opens with is the speaker's, an unnamed thing changed by a change phrase is a fact; v18: "my" in a clause that names the speaker is "their"; v17: a pronoun inside another word ("us-east-1") is left as it is; v16: runs of spaces read as one, sentences read in pieces of ≤ 1,000 characters
+    version = "rules-v21"  # v21: a state told "now that" it holds, a "who" clause about a person, a name's "'s on" as "is on", "went vegan" and "as of last week" as changes, "since going freelance", "first week at Bosch", "back to five days a week" are facts; v20: "we're up to N" stays the group's; v19: a change verb a sentence opens with is the speaker's, an unnamed thing changed by a change phrase is a fact; v18: "my" in a clause that names the speaker is "their"; v17: a pronoun inside another word ("us-east-1") is left as it is; v16: runs of spaces read as one, sentences read in pieces of ≤ 1,000 characters
 
     def __init__(self, config: MemoryConfig):
         self.config = config

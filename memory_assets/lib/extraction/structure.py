@@ -51,7 +51,7 @@ EXCLUSIVE = frozenset("main primary default usual only daily everyday".split())
 # Conjunctions whose clause is a condition, a reason or a contrast, never the fact itself.
 SUBORDINATORS = frozenset("if unless whether because as although though while whereas when once before after until so".split())
 # Prepositions of time: "is based at the office since the reorg" names a time, not the relation's value.
-TIME_PREPOSITIONS = frozenset("since until till during after before throughout".split())
+TIME_PREPOSITIONS = frozenset("since until till during after before throughout as_of".split())
 # Reported speech as the offline extractor writes it ("John said: …"): the statement follows the colon.
 _REPORTED = re.compile(r"^[^:]{1,60}\b(?:said|says|told \w+|mentioned|wrote):\s+")
 # Nouns too general to be a concept node of the graph.
