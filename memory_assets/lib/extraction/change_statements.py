@@ -20,21 +20,13 @@ from memory_assets.lib.extraction.people import speakers_own
 from retrieval.text import CHANGE_ADVERBS, says_changed, tokens
 
 
-def lead_change(sentence: str) -> str | None:
-    """The change a sentence opens with, in the first person: "Since moving to Galway, …"
-    → "I moved to Galway"; "Since going freelance" → "I went freelance"; "Now that my mail
-    lives in Proton, …" → "my mail lives in Proton now"; "First week at Bosch done!" → "I
-    work at Bosch now"."""
-    found = _lead(sentence)
-    return found[0] if found else None
-
-
-def lead_rest(sentence: str) -> str:
-    """What follows the lead ``lead_change`` read ("how do I get filters…"), for the clause
-    rules, which would read the lead again, garbled ("That Aaron has joined…"); the whole
-    sentence when it has none."""
-    found = _lead(sentence)
-    return found[1] if found else sentence
+def lead_change(sentence: str) -> tuple[str | None, str]:
+    """The change a sentence opens with, in the first person, and what follows it (for the
+    clause rules, which would read the lead again, garbled: "That Aaron has joined…"):
+    "Since moving to Galway, …" → "I moved to Galway"; "Since going freelance" → "I went
+    freelance"; "Now that my mail lives in Proton, …" → "my mail lives in Proton now";
+    "First week at Bosch done!" → "I work at Bosch now". (None, the sentence) without one."""
+    return _lead(sentence) or (None, sentence)
 
 
 def _lead(sentence: str) -> tuple[str, str] | None:

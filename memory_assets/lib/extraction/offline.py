@@ -21,7 +21,7 @@ from memory_assets.lib.extraction import cues as C
 from memory_assets.lib.extraction import rules as R
 from memory_assets.lib.extraction.base import Budget, ExtractionResult, Segment, plain_spacing, segments
 from memory_assets.lib.extraction.categories import TECHNICAL_CATEGORY, technical_session
-from memory_assets.lib.extraction.change_statements import change_statement, lead_change, lead_rest
+from memory_assets.lib.extraction.change_statements import change_statement, lead_change
 from memory_assets.lib.extraction.clauses import (Categorizer, clauses, content_words, drop_tail_question, entities_of,
                                                   finish, has_verb, is_chatter, is_question, is_specific, kind_of,
                                                   sentences, speaker_name, split_caption, split_label, strength_of,
@@ -143,19 +143,19 @@ class OfflineExtractor:
                 previous = None
                 continue
             previous = None
-            # "Since switching to OUTsurance, how do I…": the change told on the way to a
-            # question is a fact of its own, whatever the rest of the sentence is.
-            if said := lead_change(sentence):
+            # "Since switching to OUTsurance, how do I…": a change told on the way to a question is a fact of its own.
+            said, rest = lead_change(sentence)
+            if said:
                 found.append(self._candidate(as_said(said, voice, seg.turn), said, sentence, seg.turn, voice, "fact", False))
             before = len(found)
-            for raw in clauses(lead_rest(sentence)):
+            for raw in clauses(rest):
                 cand = self._clause(raw, sentence, seg.turn, voice, all_names, agent, antecedent, (index, mentions))
                 if cand is not None:
                     found.append(cand)
                     previous = cand
                 # "My wife Priti has the folder, I need to ask her": the next clause's "her".
                 note_people(raw, None, index, mentions)
-            if len(found) == before and (kept := self._change_statement(lead_rest(sentence), seg.turn, voice, all_names)):
+            if len(found) == before and (kept := self._change_statement(rest, seg.turn, voice, all_names)):
                 found.append(kept)
                 previous = kept
             antecedent = antecedent_in(sentence, all_names)

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from datetime import datetime
 
 from memory_assets.lib.extraction import cues as C
 from memory_assets.lib.extraction import rules as R
-from memory_assets.lib.extraction.clauses import absolute_dates, finish, strip_filler
+from memory_assets.lib.extraction.clauses import absolute_dates, entities_of, finish, strip_filler
 from retrieval.schema import Turn
 from retrieval.text import PEOPLE_NOUNS, third_person
 
@@ -263,21 +264,18 @@ def antecedent_in(sentence: str, names: tuple[str, ...]) -> str | None:
 # role the thing plays for the speaker, not "It's my first time in Berlin" (no thing).
 _IT_IS_MINE = re.compile(r"^it(?P<verb>'s|\s+is|\s+was)\s+(?=(?:my|our)\s+(?:main|primary|default|favou?rite|go-to|"
                          r"usual|only|daily|everyday|work|personal|current|new)\b)", re.IGNORECASE)
-_THING = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][A-Za-z0-9&+-]*(?:\s+[A-Z0-9][A-Za-z0-9&+-]*)*")
 
 
 def it_named(sentence: str, before: str | None, names: tuple[str, ...]) -> str:
     """``sentence`` with an opening "It's my …" given the one thing ``before`` named
-    (a capitalised word or phrase that is not a sentence start, a person the session
-    names or a common word); as it is when ``before`` named none, or more than one."""
+    (``clauses.entities_of``: a name, not a sentence start or a common word, and not a
+    person the session names); as it is when ``before`` named none, or more than one."""
     opening = _IT_IS_MINE.match(sentence.strip())
     if opening is None or not before:
         return sentence
     people = {n.lower() for n in names if n}
-    things = list(dict.fromkeys(
-        m.group(0) for m in _THING.finditer(before.strip())
-        if m.group(0).lower() not in people and m.group(0).split()[0].lower() not in C.NOT_ENTITIES
-        and m.group(0) not in ("I", "I'm", "I've", "I'd", "I'll")))
+    # (The day only turns "yesterday" into a date, which is no thing: any day will do.)
+    things = [e for e in entities_of(before, (), datetime(2000, 1, 1)) if e[:1].isupper() and e.lower() not in people]
     if len(things) != 1:
         return sentence
     verb = " is" if opening["verb"] == "'s" else opening["verb"]
