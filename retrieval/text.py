@@ -381,16 +381,34 @@ def strip_injected(text: str, header: str) -> str:
 _BE = {"am": "is", "are": "is", "were": "was", "aren't": "isn't", "weren't": "wasn't"}
 
 
-class _NoSpacy(importlib.abc.MetaPathFinder):
-    """Refuses ``import spacy`` in the one thread that is importing lemminflect."""
+class _Refusing(importlib.abc.MetaPathFinder):
+    """Refuses to import ``names`` (and their submodules) in the one thread that is
+    importing something else."""
 
-    def __init__(self) -> None:
+    def __init__(self, names: tuple[str, ...]) -> None:
         self.thread = threading.get_ident()
+        self.names = names
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> None:
-        if name == "spacy" and threading.get_ident() == self.thread:
-            raise ModuleNotFoundError("spacy is not needed for lemminflect's lexicon", name=name)
+        if name.split(".")[0] in self.names and threading.get_ident() == self.thread:
+            raise ModuleNotFoundError(f"{name} is refused while another module is imported", name=name)
         return None
+
+
+def import_refusing(module: str, *refused: str) -> ModuleType:
+    """``module``, imported (once per process) while ``refused`` cannot be: for a package
+    whose own ``except ImportError`` path does without an optional import that costs
+    seconds and is not used here. A refused package imported later, on its own, is
+    unaffected; one already imported stays."""
+    found = sys.modules.get(module)
+    if found is None:
+        guard = _Refusing(tuple(name for name in refused if name not in sys.modules))
+        sys.meta_path.insert(0, guard)
+        try:
+            found = importlib.import_module(module)
+        finally:
+            sys.meta_path.remove(guard)
+    return found
 
 
 def lexicon() -> ModuleType:
@@ -402,15 +420,7 @@ def lexicon() -> ModuleType:
     4 s in a process that only wanted a dictionary lookup (an agent's ``inject``, a hook).
     So the import runs with spaCy refused (lemminflect's own ``except ImportError`` path);
     a process that loads spaCy for extraction still has it, unaffected."""
-    module = sys.modules.get("lemminflect")
-    if module is None:
-        guard = _NoSpacy()
-        sys.meta_path.insert(0, guard)
-        try:
-            module = importlib.import_module("lemminflect")
-        finally:
-            sys.meta_path.remove(guard)
-    return module
+    return import_refusing("lemminflect", "spacy")
 
 
 def literal_pattern(pattern: str) -> bool:

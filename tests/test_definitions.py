@@ -129,6 +129,28 @@ def test_importing_retrieval_does_not_import_dagster():
     assert result.returncode == 0, result.stderr
 
 
+# Every Dagster run process, the code server and `dg check defs` load the code location:
+# these cost seconds each to import and are needed only by the steps that use them.
+HEAVY = ("sklearn", "matplotlib", "lancedb", "great_expectations", "spacy", "torch", "onnxruntime")
+
+
+def test_loading_the_code_location_imports_no_heavy_library():
+    code = ("import sys; from memory_assets.definitions import defs; defs().resolve_asset_graph(); "
+            f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "", f"imported when the code location loads: {result.stdout.strip()}"
+
+
+def test_the_spacy_pipeline_loads_without_torch_and_torch_still_imports_after():
+    code = ("import sys; from memory_assets.lib.extraction import structure; "
+            "doc = structure.nlp()('I switched from vim to neovim.'); "
+            "assert doc[1].lemma_ == 'switch' and doc[0].dep_ == 'nsubj', [(t.lemma_, t.dep_) for t in doc]; "
+            "assert 'torch' not in sys.modules; import torch; print(torch.tensor([1]).sum().item())")
+    result = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "1"
+
 def test_instance_config_turns_telemetry_off_and_fits_two_cores():
     import yaml
 

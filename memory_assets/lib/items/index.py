@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import lancedb
-
 from memory_assets.lib.items import publish
 from memory_assets.lib.quality import audit
 from retrieval.paths import DataRoot
@@ -32,6 +30,8 @@ def optimize(paths: DataRoot) -> IndexUpkeep | None:
     table = ItemStore(paths).table()
     if table is None:
         return None
+    import lancedb  # here: loading the code location needs no lancedb
+
     live = lancedb.connect(str(paths.lancedb)).open_table("items")
     before = len(live.list_versions())
     published_is_latest = live.version == table.version

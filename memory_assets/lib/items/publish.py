@@ -18,7 +18,6 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
-import lancedb
 import numpy as np
 import polars as pl
 
@@ -28,6 +27,7 @@ from retrieval.files import stamp
 from retrieval.paths import DataRoot, location
 from retrieval.published import ITEMS_TABLE, PUBLISHED_TAG
 from retrieval.spans import spanned, timed
+
 
 # Above this many rows brute-force vector search gets slow (~250 ms at 100k on 2 cores):
 # build an ANN index instead.
@@ -96,6 +96,7 @@ def write_items(paths: DataRoot, items: pl.DataFrame, vectors: np.ndarray, now: 
     # ``_apply_changes`` compares. (polars' row hash is stable within a polars version; a
     # new version's hashes all differ, and the table is written whole once.)
     frame = frame.with_columns(_row_hashes(frame).alias(ROW_HASH))
+    import lancedb  # here: loading the code location needs no lancedb
     db = lancedb.connect(str(paths.lancedb))
     table = None if rewrite or not items.height else _open_items(db)
     # Arrow's copy of the whole frame (its strings are converted) only when it is written whole.
@@ -213,6 +214,7 @@ def _with_vectors(frame: pl.DataFrame, vectors: np.ndarray) -> pl.DataFrame:
 @spanned("publish summaries table")
 def publish_table(paths: DataRoot, name: str, frame: pl.DataFrame, vectors: np.ndarray) -> int:
     """Write a small side table (summaries, insights) as a new version and publish it."""
+    import lancedb  # here: loading the code location needs no lancedb
     db = lancedb.connect(str(paths.lancedb))
     with timed("lancedb: write table"):
         table = db.create_table(name, data=_with_vectors(frame, vectors).to_arrow(), mode="overwrite")
@@ -259,6 +261,7 @@ def staged(paths: DataRoot) -> ItemsVersion | None:
 
 def staged_table(paths: DataRoot, written: ItemsVersion):
     """The LanceDB items table at the staged (not yet published) version."""
+    import lancedb  # here: loading the code location needs no lancedb
     table = lancedb.connect(str(paths.lancedb)).open_table(ITEMS_TABLE)
     table.checkout(written.version)
     return table
@@ -272,6 +275,7 @@ def history(paths: DataRoot) -> list[ItemsVersion]:
 @spanned("publish")
 def publish(paths: DataRoot, written: ItemsVersion, *, record: bool = True) -> None:
     """Point the agent at ``written``: the LanceDB tag, then the pointer (the publish)."""
+    import lancedb  # here: loading the code location needs no lancedb
     db = lancedb.connect(str(paths.lancedb))
     table = db.open_table(ITEMS_TABLE)
     tags = table.tags.list()
