@@ -7,6 +7,7 @@ the data root's own Dagster instance, so every run shows up in ``make ui`` under
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -74,28 +75,36 @@ def items_stale(paths: DataRoot) -> str | None:
 QUIET = {"loggers": {"console": {"config": {"log_level": "WARNING"}}}}
 
 
+@functools.cache
+def _code_location() -> tuple[tuple, tuple, tuple]:
+    """The code location's assets, checks and jobs, loaded once per process: building them
+    takes 1–2 s, and a ``materialize`` runs several jobs. Nothing in them depends on the data
+    root or the config file; the resources that do are bound per run."""
+    from memory_assets.definitions import defs
+
+    loaded = defs()
+    return (tuple(a for a in loaded.assets or [] if isinstance(a, dg.AssetsDefinition)),
+            tuple(loaded.asset_checks or []), tuple(loaded.jobs or []))
+
+
 def bound_definitions(data_root: str, extractor: str | None) -> tuple[list, dict]:
     """Every asset and check of the code location, and resources bound to this data root
     and the chosen extractor (benches and tests materialize selections of them)."""
     from memory_assets.defs.runtime import ExtractorResource, default_resources
-    from memory_assets.definitions import defs
 
-    loaded = defs()
+    assets, checks, _ = _code_location()
     resources = default_resources(data_root)
     if extractor:
         resources["extractor"] = ExtractorResource(mode=extractor)
-    assets = [a for a in loaded.assets or [] if isinstance(a, dg.AssetsDefinition)]
-    return assets + list(loaded.asset_checks or []), resources
+    return list(assets) + list(checks), resources
 
 
 def _job(data_root: str, extractor: str | None, name: str) -> dg.JobDefinition:
     """The named job ``name`` (so the UI shows ``materialize_items``, not an ephemeral job),
     bound to this data root's resources and the chosen extractor; checks run with their
     assets, so a failed blocking check stops the run before publish."""
-    from memory_assets.definitions import defs
-
     assets, resources = bound_definitions(data_root, extractor)
-    jobs = [j for j in defs().jobs or [] if j.name == name]
+    jobs = [j for j in _code_location()[2] if j.name == name]
     bound = dg.Definitions(assets=[a for a in assets if isinstance(a, dg.AssetsDefinition)],
                            asset_checks=[c for c in assets if not isinstance(c, dg.AssetsDefinition)],
                            jobs=jobs, resources=resources)
