@@ -855,6 +855,58 @@ def test_a_change_told_on_the_way_to_a_question_is_kept(text, fact):
     assert fact in [c.content for c in said(text)]
 
 
+@pytest.mark.parametrize(("text", "fact"), [
+    ("since I'm vegetarian, what's a decent high-protein dinner?", "Aaron is vegetarian."),
+    ("Because we're on Postgres 16, which index type should I use?", "Aaron and others are on Postgres 16."),
+    ("is it weird that I still use an iPhone SE?", "Aaron still uses an iPhone SE."),
+    ("do you think it's bad that we deploy on Fridays?", "Aaron and others deploy on Fridays."),
+])
+def test_a_fact_given_as_a_reason_or_put_up_for_judgement_is_kept(text, fact):
+    assert fact in [c.content for c in said(text)]
+
+
+@pytest.mark.parametrize("text", [
+    "Since I have time, can you help?",  # one word of substance, and a short one
+    "As I said, can you check it?",  # the speaker's own words, not a fact
+])
+def test_a_reason_that_carries_nothing_is_not_a_fact(text):
+    assert said(text) == []
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    ("Yusuf switched from goalkeeper to striker this season.", ("Yusuf", "striker")),
+    ("Okafor, our landlord, lives downstairs.", ("Okafor", "downstairs")),
+    ("Mr. Okafor, our landlord, lives downstairs and fixes stuff himself.", ("Okafor", "downstairs")),
+])
+def test_a_sentence_about_someone_named_is_a_fact_to_an_assistant(text, words):
+    """A proper name that is no English word ("Yusuf", not "Sure") opening the sentence is its subject."""
+    assert any(all(w in c.content for w in words) for c in said(text)), [c.content for c in said(text)]
+
+
+def test_a_change_names_its_value_with_one_word():
+    assert [c.content for c in said("I'm on soy now.", "Dana")] == ["Dana is on soy now."]
+    assert "Dana is on soy." in [c.content for c in said("no longer doing oat milk, I'm on soy. Oat was spiking my sugar.", "Dana")]
+    assert said("I'm fine now.") == []  # no value a preposition points at
+
+
+def test_a_change_said_with_a_rising_question_mark_is_a_statement():
+    assert [c.content for c in said("weirdly I've turned into a morning person?", "Dana")] == [
+        "Weirdly Dana has turned into a morning person."]
+    assert said("I should switch to Linux?") == []  # a modal asks
+    assert said("I'm back to normal now, but anything I can do to reset tonight?") == []  # a question tail asks
+
+
+def test_a_possessive_before_an_ing_noun_stays_a_possessive():
+    assert "Asha's swimming lessons got moved to Sunday at 9." in [
+        c.content for c in said("Asha's swimming lessons got moved to Sunday at 9, so Saturdays are free again")]
+    assert [c.content for c in said("Ana's moving to Porto.")] == ["Ana is moving to Porto."]
+
+
+def test_from_a_time_before_the_speakers_clause_is_when():
+    assert [c.content for c in said("From next month I'm on the night shift.", "Hiro")] == [
+        "Hiro is on the night shift from next month."]
+
+
 def test_a_standing_choice_without_a_verb_is_a_preference():
     found = said("From now on, aisle seats for me, my knees need the room.")
     assert found[0].content == "Aaron prefers aisle seats from now on." and found[0].kind == "preference"

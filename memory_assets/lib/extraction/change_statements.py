@@ -15,7 +15,7 @@ import re
 
 from memory_assets.lib.extraction import cues as C
 from memory_assets.lib.extraction import rules as R
-from memory_assets.lib.extraction.clauses import drop_tail_question, has_verb, is_question, strip_filler
+from memory_assets.lib.extraction.clauses import content_words, drop_tail_question, has_verb, is_question, strip_filler
 from memory_assets.lib.extraction.people import speakers_own
 from retrieval.text import CHANGE_ADVERBS, says_changed, tokens
 
@@ -40,6 +40,11 @@ def _lead(sentence: str) -> tuple[str, str] | None:
         return f"I {C.CHANGE_LEAD_PAST[(lead['verb'] or lead['noun']).lower()]} {lead['rest'].strip()}", text[lead.end():]
     if (now := C.NOW_THAT_LEAD.match(text)) and R.FIRST_PERSON.search(clause := now["clause"]) and has_verb(clause):
         return f"{clause} now", text[now.end():].strip()
+    # "since I'm vegetarian, what…?": a reason told on the way; "is it weird that I still use…?": a fact up for judgement.
+    for shape in (C.REASON_LEAD, C.JUDGED_FACT):
+        if (told := shape.match(text)) and has_verb(clause := told["clause"]) and not C.ASIDE.match(clause) \
+                and ((words := content_words(clause)) and (len(words) > 1 or len(words[0]) >= 5)):  # not "since I have time"
+            return clause, text[told.end():].strip()
     return None
 
 
@@ -53,12 +58,33 @@ def change_statement(sentence: str, names: tuple[str, ...]) -> str | None:
     text = speakers_own(strip_filler(drop_tail_question(sentence), names).strip())
     if _DOING.match(text) and any(w.lower() in CHANGE_ADVERBS for w in tokens(text)) or C.BACK_TO.match(text):
         text = f"I'm {text[:1].lower()}{text[1:]}"  # "Using Notion for all my planning now", "Back to five days a week"
-    if not text or is_question(text) or not has_verb(text) or R.SUBORDINATE_START.match(text) and "," not in text:
+    if not text or is_question(text) and not _UPTALK.match(text) or not has_verb(text) or R.SUBORDINATE_START.match(text) and "," not in text:
         return None
     if not R.FIRST_PERSON.search(text):
         return text if _THING.search(text) and (C.CHANGE_DONE.search(text) or says_changed(text)) else None
-    said = C.CHANGE_DONE.search(text) or says_changed(text) or any(w.lower() in CHANGE_ADVERBS for w in tokens(text))
-    return text if said else None
+    return text if states_change(text) else None
+
+
+def states_change(text: str) -> bool:
+    """A change verb, phrase or adverb: "gave up", "no longer", "these days", "now"."""
+    return bool(C.CHANGE_DONE.search(text) or says_changed(text) or any(w.lower() in CHANGE_ADVERBS for w in tokens(text)))
+
+
+def names_value(text: str) -> bool:
+    """A change statement names its new value even with one concrete word, when that word
+    is what a preposition or "to" points at: "I'm on soy now", "switched to Go" (not "I'm
+    fine now")."""
+    return _VALUE_AFTER.search(text) is not None
+
+
+# A statement said with a rising "?": "weirdly I've turned into a morning person?" (the
+# speaker's own clause in its statement order, one clause, no modal: "I should switch?" and
+# "I'm back to normal now, but anything I can do?" ask).
+_UPTALK = re.compile(r"^(?:\w+ly,?\s+|so\s+|guess\s+)?(?:I|I'm|I've|we|we're|we've)\s+(?!should|could|would|can|might|may)\w[^?,;:—–]*\?$",
+                     re.IGNORECASE)
+# One word of substance after "on", "to", "with"… and before the end or a time word.
+_VALUE_AFTER = re.compile(r"\b(?:on|to|with|at|into|for|in)\s+(?:the\s+|a\s+|an\s+)?[\w&.'-]{2,}"
+                          r"(?:\s+(?:now|instead|these days|nowadays|anymore))?\s*[.!]*$", re.IGNORECASE)
 
 
 # A sentence that opens with what the speaker is doing, and what with: "Using Notion…",

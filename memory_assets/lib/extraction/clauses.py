@@ -13,7 +13,7 @@ from memory_assets.lib.extraction import rules as R
 from memory_assets.lib.extraction.categories import Categorizer  # noqa: F401
 from retrieval.schema import Turn
 from retrieval.dates import DATE, RELATIVE_DAYS
-from retrieval.text import tokens
+from retrieval.text import lexicon, tokens
 
 
 _ABBREV = re.compile(r"\b(" + "|".join(a if "(" in a else re.escape(a) for a in R.ABBREVIATIONS) + r")\.", re.IGNORECASE)
@@ -206,6 +206,24 @@ def is_specific(text: str) -> bool:
     if C.QUANTITY.search(text) or DATE.search(text) or re.search(r"`[^`]+`|\d", text):
         return True
     return re.search(r"(?<!^)(?<![.!?]\s)\b[A-Z][a-zA-Z0-9]+", text.strip()) is not None
+
+
+# A sentence that opens on a person's proper name as its subject: "Yusuf switched…", "Mr.
+# Okafor, our landlord, lives…", "Lea's contract went up…" (the name, then a lowercase
+# word, a possessive, or an apposition).
+_NAME_OPENING = re.compile(r"^(?:(?:Mr|Mrs|Ms|Dr|Prof)\.?\s+)?(?P<name>[A-Z][a-z]+)"
+                           r"(?:'s\s+[a-z]|,\s+(?:our|my|the|his|her|their)\s|\s+(?=[a-z]))")
+
+
+def opens_on_name(text: str, names: tuple[str, ...] = ()) -> bool:
+    """Whether ``text``'s subject is someone named by a proper name: a name the session knows
+    (``names``), or a capitalised word that is no English word in lemminflect's lexicon
+    ("Yusuf", "Okafor"; not "Sure", "Honestly") and no adverb."""
+    m = _NAME_OPENING.match(text.strip())
+    if m is None:
+        return False
+    name = m["name"].lower()
+    return name in {n.lower() for n in names} or not (name.endswith("ly") or lexicon().getAllLemmas(name))
 
 
 def absolute_dates(text: str, when: datetime) -> str:

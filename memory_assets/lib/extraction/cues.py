@@ -83,6 +83,18 @@ CHANGE_LEAD_STATE = frozenset({"go"})
 # A state told on the way to a question, "now that" it holds: "Now that my mail lives in
 # Proton, how do I…", "Now that we're on Linear, …".
 NOW_THAT_LEAD = re.compile(r"^(?:so\s+|and\s+|but\s+)?now\s+that\s+(?P<clause>[^,?;.!]+?)\s*(?:[,?;.!]|$)", _I)
+# A first-person reason on the way to a question or a request: "since I'm vegetarian, what
+# should I cook?", "as we're on Postgres 16, …" (the clause is a fact of its own).
+REASON_LEAD = re.compile(r"^(?:so\s+|and\s+|but\s+)?(?:since|as|because|cause|cuz|given\s+that|seeing\s+as)\s+"
+                         r"(?P<clause>(?:I|I'm|Im|I've|I'd|we|we're|we've|my|our)\b[^,?;.!]+?)\s*,\s*(?=\S)", _I)
+# A fact put up for judgement: "is it weird that I still use an iPhone SE?", "do you think
+# it's bad that we deploy on Fridays?" (the fact holds either way).
+JUDGED_FACT = re.compile(r"^(?:so\s+|and\s+|but\s+)?(?:is\s+it|isn'?t\s+it|would\s+it\s+be|do\s+you\s+think\s+it'?s|"
+                         r"it'?s)\s+(?:\w+\s+){0,2}?(?:weird|odd|strange|normal|ok|okay|bad|fine|crazy|silly|dumb|wrong|"
+                         r"unusual|common|lame|embarrassing)\s+that\s+(?P<clause>(?:I|I'm|I've|we|we're|my|our)\b[^?]+?)\s*[?!.]*$", _I)
+# What the speaker says of their own words, not a fact: "as I said", "since I mentioned it".
+ASIDE = re.compile(r"^(?:I|we)\s+(?:said|say|mentioned|told|think|thought|guess|know|knew|see|saw|mean|meant|"
+                   r"understand|recall|remember|wrote|asked|promised)\b", _I)
 # The first days of a job told in passing: "First week at Bosch done!", "my first day with
 # the Halden team": the speaker works there now.
 FIRST_DAYS_AT = re.compile(
@@ -98,7 +110,7 @@ BACK_TO = re.compile(r"^(?:back|down)\s+to\s+\S", _I)
 CHANGE_DONE = re.compile(
     r"\b(?:switched|moved|left|joined|started|stopped|dropped|upgraded|downgraded|relocated|closed|"
     r"cancel(?:l)?ed|quit|stepped down|gave up|given up|went (?:up|down|with)|signed up|traded|replaced|swapped|"
-    r"ditched|migrated|transferred|retired|resigned)\b", _I)
+    r"ditched|migrated|transferred|retired|resigned|turned into|became|got into)\b", _I)
 # The past tense of each lead-in's stem or noun: "switching" → "switched", "the move" → "moved".
 CHANGE_LEAD_PAST = {"switch": "switched", "mov": "moved", "relocat": "relocated", "chang": "changed", "join": "joined",
                     "start": "started", "transfer": "transferred", "transferr": "transferred", "upgrad": "upgraded",

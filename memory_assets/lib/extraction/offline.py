@@ -21,9 +21,9 @@ from memory_assets.lib.extraction import cues as C
 from memory_assets.lib.extraction import rules as R
 from memory_assets.lib.extraction.base import Budget, ExtractionResult, Segment, plain_spacing, segments
 from memory_assets.lib.extraction.categories import TECHNICAL_CATEGORY, technical_session
-from memory_assets.lib.extraction.change_statements import change_statement, lead_change
+from memory_assets.lib.extraction.change_statements import change_statement, lead_change, names_value, states_change
 from memory_assets.lib.extraction.clauses import (Categorizer, clauses, content_words, drop_tail_question, entities_of,
-                                                  finish, has_verb, is_chatter, is_question, is_specific, kind_of,
+                                                  finish, has_verb, is_chatter, is_question, is_specific, kind_of, opens_on_name,
                                                   sentences, speaker_name, split_caption, split_label, strength_of,
                                                   strip_filler, supersedes_of)
 from memory_assets.lib.extraction.exchange import (addressee_of, answer_details, appositive, confirms, denial_of,
@@ -47,7 +47,7 @@ class OfflineExtractor:
     (category keywords pick each fact's category, ``tiers`` its tier)."""
 
     name = "offline"
-    version = "rules-v21"  # v21: a state told "now that" it holds, a "who" clause about a person, a name's "'s on" as "is on", "went vegan" and "as of last week" as changes, "since going freelance", "first week at Bosch", "back to five days a week" are facts; v20: "we're up to N" stays the group's; v19: a change verb a sentence opens with is the speaker's, an unnamed thing changed by a change phrase is a fact; v18: "my" in a clause that names the speaker is "their"; v17: a pronoun inside another word ("us-east-1") is left as it is; v16: runs of spaces read as one, sentences read in pieces of ≤ 1,000 characters
+    version = "rules-v22"  # v22: a sentence opening on a proper name is about that person, a reason ("since I'm vegetarian, …") or a fact up for judgement ("is it weird that I…") is a fact, one word a preposition points at is a change's value, a one-clause "?" with a change is a statement, "from next month" is when; v21: a state told "now that" it holds, a "who" clause about a person, a name's "'s on" as "is on", "went vegan" and "as of last week" as changes, "since going freelance", "first week at Bosch", "back to five days a week" are facts; v20: "we're up to N" stays the group's; v19: a change verb a sentence opens with is the speaker's, an unnamed thing changed by a change phrase is a fact; v18: "my" in a clause that names the speaker is "their"; v17: a pronoun inside another word ("us-east-1") is left as it is; v16: runs of spaces read as one, sentences read in pieces of ≤ 1,000 characters
 
     def __init__(self, config: MemoryConfig):
         self.config = config
@@ -170,7 +170,7 @@ class OfflineExtractor:
     def _change_statement(self, sentence: str, turn: Turn, voice: Voice, names: tuple[str, ...]) -> Candidate | None:
         """A first-person sentence that says a value changed, when no clause rule read it (``change_statements``)."""
         text = change_statement(sentence, names)
-        if text is None or not informative(content := as_said(text, voice, turn), text, voice, names, kind := kind_of(text)):
+        if text is None or not informative(content := as_said(text, voice, turn), text, voice, names, kind := kind_of(text)) and not names_value(text):
             return None
         return self._candidate(content, text, sentence, turn, voice, kind, bool(C.ASKS_TO_KEEP.search(text)))
 
@@ -228,11 +228,11 @@ class OfflineExtractor:
         about_someone = not named_first and resolved != clause \
             and re.match(r"(?:he|she)\b", clause, re.IGNORECASE)
         if not (R.FIRST_PERSON.search(text) or about_someone
-                or agent and (is_specific(text) or self._domain_fact(text, names))):
+                or agent and (is_specific(text) or self._domain_fact(text, names) or opens_on_name(text, names))):
             return None if agent else self._reported(text, clause, sentence, turn, voice, names)
         singular = R.SINGULAR_FIRST_PERSON.search(text)
         if not singular and R.FIRST_PERSON.search(text) and R.GENERIC_WE_CLAIM.search(R.SUBORDINATE_TAIL.sub("", text)) \
-                and not R.WE_DID.search(text):
+                and not R.WE_DID.search(text) and not opens_on_name(text, names):  # ("Okafor, our landlord, lives…")
             return None
         if not singular and (R.MAXIM.match(text) or R.OPINION_OPENER.match(text)):
             return None
@@ -259,7 +259,7 @@ class OfflineExtractor:
         if re.search(r"\b(\w+) is \1\b", content):
             return None  # "I'm Kenji" said by Kenji
         kind = kind_of(cue)
-        if not informative(content, clause, voice, names, kind):
+        if not informative(content, clause, voice, names, kind) and not (names_value(text) and states_change(sentence)):
             return None
         extra = tuple(dict.fromkeys(((antecedent,) if named_first else ()) + used))
         return self._candidate(content, clause, sentence, turn, voice, kind, remember, extra=extra)

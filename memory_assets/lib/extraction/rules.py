@@ -214,7 +214,7 @@ SUBORDINATE_START = re.compile(r"^(?:even though|although|though|because|since|w
 # "Since the reorg I'm based at…", "After the move we…": a short time phrase (no verb,
 # no comma) before the speaker's own clause.
 LEADING_TIME_PHRASE = re.compile(
-    r"^(?:since|after|until|before)\s+(?:(?:the|my|our|this|last|a)\s+)?[\w'-]+(?:\s+[\w'-]+)?\s+"
+    r"^(?:since|after|until|before|from)\s+(?:(?:the|my|our|this|next|last|a)\s+)?[\w'-]+(?:\s+[\w'-]+)?,?\s+"
     r"(?=(?:I|I'm|I've|I'll|we|we're|we've|my|our)\b)", _I)
 # "From now on, window seats for me": a standing choice without a verb.
 STANDING_FOR_ME = re.compile(
@@ -360,8 +360,10 @@ CASUAL = [(re.compile(r"\bgonna\b", _I), "going to"), (re.compile(r"\bwanna\b", 
           (re.compile(r"\bgotta\b", _I), "have to"), (re.compile(r"\bkinda\b", _I), "kind of"),
           # A name's "'s" before a preposition or a verb's "-ing" is "is", before "been"/"got" "has":
           # "Bruno's on a MacBook now", "Ana's moving to Porto", "Tom's been promoted" (no possessive reads so).
-          (re.compile(r"\b([A-Z][\w-]+)'s(?=\s+(?:on|at|in|into|with|off|back|out|away|over|now|still|also|finally|"
-                      r"[a-z]+ing)\b)"), r"\1 is"),
+          # (An "-ing" word then a noun is the possessive's: "Asha's swimming lessons got moved".)
+          (re.compile(r"\b([A-Z][\w-]+)'s(?=\s+(?:(?:on|at|in|into|with|off|back|out|away|over|now|still|also|finally)\b|"
+                      r"[a-z]+ing(?:\s+(?:to|in|on|at|with|for|from|the|a|an|his|her|their|my|our|back|out|up|down|over|"
+                      r"again|now|full-time|part-time)\b|\s*[.,;!?]|\s*$)))"), r"\1 is"),
           (re.compile(r"\b([A-Z][\w-]+)'s(?=\s+(?:been|got)\b)"), r"\1 has")]
 
 # Subject-less openings ("Gonna continue my edu", "Just got back from…"): the
