@@ -110,6 +110,7 @@ class Injection(_Section):
     token_budget: int
     uncertain_below: float
     conflict_similarity: float
+    change_conflict_similarity: float
     summary_sufficient: float
     summary_coverage: float
     header: str

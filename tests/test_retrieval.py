@@ -693,3 +693,44 @@ def test_an_archived_line_that_answers_outranks_active_lines_that_do_not(tmp_pat
     # Without a question naming its topic, an archived line still waits for a free place.
     assert "coffee" not in {h.id for h in MemoryClient(paths.root).inject(
         "When is Aaron's WRX service due?", now=NOW, record=False).items}
+
+
+def test_a_later_stated_change_and_an_earlier_fact_about_the_same_person_are_a_conflict():
+    """When the pipeline left both standing, a change stated later about someone and an earlier
+    session's fact about them are served marked, both: by fields first, then by how alike."""
+    from datetime import datetime, timezone
+
+    import numpy as np
+
+    from retrieval.agent import trust
+    from retrieval.agent.search import to_hit
+
+    def hit(fid, content, **row):
+        base = {"id": fid, "content": content, "category": "work", "importance": 0.8, "confidence": 0.9,
+                "source_trust": "trusted", "contradicts": [], "states_change": False, "tentative": False,
+                "numbers": [], "denies": False, "entities": [], "session_id": "s1",
+                "created_at": datetime(2026, 1, 5, tzinfo=timezone.utc)}
+        return to_hit({**base, **row}, 1.0, 1.0)
+
+    later = datetime(2026, 3, 1, tzinfo=timezone.utc)
+    old = hit("a", "Gmail is Dmitri's main email.", subject_key="gmail", entities=["Dmitri", "Gmail"])
+    new = hit("b", "Dmitri's mail lives in Proton now.", subject_key="dmitri's mail", states_change=True,
+              session_id="s2", created_at=later)
+    other = hit("c", "Lena's mail lives in Proton now.", subject_key="lena's mail", states_change=True,
+                session_id="s2", created_at=later)
+    same_session = hit("d", "Dmitri moved his mail to Proton.", subject_key="dmitri", states_change=True,
+                       created_at=later)
+    guess = hit("e", "Dmitri might move to Proton.", subject_key="dmitri", states_change=True, tentative=True,
+                session_id="s2", created_at=later)
+    assert trust.replaces(old.row, new.row) and not trust.replaces(new.row, old.row)  # the later one replaces
+    assert not trust.replaces(old.row, other.row)  # about someone else
+    assert not trust.replaces(old.row, same_session.row)  # said in the same session: the pipeline's to settle
+    assert not trust.replaces(old.row, guess.row)  # a guess replaces nothing
+    event = hit("f", "Dmitri went to a Proton meetup in Zurich on May 3.", subject_key="dmitri", states_change=True,
+                session_id="s2", created_at=later, memory_kind="episode")
+    assert not trust.replaces(old.row, event.row)  # a one-off event is no new value
+    alike = np.ones((2, 4), dtype=np.float32) / 2  # cosine 1
+    apart = np.eye(2, 4, dtype=np.float32)  # cosine 0
+    assert trust.conflicts([old, new], alike, 0.8, 0.4) == {("a", "b")}
+    assert trust.conflicts([old, new], apart, 0.8, 0.4) == set()
+    assert trust.conflicts([old, new], alike, 0.8) == set()  # no change threshold: only numbers and polarity

@@ -49,6 +49,9 @@ from retrieval.store import ItemStore
     # "Went" a state is a change; "went home" and "went long" are not. "As of" dates a new state.
     ("Bea went vegan at the start of March.", "Bea", "go", "vegan at the start of March", True, False),
     ("Bea went home early.", "Bea", "go", None, False, True),  # a past event: history, no change
+    ("Bea went freelance.", "Bea", "go", "freelance", True, False),  # the parser's npadvmod: a state still
+    ("Bea went part-time in May.", "Bea", "go", "part time", True, False),
+    ("Bea went yesterday.", "Bea", "go", None, False, True),  # a date is when, not a state
     ("As of last week Bea is on the day shift.", "Bea", "be_on", "day shift", True, False),
     # "now" however deep the parser hangs it; not "right now"; "also" adds, it does not replace.
     ("Bea is at the climbing wall round the corner from Bea's flat now.", "Bea", "be_at", "climbing wall", True, False),

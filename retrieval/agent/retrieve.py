@@ -347,7 +347,7 @@ def retrieve(context: str | Messages, stores: Stores, config: MemoryConfig, opti
     if not hits:
         hits, vectors = rank(stores, view, config, options, query.text, cap, now, sentiment_of(context_text(context)),
                              query.terms, context_text(context, last=1))
-    pairs = trust.conflicts(hits, vectors, float(cfg.conflict_similarity))
+    pairs = trust.conflicts(hits, vectors, float(cfg.conflict_similarity), float(cfg.change_conflict_similarity))
     hits = trust.order(hits, pairs)
     rules = triggered(stores, view, options, context, cap)
     if rules:

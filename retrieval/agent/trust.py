@@ -23,8 +23,9 @@ Flags, appended to the item's line in the block:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
@@ -45,10 +46,15 @@ def item_ids(hit: Hit) -> list[str]:
     return list(hit.row.get("item_ids") or [hit.id])
 
 
-def conflicts(hits: Sequence[Hit], vectors: Vectors | None, threshold: float) -> set[tuple[str, str]]:
-    """Pairs of ids in ``hits`` that contradict each other.
+def conflicts(hits: Sequence[Hit], vectors: Vectors | None, threshold: float,
+              change_threshold: float | None = None) -> set[tuple[str, str]]:
+    """Pairs of ids in ``hits`` that contradict each other: an explicit ``contradicts`` link;
+    two statements ``opposed`` (numbers, polarity) at least ``threshold`` alike; or a change
+    stated later of what an earlier session's fact says of the same subject (``replaces``)
+    at least ``change_threshold`` alike, which the pipeline left standing side by side (when
+    unsure, both are shown, marked).
 
-    The fields' test comes first: only a pair ``opposed`` (numbers, polarity) and is not linked already
+    The fields' test comes first: only a pair that passes it and is not linked already
     needs its vectors, so a block without such a pair reads none.
     """
     pairs: set[tuple[str, str]] = set()
@@ -59,18 +65,48 @@ def conflicts(hits: Sequence[Hit], vectors: Vectors | None, threshold: float) ->
                 pairs.add(tuple(sorted((hit.id, owner[other]))))  # type: ignore[arg-type]
     if vectors is None or len(hits) < 2:
         return pairs
-    suspects = [(i, j) for i in range(len(hits)) for j in range(i + 1, len(hits))
-                if tuple(sorted((hits[i].id, hits[j].id))) not in pairs
-                and opposed(hits[i].row, hits[j].row)]
+    suspects = []
+    for i in range(len(hits)):
+        for j in range(i + 1, len(hits)):
+            if tuple(sorted((hits[i].id, hits[j].id))) in pairs:
+                continue
+            a, b = hits[i].row, hits[j].row
+            if opposed(a, b):
+                suspects.append((i, j, threshold))
+            elif change_threshold is not None and (replaces(a, b) or replaces(b, a)):
+                suspects.append((i, j, change_threshold))
     if not suspects:
         return pairs
-    needed = sorted({k for pair in suspects for k in pair})
+    needed = sorted({k for i, j, _ in suspects for k in (i, j)})
     rows = vectors[needed] if isinstance(vectors, np.ndarray) else vectors(needed)
     at = {k: n for n, k in enumerate(needed)}
-    for i, j in suspects:
-        if float(rows[at[i]] @ rows[at[j]]) >= threshold:
+    for i, j, bar in suspects:
+        if float(rows[at[i]] @ rows[at[j]]) >= bar:
             pairs.add(tuple(sorted((hits[i].id, hits[j].id))))  # type: ignore[arg-type]
     return pairs
+
+
+def replaces(old: Mapping[str, Any], new: Mapping[str, Any]) -> bool:
+    """``new`` states a change (``states_change``, neither side tentative) about someone
+    ``old`` is about too (the owner of its ``subject_key``: its own, or one ``old`` names
+    among its ``entities``), said later and in another session: by its fields, a candidate
+    for the value that replaced ``old``'s."""
+    if not new.get("states_change") or new.get("tentative") or old.get("tentative"):
+        return False
+    if "episode" in (old.get("memory_kind"), new.get("memory_kind")):
+        return False  # a one-off event has no value to replace, nor is one a new value
+    who = _owner(new)  # "dmitri's mail" → dmitri: the change is about Dmitri's thing
+    if not who or who != _owner(old) and who not in {str(e).lower() for e in old.get("entities") or []}:
+        return False
+    if not old.get("session_id") or old.get("session_id") == new.get("session_id"):
+        return False
+    before, after = old.get("created_at"), new.get("created_at")
+    return before is not None and after is not None and before < after
+
+
+def _owner(row: Mapping[str, Any]) -> str:
+    """Whose a subject is: "dmitri's mail" → "dmitri", "diego" → "diego"."""
+    return (row.get("subject_key") or "").lower().split("'s")[0].strip()
 
 
 def claimed(hit: Hit) -> bool:
@@ -155,7 +191,7 @@ def flags(hits: Sequence[Hit], config: MemoryConfig, now: datetime, vectors: Vec
     nothing is shared)."""
     cfg = config.injection
     if pairs is None:
-        pairs = conflicts(hits, vectors, float(cfg.conflict_similarity))
+        pairs = conflicts(hits, vectors, float(cfg.conflict_similarity), float(cfg.change_conflict_similarity))
     conflicted = {i for pair in pairs for i in pair}
     lower = losers(hits, pairs)
     out: dict[str, list[str]] = {}

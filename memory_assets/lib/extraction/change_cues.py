@@ -32,10 +32,12 @@ def changes(verb) -> bool:
 
 
 def _became(verb) -> bool:
-    """"Went vegan", "has gone freelance", "went remote": "go" told as done with a state
-    right after it (not "went home", "went badly", "went to Lisbon")."""
+    """"Went vegan", "has gone freelance", "went remote", "went part-time": "go" told as done
+    with a state right after it (not "went home", "went badly", "went to Lisbon", "went
+    yesterday": a date is when, not a state)."""
     return verb.lemma_.lower() == "go" and verb.tag_ in ("VBD", "VBN") and any(
-        c.dep_ in ("dobj", "acomp", "oprd", "attr") and c.i == verb.i + 1 and c.pos_ in ("NOUN", "ADJ") for c in verb.children)
+        c.dep_ in ("dobj", "acomp", "oprd", "attr", "npadvmod") and c.left_edge.i == verb.i + 1
+        and c.pos_ in ("NOUN", "ADJ") and not c.ent_type_ for c in verb.children)
 
 
 def _particle(verb) -> str | None:

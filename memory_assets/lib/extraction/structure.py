@@ -248,7 +248,8 @@ def read(doc, config: MemoryConfig) -> Structure:
 
     lemma = pred.lemma_.lower()
     particle = next((c.lower_ for c in pred.children if c.dep_ == "prt"), None)
-    objects = [c for c in pred.children if c.dep_ in ("dobj", "attr", "acomp", "oprd", "dative")]
+    objects = [c for c in pred.children if c.dep_ in ("dobj", "attr", "acomp", "oprd", "dative")
+               or c.dep_ == "npadvmod" and lemma == "go" and c.left_edge.i == pred.i + 1 and not c.ent_type_]  # "went freelance"
     preps = [(c.lower_, g) for c in pred.children if c.dep_ in ("prep", "agent")
              for g in c.children if g.dep_ in ("pobj", "pcomp")]
     # "works out of the Leeds office": a two-word preposition, "out" → "of" → its object.
