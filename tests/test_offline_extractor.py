@@ -907,6 +907,19 @@ def test_from_a_time_before_the_speakers_clause_is_when():
         "Hiro is on the night shift from next month."]
 
 
+@pytest.mark.parametrize(("text", "fact"), [
+    ("pls keep answers in bullet points, i skim everything", "Aaron wants the assistant to keep answers in bullet points."),
+    ("Please make your replies short.", "Aaron wants the assistant to make the assistant's replies short."),
+])
+def test_how_every_answer_should_look_is_a_standing_rule(text, fact):
+    assert fact in [c.content for c in said(text)]
+
+
+@pytest.mark.parametrize("text", ["make the reply shorter", "Keep answers short for now."])
+def test_how_this_answer_should_look_is_a_task(text):
+    assert said(text) == []  # one reply, or for now: the task at hand
+
+
 def test_a_standing_choice_without_a_verb_is_a_preference():
     found = said("From now on, aisle seats for me, my knees need the room.")
     assert found[0].content == "Aaron prefers aisle seats from now on." and found[0].kind == "preference"

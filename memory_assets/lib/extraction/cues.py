@@ -154,7 +154,7 @@ ACTION = re.compile(
 
 # A standing instruction to the assistant ("always run…", "never push…") is a rule to keep.
 RULE_LEAD = re.compile(r"^(?:(?:" + HENCEFORTH + "|" + IN_FUTURE + r"),?\s+)?(?:actually,?\s+)?"
-                       r"(?:(?:please|just|also|then)[\s,]+)*", _I)
+                       r"(?:(?:please|pls|plz|just|also|then)[\s,]+)*", _I)
 RULE_START = re.compile(
     RULE_LEAD.pattern + r"(?:always|never|don't|do not|avoid|make sure|stop|keep(?=[^,.;]*\d)|"
     r"switch (?:from|to)|(?:use|prefer|stick (?:with|to)|go with)\b.*\b(?:instead of|rather than|over|not)\b)\b", _I)
@@ -179,7 +179,11 @@ CONDITIONAL_RULE = re.compile(
     r"(?P<cond>(?:if|when|whenever|before|after|once|every time)\b[^,]{3,80}),\s*(?P<rest>.+)$", _I)
 # A convention handed to the assistant ("use anyhow with .context()", "default to
 # prefers-color-scheme"): how the work is done from now on, not a one-off task.
-CONVENTION = re.compile(r"^(?:(?:just|please|also)\s+)*(?:use|default to|prefer|stick (?:with|to))\b", _I)
+# A convention, or how every answer should look: "keep answers in bullet points", "make
+# your replies short" (plural: the answers in general; "make the reply shorter" is this one).
+CONVENTION = re.compile(r"^(?:(?:just|please|pls|plz|also)\s+)*(?:use|default to|prefer|stick (?:with|to)|"
+                        r"(?:keep|make|write|give|format|put)\s+(?:your\s+|the\s+|all\s+|my\s+)?"
+                        r"(?:answers|replies|responses|explanations|summaries|examples|messages)\b)", _I)
 # "…for this one", "…this time": a choice for the task at hand.
 ONE_OFF = re.compile(r"\b(?:this one|this time|for now|for this|right now|today|tonight|here)\b", _I)
 # A confirmed offer ("Should I add tests?" "Yes.") is a one-off task unless it sets a
