@@ -849,19 +849,15 @@ def test_a_time_phrase_before_the_speakers_clause_is_not_a_subordinate_clause(te
     ("Since the move to Galway I have no idea where anything is. Is there a parkrun?", "Aaron moved to Galway."),
     ("Now that I've joined the platform team, what should I read first?", "Aaron joined the platform team."),
     ("After moving over to Fastmail, can I keep my old aliases?", "Aaron moved over to Fastmail."),
-])
-def test_a_change_told_on_the_way_to_a_question_is_kept(text, fact):
-    """Every change statement becomes a fact: told as the lead-in to a question, it is still one."""
-    assert fact in [c.content for c in said(text)]
-
-
-@pytest.mark.parametrize(("text", "fact"), [
+    # A reason given on the way, and a fact put up for judgement, are facts too.
     ("since I'm vegetarian, what's a decent high-protein dinner?", "Aaron is vegetarian."),
     ("Because we're on Postgres 16, which index type should I use?", "Aaron and others are on Postgres 16."),
     ("is it weird that I still use an iPhone SE?", "Aaron still uses an iPhone SE."),
     ("do you think it's bad that we deploy on Fridays?", "Aaron and others deploy on Fridays."),
 ])
-def test_a_fact_given_as_a_reason_or_put_up_for_judgement_is_kept(text, fact):
+def test_a_fact_told_on_the_way_to_a_question_is_kept(text, fact):
+    """Every change statement becomes a fact: told as the lead-in to a question, it is still
+    one; so is a reason the speaker gives, or a fact they ask to have judged."""
     assert fact in [c.content for c in said(text)]
 
 

@@ -70,21 +70,11 @@ def states_change(text: str) -> bool:
     return bool(C.CHANGE_DONE.search(text) or says_changed(text) or any(w.lower() in CHANGE_ADVERBS for w in tokens(text)))
 
 
-def names_value(text: str) -> bool:
-    """A change statement names its new value even with one concrete word, when that word
-    is what a preposition or "to" points at: "I'm on soy now", "switched to Go" (not "I'm
-    fine now")."""
-    return _VALUE_AFTER.search(text) is not None
-
-
 # A statement said with a rising "?": "weirdly I've turned into a morning person?" (the
 # speaker's own clause in its statement order, one clause, no modal: "I should switch?" and
 # "I'm back to normal now, but anything I can do?" ask).
 _UPTALK = re.compile(r"^(?:\w+ly,?\s+|so\s+|guess\s+)?(?:I|I'm|I've|we|we're|we've)\s+(?!should|could|would|can|might|may)\w[^?,;:—–]*\?$",
                      re.IGNORECASE)
-# One word of substance after "on", "to", "with"… and before the end or a time word.
-_VALUE_AFTER = re.compile(r"\b(?:on|to|with|at|into|for|in)\s+(?:the\s+|a\s+|an\s+)?[\w&.'-]{2,}"
-                          r"(?:\s+(?:now|instead|these days|nowadays|anymore))?\s*[.!]*$", re.IGNORECASE)
 
 
 # A sentence that opens with what the speaker is doing, and what with: "Using Notion…",

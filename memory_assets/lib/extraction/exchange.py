@@ -169,19 +169,29 @@ def appositive(sentence: str, names: tuple[str, ...]) -> str | None:
     return text[:1].lower() + text[1:]
 
 
-def informative(content: str, clause: str, voice: Voice, names: tuple[str, ...], kind: str) -> bool:
+def informative(content: str, clause: str, voice: Voice, names: tuple[str, ...], kind: str,
+                changed: bool = False) -> bool:
     """Enough substance to be worth remembering: two concrete words, or one when a liking
     or a choice is stated ("Aaron is into jazz") or the speaker is the subject ("Jon is
-    doing kickboxing") — but not a bare verb ("Maria sat with her")."""
+    doing kickboxing") — but not a bare verb ("Maria sat with her"); or, when the sentence
+    says a value ``changed``, the one word a preposition points at ("I'm on soy now", not
+    "I'm fine now")."""
     substance = content_words(content, names + (voice.name,))
     if len(content.split()) < 3 or not substance:
         return False
     if len(substance) >= 2 or is_specific(clause) or C.TIME_ANCHOR.search(clause):
         return True
+    if changed and _VALUE_AFTER.search(clause):
+        return True
     if kind in ("preference", "negative", "decision", "correction"):
         return True
     solo = substance[0]
     return content.startswith(voice.name + " ") and len(solo) >= 5 and not C.PAST_TENSE.fullmatch(solo)
+
+
+# One word of substance after "on", "to", "with"… and before the end or a time word.
+_VALUE_AFTER = re.compile(r"\b(?:on|to|with|at|into|for|in)\s+(?:the\s+|a\s+|an\s+)?[\w&.'-]{2,}"
+                          r"(?:\s+(?:now|instead|these days|nowadays|anymore))?\s*[.!]*$", re.IGNORECASE)
 
 
 def recent_memo(memo: tuple[int, str] | None, index: int, within: int = 4) -> str | None:

@@ -21,7 +21,7 @@ from memory_assets.lib.extraction import cues as C
 from memory_assets.lib.extraction import rules as R
 from memory_assets.lib.extraction.base import Budget, ExtractionResult, Segment, plain_spacing, segments
 from memory_assets.lib.extraction.categories import TECHNICAL_CATEGORY, technical_session
-from memory_assets.lib.extraction.change_statements import change_statement, lead_change, names_value, states_change
+from memory_assets.lib.extraction.change_statements import change_statement, lead_change, states_change
 from memory_assets.lib.extraction.clauses import (Categorizer, clauses, content_words, drop_tail_question, entities_of,
                                                   finish, has_verb, is_chatter, is_question, is_specific, kind_of, opens_on_name,
                                                   sentences, speaker_name, split_caption, split_label, strength_of,
@@ -170,7 +170,7 @@ class OfflineExtractor:
     def _change_statement(self, sentence: str, turn: Turn, voice: Voice, names: tuple[str, ...]) -> Candidate | None:
         """A first-person sentence that says a value changed, when no clause rule read it (``change_statements``)."""
         text = change_statement(sentence, names)
-        if text is None or not informative(content := as_said(text, voice, turn), text, voice, names, kind := kind_of(text)) and not names_value(text):
+        if text is None or not informative(content := as_said(text, voice, turn), text, voice, names, kind := kind_of(text), True):
             return None
         return self._candidate(content, text, sentence, turn, voice, kind, bool(C.ASKS_TO_KEEP.search(text)))
 
@@ -259,7 +259,7 @@ class OfflineExtractor:
         if re.search(r"\b(\w+) is \1\b", content):
             return None  # "I'm Kenji" said by Kenji
         kind = kind_of(cue)
-        if not informative(content, clause, voice, names, kind) and not (names_value(text) and states_change(sentence)):
+        if not informative(content, clause, voice, names, kind, states_change(sentence)):
             return None
         extra = tuple(dict.fromkeys(((antecedent,) if named_first else ()) + used))
         return self._candidate(content, clause, sentence, turn, voice, kind, remember, extra=extra)
